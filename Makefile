@@ -1,0 +1,27 @@
+# Two commands do everything on a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-slow env clean
+
+$(STAMP): requirements-host.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-host.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
+	touch $(STAMP)
+
+env: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m irtrace demo --out demo-out
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+clean:
+	rm -rf $(VENV) demo-out

@@ -1,0 +1,6 @@
+"""The torch op table: ONNX ops written with torch's public API."""
+from backends._table import OpTable
+
+OPS = OpTable("torch")
+
+from backends.torch.ops import conv, elementwise, linalg, norm, pool, reduce, shape  # noqa: E402,F401

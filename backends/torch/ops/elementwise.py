@@ -1,0 +1,168 @@
+import torch
+import torch.nn.functional as F
+
+from backends.torch.ops import OPS
+from backends.torch.ops._util import ONNX_TO_TORCH
+
+
+def _binary(name, fn):
+    OPS.register(name, since=7)(fn)
+
+
+_binary("Add", lambda a, b: torch.add(a, b))
+_binary("Sub", lambda a, b: torch.sub(a, b))
+_binary("Mul", lambda a, b: torch.mul(a, b))
+_binary("Equal", lambda a, b: torch.eq(a, b))
+_binary("Less", lambda a, b: torch.lt(a, b))
+_binary("LessOrEqual", lambda a, b: torch.le(a, b))
+_binary("Greater", lambda a, b: torch.gt(a, b))
+_binary("GreaterOrEqual", lambda a, b: torch.ge(a, b))
+_binary("And", lambda a, b: torch.logical_and(a, b))
+_binary("Or", lambda a, b: torch.logical_or(a, b))
+_binary("Xor", lambda a, b: torch.logical_xor(a, b))
+
+
+@OPS.register("Div", since=7)
+def div(a, b):
+    if a.dtype.is_floating_point:
+        return torch.div(a, b)
+    return torch.div(a, b, rounding_mode="trunc")  # ONNX integer Div truncates
+
+
+@OPS.register("Pow", since=7)
+def pow_(x, y):
+    return torch.pow(x, y.to(x.dtype) if y.dtype != x.dtype and not y.dtype.is_floating_point else y)
+
+
+@OPS.register("Mod", since=10)
+def mod(a, b, *, fmod=0):
+    return torch.fmod(a, b) if fmod else torch.remainder(a, b)
+
+
+def _unary(name, fn, since=6):
+    OPS.register(name, since=since)(fn)
+
+
+_unary("Sqrt", torch.sqrt)
+_unary("Reciprocal", torch.reciprocal)
+_unary("Neg", torch.neg)
+_unary("Abs", torch.abs)
+_unary("Exp", torch.exp)
+_unary("Log", torch.log)
+_unary("Erf", torch.erf, since=9)
+_unary("Sin", torch.sin, since=7)
+_unary("Cos", torch.cos, since=7)
+_unary("Tan", torch.tan, since=7)
+_unary("Tanh", torch.tanh)
+_unary("Sigmoid", torch.sigmoid)
+_unary("Relu", torch.relu)
+_unary("Floor", torch.floor)
+_unary("Ceil", torch.ceil)
+_unary("Sign", torch.sign, since=9)
+_unary("Not", torch.logical_not, since=1)
+_unary("IsNaN", torch.isnan, since=9)
+_unary("Softsign", F.softsign, since=1)
+_unary("Round", torch.round, since=11)  # ONNX and torch both round half to even
+_unary("Identity", lambda x: x, since=1)
+
+
+@OPS.register("IsInf", since=10)
+def is_inf(x, *, detect_negative=1, detect_positive=1):
+    return (torch.isneginf(x) & bool(detect_negative)) | (torch.isposinf(x) & bool(detect_positive))
+
+
+@OPS.register("LeakyRelu", since=6)
+def leaky_relu(x, *, alpha=0.01):
+    return F.leaky_relu(x, alpha)
+
+
+@OPS.register("PRelu", since=9)
+def prelu(x, slope):
+    return torch.where(x >= 0, x, x * slope)  # ONNX PRelu broadcasts slope unidirectionally; F.prelu wants 1-D
+
+
+@OPS.register("Elu", since=6)
+def elu(x, *, alpha=1.0):
+    return F.elu(x, alpha)
+
+
+@OPS.register("Selu", since=6)
+def selu(x, *, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
+    return gamma * torch.where(x > 0, x, alpha * (torch.exp(x) - 1))
+
+
+@OPS.register("Gelu", since=20)
+def gelu(x, *, approximate="none"):
+    return F.gelu(x, approximate=approximate)
+
+
+@OPS.register("Softplus", since=1)
+def softplus(x):
+    return F.softplus(x)
+
+
+@OPS.register("HardSigmoid", since=6)
+def hard_sigmoid(x, *, alpha=0.2, beta=0.5):
+    return torch.clamp(alpha * x + beta, 0, 1)
+
+
+@OPS.register("HardSwish", since=14)
+def hard_swish(x):
+    return F.hardswish(x)
+
+
+@OPS.register("Clip", since=11)
+def clip(x, lo=None, hi=None):
+    return torch.clamp(x, lo, hi)
+
+
+@OPS.register("Max", since=8)
+def max_(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = torch.maximum(out, x)
+    return out
+
+
+@OPS.register("Min", since=8)
+def min_(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = torch.minimum(out, x)
+    return out
+
+
+@OPS.register("Sum", since=8)
+def sum_(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = out + x
+    return out
+
+
+@OPS.register("Where", since=9)
+def where(c, x, y):
+    return torch.where(c, x, y)
+
+
+@OPS.register("Cast", since=6)
+def cast(x, *, to, saturate=1, round_mode="up"):
+    return x.to(ONNX_TO_TORCH[to])
+
+
+@OPS.register("CastLike", since=15)
+def cast_like(x, like, *, saturate=1, round_mode="up"):
+    return x.to(like.dtype)
+
+
+@OPS.register("Dropout", since=12)
+def dropout(x, ratio=None, training_mode=None, *, seed=None):
+    if training_mode is not None and bool(training_mode):
+        raise ValueError("Dropout with training_mode=1 draws a fresh mask; irtrace replays recorded masks only")
+    return x, torch.ones_like(x, dtype=torch.bool)
+
+
+@OPS.register("Dropout", domain="ai.irtrace")
+def recorded_dropout(x, mask, *, ratio):
+    # the same expression as torch's own CPU dropout: input * (bernoulli mask / (1 - p))
+    return x * (mask.to(x.dtype) / (1.0 - ratio)) if ratio < 1 else x * 0

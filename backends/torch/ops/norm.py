@@ -1,0 +1,34 @@
+import torch
+import torch.nn.functional as F
+
+from backends.torch.ops import OPS
+
+
+@OPS.register("BatchNormalization", since=15, nondiff=(3, 4))
+def batch_norm(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, training_mode=0):
+    if training_mode:
+        raise ValueError("training-mode BatchNormalization must be canonicalized to ai.irtrace::BatchNormalization")
+    return F.batch_norm(x, mean, var, scale, b, training=False, eps=epsilon)
+
+
+@OPS.register("BatchNormalization", domain="ai.irtrace", nondiff=(3, 4))
+def batch_norm_train(x, scale, b, mean, var, *, epsilon, momentum, running_var_estimator):
+    # torch's momentum is the weight of the batch statistic: 1 - ONNX's keep fraction
+    rm, rv = mean.detach().clone(), var.detach().clone()
+    y = F.batch_norm(x, rm, rv, scale, b, training=True, momentum=1.0 - momentum, eps=epsilon)
+    if running_var_estimator == "biased":  # ONNX's own convention; torch updates with the unbiased one
+        dims = [0] + list(range(2, x.dim()))
+        with torch.no_grad():
+            rv = momentum * var + (1.0 - momentum) * x.var(dim=dims, unbiased=False)
+    return y, rm, rv
+
+
+@OPS.register("InstanceNormalization", since=6)
+def instance_norm(x, scale, b, *, epsilon=1e-5):
+    return F.instance_norm(x, weight=scale, bias=b, eps=epsilon)
+
+
+@OPS.register("LayerNormalization", since=17)
+def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1):
+    a = axis + x.dim() if axis < 0 else axis
+    return F.layer_norm(x, x.shape[a:], scale, b, epsilon)

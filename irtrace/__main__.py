@@ -1,0 +1,3 @@
+from irtrace.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""Command line: argument parsing only; everything else is the Python API."""
+import argparse
+import logging
+import sys
+
+from irtrace.errors import IrtraceError
+
+log = logging.getLogger("irtrace")
+
+
+def _export(args):
+    import torch
+
+    from irtrace.export.torch_export import export
+    from irtrace.inputs import load_input_file, make_inputs, parse_input_spec, resolve_target
+    if args.target.endswith(".onnx"):
+        raise IrtraceError(f"{args.target}: exporting from an ONNX file is not supported yet "
+                           f"(planned: `irtrace export model.onnx`); export the torch model instead")
+    specs = [parse_input_spec(s) for s in args.input]
+    model, defaults = resolve_target(args.target)
+    if args.input_file:
+        arrays = load_input_file(args.input_file)
+        inputs = tuple(torch.from_numpy(a) for a in arrays.values())
+    elif specs:
+        arrays = make_inputs(specs, args.seed)
+        inputs = tuple(torch.from_numpy(arrays[n]) for n, _, _ in specs)
+    elif defaults is not None:
+        inputs = tuple(defaults) if isinstance(defaults, (tuple, list)) else (defaults,)
+    else:
+        raise IrtraceError(f"{args.target}: no inputs; pass --input NAME=SHAPE[:DTYPE] or --input-file FILE.npz")
+    names = [n for n, _, _ in specs] or None
+    bundle = export(model, inputs, args.output, train=args.train, seed=args.seed, loss=args.loss,
+                    force=args.force, input_names=names, model_name=args.target)
+    print(f"wrote {bundle.path}: {len(bundle.model.graph.node)} nodes, {len(bundle.values)} values, "
+          f"{bundle.manifest['mode']} mode")
+    return 0
+
+
+def _inspect(args):
+    from irtrace.report.inspect import summary
+    from irtrace.store import load
+    print(summary(load(args.bundle)))
+    return 0
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="irtrace", description="Find the first op where two frameworks disagree.")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    e = sub.add_parser("export", help="export a model to a bundle (graph + recorded values)")
+    e.add_argument("target", help="pkg.module:factory (a callable returning an nn.Module, or an nn.Module)")
+    e.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]",
+                   help="a seeded random input, e.g. x=2x3x32x32:float32 (repeat for several)")
+    e.add_argument("--input-file", help="a .npz with the inputs, in the model's argument order")
+    e.add_argument("--train", action="store_true", help="training mode (BatchNorm batch stats, recorded dropout)")
+    e.add_argument("--seed", type=int, default=0, help="seed of inputs, masks and cotangents (default 0)")
+    e.add_argument("--loss", default="dot", choices=["dot", "sum"],
+                   help="dot: random output cotangents (default); sum: ones")
+    e.add_argument("-o", "--output", required=True, help="bundle folder to write (NAME.irt)")
+    e.add_argument("--force", action="store_true", help="overwrite an existing bundle")
+    e.set_defaults(func=_export)
+
+    i = sub.add_parser("inspect", help="summarize a bundle")
+    i.add_argument("bundle")
+    i.set_defaults(func=_inspect)
+
+    from irtrace import commands
+    commands.add_commands(sub)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except IrtraceError as e:
+        print(f"irtrace: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("irtrace: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""Subcommands beyond export/inspect (replay, backends, demo); registered by cli.py."""
+
+
+def add_commands(sub):
+    pass

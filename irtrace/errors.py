@@ -1,0 +1,16 @@
+"""The two roots of failure (../shared/STYLE.md).
+
+`IrtraceError` is the user's input being wrong: the CLI prints its one line and exits 2.
+Anything else is an internal bug: full traceback.
+"""
+import difflib
+
+
+class IrtraceError(Exception):
+    """Bad user input or environment: one line, names what and where, and the fix."""
+
+
+def suggest(name, choices, n=3):
+    """' Did you mean: a, b?' for close matches of `name` among `choices`, or ''."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=n, cutoff=0.5)
+    return f" Did you mean: {', '.join(close)}?" if close else ""

@@ -1,0 +1,1 @@
+"""Exporters: a user's model -> a bundle (canonical graph + recorded values)."""

@@ -1,0 +1,64 @@
+"""Recording: run the canonical graph in torch (the reference), chained from the model
+inputs; record every value, then backpropagate the loss and record every cotangent and
+the seeds of the double-backward pass."""
+import numpy as np
+from onnx import numpy_helper
+
+from irtrace.errors import IrtraceError
+from irtrace.ir.spec import node_specs
+from irtrace.store import grad_name
+
+LOSSES = {
+    "dot": "L = sum over outputs o of <y_o, c_o>, c_o ~ N(0, 1) drawn from numpy default_rng(seed + 1) in output order",
+    "sum": "L = sum over outputs o of sum(y_o) (every output cotangent is ones)",
+}
+U_PREFIX = "u/"
+
+
+def u_name(value):
+    """Name of the seeded double-backward direction u for the cotangent of `value`."""
+    return U_PREFIX + value
+
+
+def initializers(model):
+    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+
+
+def record(model, inputs, outputs, loss="dot", seed=0):
+    """Returns (values: name -> np.ndarray, specs: name -> (dtype, shape), torch env).
+
+    `inputs` maps graph input names to arrays; `outputs` names the values the loss is over."""
+    import torch
+
+    from backends._table import Unsupported
+    from backends.torch.adapter import run_graph, to_numpy
+    if loss not in LOSSES:
+        raise IrtraceError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    feeds = dict(initializers(model))
+    feeds.update(inputs)
+    specs = node_specs(model)
+    try:
+        env = run_graph(specs, feeds)
+    except Unsupported as e:
+        raise IrtraceError(f"cannot record values: {e}") from e
+    rng = np.random.default_rng(seed + 1)
+    total = None
+    for o in outputs:
+        y = env[o]
+        if not (isinstance(y, torch.Tensor) and y.dtype.is_floating_point and y.requires_grad):
+            continue
+        c = np.ones(y.shape, np.float32) if loss == "sum" else rng.standard_normal(y.shape).astype(np.float32)
+        term = (y * torch.from_numpy(c).to(y.dtype)).sum()
+        total = term if total is None else total + term
+    if total is not None:
+        total.backward()
+    values = {}
+    urng = np.random.default_rng(seed + 2)
+    for name, t in env.items():
+        values[name] = np.array(to_numpy(t), order="C")
+        if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.requires_grad:
+            g = t.grad if t.grad is not None else torch.zeros_like(t)
+            values[grad_name(name)] = np.array(to_numpy(g), order="C")
+            values[u_name(name)] = urng.standard_normal(t.shape).astype(values[name].dtype)
+    shapes = {k: (v.dtype, v.shape) for k, v in values.items()}
+    return values, shapes, env

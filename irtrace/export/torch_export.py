@@ -1,0 +1,334 @@
+"""torch nn.Module -> bundle, through torch.onnx.export(dynamo=True, optimize=False).
+
+optimize=True would fold BatchNorm and Pad into Conv and hide exactly the ops users need
+compared. Two translations are our own because torchlib's are wrong for replay:
+- `_native_batch_norm_legit_functional` (train-mode BN): torchlib emits
+  BatchNormalization(training_mode=0), which normalises with the running stats. Ours emits
+  training_mode=1 with the running-stat outputs; canonicalization then names torch's
+  unbiased running-variance estimator (ai.irtrace::BatchNormalization).
+- `irtrace::dropout` (see dropout.py): the recorded mask, not a fresh draw.
+"""
+import ast
+import contextlib
+import io
+import logging
+import os
+import platform
+import re
+
+import time
+import warnings
+
+import numpy as np
+import onnx
+
+import irtrace
+from irtrace import store
+from irtrace.errors import IrtraceError
+from irtrace.export import dropout as dropout_mod
+from irtrace.export.record import LOSSES, record
+from irtrace.ir import canonical
+
+log = logging.getLogger(__name__)
+UPDATED = ":updated"   # suffix of a running stat's new value, e.g. layer1.0.bn1.running_var:updated
+
+
+def _translations():
+    import torch
+    from onnxscript import values
+
+    from irtrace.ir import schemas
+    schemas.register_schemas()
+    bn = values.Op(values.Opset("", 20), "BatchNormalization", onnx.defs.get_schema("BatchNormalization", 20, ""))
+    recorded = values.Op(values.Opset(schemas.DOMAIN, schemas.VERSION), "Dropout", schemas.schema("Dropout"))
+
+    def batch_norm_functional(input, weight, bias, running_mean, running_var, training: bool, momentum: float,
+                              eps: float):
+        # torch: new = (1 - m) * old + m * batch; ONNX's momentum is the keep fraction 1 - m
+        y, rm, rv = bn(input, weight, bias, running_mean, running_var, epsilon=eps,
+                                          momentum=1.0 - momentum, training_mode=1 if training else 0,
+                                          _outputs=3)
+        return y, rm, rv, rm, rv  # save_mean/save_rstd feed only torch's backward, which is not exported
+
+    def dropout(x, mask, p: float):
+        return recorded(x, mask, ratio=p)
+
+    return {torch.ops.aten._native_batch_norm_legit_functional.default: batch_norm_functional,
+            torch.ops.irtrace.dropout.default: dropout}
+
+
+_TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__import__("torch").__file__)))
+
+
+def _source(node):
+    """{module, class, fx_op, fx_node, file_line} from the exporter's metadata on `node`."""
+    md = {p.key: p.value for p in node.metadata_props}
+    src = {}
+    scopes = md.get("pkg.torch.onnx.name_scopes")
+    if scopes:
+        try:
+            parts = [p for p in ast.literal_eval(scopes) if p]
+        except (ValueError, SyntaxError):
+            parts = []
+        src["module"] = _module_path(parts[:-1])
+        src["fx_node"] = parts[-1] if parts else ""
+    hier = md.get("pkg.torch.onnx.class_hierarchy")
+    if hier:
+        try:
+            classes = ast.literal_eval(hier)
+            src["class"] = classes[-2] if len(classes) > 1 else classes[-1]
+        except (ValueError, SyntaxError):
+            pass
+    fx = md.get("pkg.torch.onnx.fx_node", "")
+    m = re.search(r"target=torch\.ops\.([\w.]+)", fx) or re.search(r"target=([\w.<>]+)", fx)
+    if m:
+        src["fx_op"] = m.group(1)
+    trace = md.get("pkg.torch.onnx.stack_trace", "")
+    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
+    user = [f for f in frames if not os.path.abspath(f[0]).startswith(_TORCH_DIR)]
+    if user:
+        src["file_line"] = f"{user[-1][0]}:{user[-1][1]}"
+    return src
+
+
+def _module_path(scopes):
+    """The exporter's scopes are either nested names ('block2', 'layer', '0') or qualified
+    prefixes ('block2', 'block2.layer'); both give 'block2.layer.0'."""
+    path = []
+    for s in scopes:
+        if path and s.startswith(".".join(path) + "."):
+            path = s.split(".")
+        else:
+            path.append(s)
+    return ".".join(path)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """torch.onnx prints progress and warnings; keep them off the user's terminal unless debugging."""
+    if log.isEnabledFor(logging.DEBUG):
+        yield
+        return
+    out = io.StringIO()
+    tl = logging.getLogger("torch")
+    level = tl.level
+    tl.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        tl.setLevel(level)
+
+
+def _flatten(out):
+    import torch
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _flatten(o)]
+    if isinstance(out, dict):
+        return [t for k in out for t in _flatten(out[k])]
+    raise IrtraceError(f"the model returned a {type(out).__name__}; irtrace needs tensors (or tuples/lists/dicts of them)")
+
+
+def _module_outputs(model, inputs, masks):
+    """Eager reference run: outputs, submodule outputs (path -> tensor, in call order), and the
+    state after the run (for train mode: updated running stats)."""
+    import torch
+    captured = {}
+    hooks = []
+    for path, mod in model.named_modules():
+        if path:
+            def hook(m, args, out, path=path):
+                if isinstance(out, torch.Tensor):
+                    captured.setdefault(path, out.detach().clone())
+            hooks.append(mod.register_forward_hook(hook))
+    try:
+        with torch.no_grad(), dropout_mod.patched(masks, record=True):
+            out = model(*inputs)
+    finally:
+        for h in hooks:
+            h.remove()
+    return [t.detach().clone() for t in _flatten(out)], captured, {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _compare(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return float("inf"), float("inf")
+    if a.size == 0:
+        return 0.0, 0.0
+    d = np.abs(a - b)
+    d = np.where(np.isnan(a) & np.isnan(b), 0.0, d)
+    return float(np.max(d)), float(np.max(d / (np.abs(b) + 1e-12)))
+
+
+def _close(a, b, rtol=1e-4, atol=1e-5):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return False
+    scale = float(np.max(np.abs(b))) if b.size else 0.0
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True))
+
+
+def export(model, example_inputs, path, train=False, seed=0, loss=None, force=False, input_names=None,
+           model_name=None):
+    """Export `model` (torch.nn.Module) on `example_inputs` (tuple of tensors) to a bundle at `path`.
+
+    train=False: eval mode (True: training mode, BatchNorm with batch statistics and running-stat
+    updates, dropout with recorded masks); seed=0: torch, mask and cotangent seed; loss=None: "dot"
+    (random output cotangents; "sum" for ones). Returns the opened Bundle.
+    """
+    import torch
+    if not isinstance(model, torch.nn.Module):
+        raise IrtraceError(f"expected a torch.nn.Module, got {type(model).__name__}")
+    loss = loss or "dot"
+    if loss not in LOSSES:
+        raise IrtraceError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    t0 = time.perf_counter()
+    model.train(bool(train))
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(seed)
+    masks = []
+    try:
+        ref_out, submodule_out, state_after = _module_outputs(model, inputs, masks)
+    except Exception as e:
+        raise IrtraceError(f"the model raised on the example inputs: {type(e).__name__}: {e}") from e
+    model.load_state_dict(state)
+
+    try:
+        with _quiet(), dropout_mod.patched(masks, record=False):
+            program = torch.onnx.export(model, inputs, dynamo=True, optimize=False, input_names=input_names,
+                                        custom_translation_table=_translations())
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise IrtraceError(f"torch.onnx.export could not export {type(model).__name__}: {first}") from e
+    finally:
+        model.load_state_dict(state)
+    t_export = time.perf_counter() - t0
+    raw = program.model_proto
+    sources = {n.name: _source(n) for n in raw.graph.node}
+    _name_dropout_masks(raw, sources)
+    graph, original_attrs = canonical.canonicalize(raw, bn_estimator="unbiased")
+    state_outputs = _expose_running_stats(graph)
+    sources = {n.name: sources.get(n.name, {}) for n in graph.graph.node}
+
+    feeds = {}
+    graph_inputs = [i.name for i in graph.graph.input]
+    if len(graph_inputs) != len(inputs):
+        raise IrtraceError(f"the exported graph has {len(graph_inputs)} inputs {graph_inputs} for {len(inputs)} "
+                           f"example inputs")
+    for name, t in zip(graph_inputs, inputs):
+        feeds[name] = t.detach().cpu().numpy()
+    outputs = [o.name for o in graph.graph.output if o.name not in state_outputs.values()]
+    values, specs, _ = record(graph, feeds, outputs, loss=loss, seed=seed)
+
+    _export_check(graph, values, outputs, ref_out, submodule_out, sources, state_outputs, state_after)
+    canonical.set_value_info(graph, specs)
+    canonical.check(graph)
+
+    manifest = {
+        "schema": store.SCHEMA,
+        "name": model_name or type(model).__name__,
+        "source": {"framework": "torch", "model": model_name or type(model).__qualname__},
+        "versions": _versions(),
+        "mode": "train" if train else "eval",
+        "seed": seed,
+        "loss": {"kind": loss, "definition": LOSSES[loss], "outputs": outputs},
+        "inputs": [{"name": n, "dtype": str(feeds[n].dtype), "shape": list(feeds[n].shape)} for n in graph_inputs],
+        "outputs": outputs,
+        "state_outputs": state_outputs,
+        "parameters": [t.name for t in graph.graph.initializer if t.name in state],
+        "timings": {"torch_onnx_export_s": round(t_export, 3)},
+        "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": _jsonable(original_attrs[n.name])}
+                                                        if n.name in original_attrs else {})}
+                  for n in graph.graph.node},
+    }
+    return store.write(path, graph, values, manifest, force=force)
+
+
+def _jsonable(attrs):
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in attrs.items()}
+
+
+def _versions():
+    import onnxscript
+    import torch
+    return {"irtrace": irtrace.__version__, "torch": torch.__version__, "onnx": onnx.__version__,
+            "onnxscript": onnxscript.__version__, "numpy": np.__version__,
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+def _name_dropout_masks(model, sources):
+    """The lifted mask constants become `<module path>.dropout_mask` initializers."""
+    used = {t.name for t in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "Dropout" and n.domain == "ai.irtrace":
+            module = sources.get(n.name, {}).get("module") or "model"
+            name, k = f"{module}.dropout_mask", 1
+            while name in used:
+                k += 1
+                name = f"{module}.dropout_mask_{k}"
+            used.add(name)
+            canonical.rename_value(model, n.input[1], name)
+
+
+def _expose_running_stats(graph):
+    """Name the running-stat outputs of train-mode BN after their state_dict keys and make
+    them graph outputs. Returns state_dict key -> value name."""
+    from onnx import helper
+    out = {}
+    for n in graph.graph.node:
+        if n.op_type == "BatchNormalization" and n.domain == "ai.irtrace":
+            for i, key in ((1, n.input[3]), (2, n.input[4])):
+                new = key + UPDATED
+                canonical.rename_value(graph, n.output[i], new)
+                out[key] = new
+                if new not in {o.name for o in graph.graph.output}:
+                    graph.graph.output.append(helper.make_empty_tensor_value_info(new))
+    return out
+
+
+def _export_check(graph, values, outputs, ref_out, submodule_out, sources, state_outputs, state_after):
+    """The graph replayed in torch must reproduce the module's outputs (and running stats)."""
+    if len(ref_out) != len(outputs):
+        raise IrtraceError(f"export check: the module returned {len(ref_out)} tensors, the graph has "
+                           f"{len(outputs)} outputs")
+    bad = [(o, r) for o, r in zip(outputs, ref_out) if not _close(values[o], r.numpy())]
+    for key, value in state_outputs.items():
+        if key in state_after and not _close(values[value], state_after[key].numpy()):
+            bad.append((value, state_after[key]))
+    worst = ", ".join(f"{o} (max abs {_compare(values[o], r.numpy())[0]:.3g}, max rel {_compare(values[o], r.numpy())[1]:.3g})"
+                      for o, r in bad)
+    if not bad:
+        log.info("export check passed: %s", ", ".join(f"{o} max abs {_compare(values[o], r.numpy())[0]:.3g}"
+                                                      for o, r in zip(outputs, ref_out)))
+        return
+    first = _first_bad_module(graph, values, submodule_out, sources)
+    where = f"; the first value that disagrees is {first}" if first else ""
+    raise IrtraceError(f"export check failed: the graph's outputs differ from the module's: {worst}{where}")
+
+
+def _first_bad_module(graph, values, submodule_out, sources):
+    """The value made by the last node of each module scope, compared in graph order."""
+    last = {}
+    for n in graph.graph.node:
+        m = sources.get(n.name, {}).get("module")
+        if m:
+            for o in n.output:
+                if o in values:
+                    last.setdefault(m, [])
+                    last[m].append(o)
+    for n in graph.graph.node:
+        m = sources.get(n.name, {}).get("module")
+        if m in submodule_out and last.get(m) and last[m][-1] in n.output:
+            v, ref = values[last[m][-1]], submodule_out[m].numpy()
+            if v.shape == ref.shape and not _close(v, ref):
+                a, r = _compare(v, ref)
+                return f"{last[m][-1]!r} (module {m}, node {n.name}): max abs {a:.3g}, max rel {r:.3g}"
+    return None
+
+
+

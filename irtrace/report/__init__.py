@@ -1,0 +1,1 @@
+"""Reports: JSON schema, terminal table, HTML. Knows no computation."""
