@@ -1,0 +1,37 @@
+"""Time of `irtrace export` vs `torch.onnx.export` alone, per example model, in one run.
+
+    .venv/bin/python benchmarks/export.py
+"""
+import contextlib
+import io
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+import irtrace
+from irtrace.examples import EXAMPLES
+
+
+def main():
+    print(f"{'model':18} {'torch.onnx.export s':>20} {'irtrace export s':>17} {'ratio':>6}")
+    with tempfile.TemporaryDirectory() as d:
+        warm = EXAMPLES["resnet"]  # first calls pay for imports and registry set-up: not measured
+        irtrace.export(warm.build(), warm.inputs(), Path(d) / "warm.irt", train=True)
+        for name, e in EXAMPLES.items():
+            model, inputs = e.build().train(e.train), e.inputs()
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                t = time.perf_counter()
+                torch.onnx.export(model, inputs, dynamo=True, optimize=False)
+                t_onnx = time.perf_counter() - t
+            t = time.perf_counter()
+            irtrace.export(e.build(), inputs, Path(d) / f"{name}.irt", train=e.train)
+            t_irt = time.perf_counter() - t
+            print(f"{name:18} {t_onnx:20.2f} {t_irt:17.2f} {t_irt / t_onnx:6.2f}")
+
+
+if __name__ == "__main__":
+    main()

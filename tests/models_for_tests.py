@@ -1,0 +1,71 @@
+"""Small models for the export tests, importable as models_for_tests:NAME."""
+import torch
+import torch.nn as nn
+
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3, 2, 1)
+        self.bn = nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def tiny():
+    torch.manual_seed(0)
+    return Tiny()
+
+
+def tiny_inputs():
+    return (torch.randn(2, 2, 8, 8, generator=torch.Generator().manual_seed(0)),)
+
+
+tiny_instance = tiny()
+
+
+def raises():
+    raise RuntimeError("factory exploded")
+
+
+def not_a_module():
+    return 42
+
+
+class DataDependent(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent control flow: torch.export cannot trace it
+            return x * 2
+        return x - 1
+
+
+def data_dependent():
+    return DataDependent()
+
+
+class LyingLinear(nn.Linear):
+    def forward(self, x):
+        y = super().forward(x)
+        return y + 1.0 if torch.compiler.is_exporting() else y
+
+
+class Liar(nn.Module):
+    """Computes something else while being exported: the export check must catch it."""
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(4, 4)
+        self.inner = LyingLinear(4, 4)
+        self.outer = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.outer(torch.relu(self.inner(self.first(x))))
+
+
+def liar():
+    torch.manual_seed(0)
+    return Liar()
+
+
+def liar_inputs():
+    return (torch.randn(3, 4, generator=torch.Generator().manual_seed(0)),)

@@ -1,0 +1,159 @@
+"""irtrace export for torch models: canonical IR, recorded values, names, export check."""
+import json
+import time
+
+import numpy as np
+import onnx
+import pytest
+import torch
+import torch.nn.functional as F
+
+import irtrace
+from irtrace.errors import IrtraceError
+from irtrace.ir.spec import decode_attrs
+from irtrace.store import grad_name, load
+
+
+def _node(bundle, module, op_type):
+    for n in bundle.model.graph.node:
+        if n.op_type == op_type and bundle.node_source(n.name).get("module") == module:
+            return n
+    raise AssertionError(f"no {op_type} node in module {module}")
+
+
+def test_graph_passes_full_check_and_names_are_state_dict_keys(example_bundle):
+    from irtrace.examples import EXAMPLES
+    b = example_bundle("wideresnet")
+    onnx.checker.check_model(onnx.load(str(b.path / "graph.onnx")), full_check=True)
+    inits = {t.name for t in b.model.graph.initializer}
+    params = dict(EXAMPLES["wideresnet"].build().named_parameters())
+    assert set(params) <= inits
+    assert "block2.layer.0.conv1.weight" in inits
+    assert np.array_equal(b.values["block2.layer.0.conv1.weight"], params["block2.layer.0.conv1.weight"].detach().numpy())
+
+
+def test_nodes_carry_module_path_fx_op_and_file_line(example_bundle):
+    b = example_bundle("wideresnet")
+    conv = _node(b, "block2.layer.0.conv1", "Conv")
+    src = b.node_source(conv.name)
+    assert src["fx_op"] == "aten.conv2d.default"
+    assert src["class"] == "torch.nn.modules.conv.Conv2d"
+    assert src["file_line"].endswith("irtrace/examples/wideresnet.py:29")
+    a = decode_attrs(conv)
+    assert a["strides"] == [2, 2] and a["pads"] == [1, 1, 1, 1] and a["auto_pad"] == "NOTSET"
+
+
+def test_every_value_and_cotangent_is_recorded(example_bundle):
+    b = example_bundle("wideresnet")
+    g = b.model.graph
+    for n in g.node:
+        for o in n.output:
+            assert o in b.values, o
+    # cotangent of the output is the seeded random one; weights have cotangents too
+    out = b.manifest["outputs"][0]
+    c = np.random.default_rng(b.manifest["seed"] + 1).standard_normal(b.values[out].shape).astype(np.float32)
+    assert np.array_equal(b.values[grad_name(out)], c)
+    assert np.abs(b.values[grad_name("block2.layer.0.conv1.weight")]).max() > 0
+    # every value has a shape in the graph
+    typed = {v.name for v in list(g.value_info) + list(g.output) + list(g.input)} | {t.name for t in g.initializer}
+    assert all(o in typed for n in g.node for o in n.output)
+
+
+def test_cotangents_match_torch_autograd_on_the_module(example_bundle):
+    from irtrace.examples import EXAMPLES
+    b = example_bundle("wideresnet")
+    model = EXAMPLES["wideresnet"].build()
+    (x,) = EXAMPLES["wideresnet"].inputs()
+    y = model(x)
+    c = torch.from_numpy(np.array(b.values[grad_name(b.manifest["outputs"][0])]))
+    (y * c).sum().backward()
+    w = model.block2.layer[0].conv1.weight.grad.numpy()
+    np.testing.assert_allclose(b.values[grad_name("block2.layer.0.conv1.weight")], w, rtol=1e-4, atol=1e-6)
+
+
+def test_train_mode_batchnorm_is_really_training(example_bundle):
+    """torchlib exports train-mode BN with training=False; ours normalises with batch stats and
+    updates the running stats as torch does (unbiased variance)."""
+    from irtrace.examples import EXAMPLES
+    b = example_bundle("resnet")
+    bn = _node(b, "layer1.0.bn1", "BatchNormalization")
+    assert bn.domain == "ai.irtrace"
+    a = decode_attrs(bn)
+    assert a["running_var_estimator"] == "unbiased" and a["momentum"] == pytest.approx(0.9)
+    x = torch.from_numpy(np.array(b.values[bn.input[0]]))
+    mod = EXAMPLES["resnet"].build().layer1[0].bn1.train()
+    y = mod(x)
+    np.testing.assert_allclose(b.values[bn.output[0]], y.detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert bn.output[2] == "layer1.0.bn1.running_var:updated"
+    np.testing.assert_allclose(b.values[bn.output[2]], mod.running_var.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(b.values[bn.output[1]], mod.running_mean.numpy(), rtol=1e-6, atol=1e-7)
+    # normalising with running stats (the torchlib default) would be far off
+    y_eval = F.batch_norm(x, torch.zeros(8), torch.ones(8), mod.weight, mod.bias, training=False)
+    assert np.abs(b.values[bn.output[0]] - y_eval.detach().numpy()).max() > 0.1
+    assert b.manifest["state_outputs"]["layer1.0.bn1.running_var"] == "layer1.0.bn1.running_var:updated"
+
+
+def test_dropout_mask_recorded_and_replayed(example_bundle, tmp_path):
+    from irtrace.examples import EXAMPLES
+    from backends.torch.adapter import run_graph
+    from irtrace.export.record import initializers
+    from irtrace.ir.spec import node_specs
+    b = example_bundle("gpt")
+    drops = [n for n in b.model.graph.node if n.op_type == "Dropout"]
+    assert len(drops) == 4 and all(n.domain == "ai.irtrace" for n in drops)
+    mask_names = [n.input[1] for n in drops]
+    assert "h.0.attn.attn_dropout.dropout_mask" in mask_names
+    n = next(n for n in drops if n.input[1] == "h.0.attn.attn_dropout.dropout_mask")
+    mask = b.values[n.input[1]]
+    assert mask.dtype == np.bool_ and 0.8 < mask.mean() < 0.97  # p = 0.1
+    np.testing.assert_array_equal(b.values[n.output[0]], b.values[n.input[0]] * (mask.astype(np.float32) / np.float32(0.9)))
+    # replaying the graph twice gives the module's output exactly: the masks are data, not draws
+    feeds = {**initializers(b.model), "idx": np.array(b.values["idx"])}
+    out = b.manifest["outputs"][0]
+    for _ in range(2):
+        env = run_graph(node_specs(b.model), feeds, grad=False)
+        np.testing.assert_array_equal(env[out].numpy(), b.values[out])
+    # the same seed draws the same masks
+    e = EXAMPLES["gpt"]
+    again = irtrace.export(e.build(), e.inputs(), tmp_path / "again.irt", train=True)
+    np.testing.assert_array_equal(again.values[n.input[1]], mask)
+
+
+def test_export_check_failure_names_the_first_value(tmp_path):
+    import models_for_tests as m
+    with pytest.raises(IrtraceError, match=r"export check failed: .*first value that disagrees is .*module inner"):
+        irtrace.export(m.liar(), m.liar_inputs(), tmp_path / "liar.irt")
+    assert not (tmp_path / "liar.irt").exists()
+
+
+def test_loss_sum_gives_ones(tmp_path):
+    import models_for_tests as m
+    b = irtrace.export(m.tiny(), m.tiny_inputs(), tmp_path / "t.irt", loss="sum")
+    out = b.manifest["outputs"][0]
+    assert np.all(b.values[grad_name(out)] == 1)
+    assert b.manifest["loss"]["kind"] == "sum"
+
+
+def test_bundle_is_lazy_and_validated(example_bundle, tmp_path):
+    b = example_bundle("wideresnet")
+    t = time.perf_counter()
+    again = load(b.path)
+    assert time.perf_counter() - t < 0.5
+    assert again.values._map is None  # nothing mapped until a tensor is read
+    v = again.values["block2.layer.0.conv1.weight"]
+    assert isinstance(v.base, np.memmap) or isinstance(v, np.memmap)
+    manifest = json.loads((b.path / "manifest.json").read_text())
+    bad = tmp_path / "old.irt"
+    bad.mkdir()
+    for f in ("graph.onnx", "values.safetensors"):
+        (bad / f).write_bytes((b.path / f).read_bytes())
+    (bad / "manifest.json").write_text(json.dumps({**manifest, "schema": "irtrace.bundle/0"}))
+    with pytest.raises(IrtraceError, match=r"bundle schema 'irtrace.bundle/0' is not supported"):
+        load(bad)
+
+
+@pytest.mark.parametrize("name", ["stylegan2", "wideresnet-train", "gpt"])
+def test_examples_export(example_bundle, name):
+    b = example_bundle(name)
+    assert b.manifest["mode"] == "train"
+    assert len(b.model.graph.node) > 20
