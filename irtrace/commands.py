@@ -1,5 +1,101 @@
-"""Subcommands beyond export/inspect (replay, backends, demo); registered by cli.py."""
+"""Subcommands beyond export/inspect: replay, backends, demo. Parsing only; the work is the API."""
+import sys
+
+from irtrace.errors import IrtraceError
 
 
 def add_commands(sub):
-    pass
+    r = sub.add_parser("replay", help="replay every node alone on each backend and compare")
+    r.add_argument("bundle")
+    r.add_argument("--backend", default="torch,onnxruntime,oracle",
+                   help="comma-separated backends (default torch,onnxruntime,oracle); see `irtrace backends`")
+    r.add_argument("--modes", default="fwd,vjp,vjp2", help="fwd, vjp, vjp2 (default all three)")
+    r.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.replay)")
+    r.add_argument("--jobs", type=int, default=1, help="parallel workers per backend (default 1)")
+    r.add_argument("--nodes", help="only nodes whose name matches this regex")
+    r.add_argument("--ops", help="only these op types, comma-separated (e.g. Conv,Pad)")
+    r.add_argument("--timeout", type=float, default=60.0, help="seconds per node and backend before TIMEOUT (60)")
+    r.add_argument("--atol", type=float, help="fixed absolute tolerance (overrides the oracle)")
+    r.add_argument("--rtol", type=float, help="fixed relative tolerance (overrides the oracle)")
+    r.add_argument("--strict", action="store_true", help="UNSUPPORTED fails too")
+    r.set_defaults(func=_replay)
+
+    b = sub.add_parser("backends", help="list backends: availability, modes, op coverage")
+    b.add_argument("--coverage-md", metavar="FILE", help="write the per-backend op coverage table (markdown)")
+    b.set_defaults(func=_backends)
+
+    d = sub.add_parser("demo", help="export the bundled examples, replay them on every backend, write reports")
+    d.add_argument("--out", default="demo-out")
+    d.add_argument("--examples", default="stylegan2,resnet,wideresnet,gpt")
+    d.set_defaults(func=_demo)
+
+
+def run_replay(bundle_path, backend, modes, out=None, jobs=1, nodes=None, ops=None, timeout=60.0, atol=None,
+               rtol=None, strict=False, quiet=False):
+    """Replay + reports; returns (report dict, out folder)."""
+    from pathlib import Path
+
+    from irtrace import compare as C
+    from irtrace.replay import backends as B
+    from irtrace.replay.engine import parse_modes, replay
+    from irtrace.report import html, json_report, terminal
+    from irtrace.report.findings import group
+    from irtrace.store import load
+    bundle = load(bundle_path)
+    names = B.parse_list(backend)
+    if jobs < 1:
+        raise IrtraceError(f"--jobs {jobs}: must be at least 1")
+    policy = C.Policy()
+    if atol is not None or rtol is not None:
+        policy = C.Policy(atol=atol if atol is not None else 0.0, rtol=rtol if rtol is not None else 0.0, fixed=True)
+    progress, bar = None, None
+    if sys.stderr.isatty() and not quiet:
+        from rich.progress import Progress
+        bar = Progress(transient=True)
+        task = bar.add_task("replaying", total=None)
+        bar.start()
+        progress = lambda: bar.advance(task)  # noqa: E731
+    try:
+        rep = replay(bundle, names, parse_modes(modes), nodes_regex=nodes,
+                     ops=[o.strip() for o in ops.split(",")] if ops else None, jobs=jobs, timeout=timeout,
+                     policy=policy, progress=progress)
+    finally:
+        if bar is not None:
+            bar.stop()
+    report = json_report.build(rep, group(rep, strict), strict)
+    out = Path(out) if out else Path(str(bundle.path).rstrip("/") + ".replay")
+    json_report.write(report, out)
+    html.write(report, out)
+    if not quiet:
+        terminal.show(report)
+        print(f"wrote {out / 'report.json'} and {out / 'report.html'}")
+    return report, out
+
+
+def _replay(args):
+    from irtrace.report.json_report import exit_code
+    report, _ = run_replay(args.bundle, args.backend, args.modes, args.out, args.jobs, args.nodes, args.ops,
+                           args.timeout, args.atol, args.rtol, args.strict)
+    return exit_code(report)
+
+
+def _backends(args):
+    from irtrace.replay.coverage import coverage_markdown, describe
+    rows = describe()
+    for r in rows:
+        state = "available" if r["available"] else f"unavailable: {r['reason']} — run: {r['install']}"
+        modes = ",".join(r["modes"]) if r["modes"] else "-"
+        ops = str(r["ops"]) if r["ops"] is not None else "-"
+        print(f"{r['name']:12} {modes:13} ops {ops:>4}  {state}")
+        if r["description"]:
+            print(f"{'':12} {r['description']}")
+    if args.coverage_md:
+        from pathlib import Path
+        Path(args.coverage_md).write_text(coverage_markdown(rows))
+        print(f"wrote {args.coverage_md}")
+    return 0
+
+
+def _demo(args):
+    from irtrace.demo import demo
+    return demo(args.out, [e.strip() for e in args.examples.split(",") if e.strip()])

@@ -76,7 +76,7 @@ def test_train_mode_batchnorm_is_really_training(example_bundle):
     updates the running stats as torch does (unbiased variance)."""
     from irtrace.examples import EXAMPLES
     b = example_bundle("resnet")
-    bn = _node(b, "layer1.0.bn1", "BatchNormalization")
+    bn = _node(b, "layer1.0.bn1", "TrainBatchNormalization")
     assert bn.domain == "ai.irtrace"
     a = decode_attrs(bn)
     assert a["running_var_estimator"] == "unbiased" and a["momentum"] == pytest.approx(0.9)
@@ -99,7 +99,7 @@ def test_dropout_mask_recorded_and_replayed(example_bundle, tmp_path):
     from irtrace.export.record import initializers
     from irtrace.ir.spec import node_specs
     b = example_bundle("gpt")
-    drops = [n for n in b.model.graph.node if n.op_type == "Dropout"]
+    drops = [n for n in b.model.graph.node if n.op_type == "RecordedDropout"]
     assert len(drops) == 4 and all(n.domain == "ai.irtrace" for n in drops)
     mask_names = [n.input[1] for n in drops]
     assert "h.0.attn.attn_dropout.dropout_mask" in mask_names

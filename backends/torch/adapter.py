@@ -2,6 +2,7 @@
 import numpy as np
 import torch
 
+from backends._runtime.adapter import Adapter
 from backends.torch.ops import OPS
 
 
@@ -26,7 +27,7 @@ def is_diff(t):
     return isinstance(t, torch.Tensor) and t.dtype.is_floating_point
 
 
-class TorchAdapter:
+class TorchAdapter(Adapter):
     """Runs op-table entries on numpy inputs. `dtype=torch.float64` casts float inputs up
     (the float64 oracle's gradients)."""
     name = "torch"
@@ -43,12 +44,15 @@ class TorchAdapter:
             xs = [x.requires_grad_(True) if is_diff(x) and i not in nondiff else x for i, x in enumerate(xs)]
         return xs
 
-    def call(self, entry, xs, attrs):
-        return as_tuple(entry.fn(*xs, **attrs))
+    def versions(self):
+        return {"torch": torch.__version__}
 
-    def fwd(self, entry, inputs, attrs):
+    def call(self, entry, xs, spec):
+        return self.check_outputs(spec, as_tuple(entry.fn(*xs, **spec.attrs)))
+
+    def fwd(self, entry, inputs, spec):
         with torch.no_grad():
-            return [to_numpy(y) for y in self.call(entry, self._inputs(inputs), attrs)]
+            return [to_numpy(y) for y in self.call(entry, self._inputs(inputs), spec)]
 
     def _grads(self, ys, gs, xs, create_graph=False):
         pairs = [(y, g) for y, g in zip(ys, gs) if g is not None and isinstance(y, torch.Tensor) and y.requires_grad]
@@ -58,18 +62,18 @@ class TorchAdapter:
         return list(torch.autograd.grad([p[0] for p in pairs], targets, [p[1] for p in pairs],
                                         create_graph=create_graph, allow_unused=True, materialize_grads=True))
 
-    def vjp(self, entry, inputs, attrs, cots):
+    def vjp(self, entry, inputs, spec, cots):
         """Cotangents of every float input (None for the others) given output cotangents."""
         xs = self._inputs(inputs, diff=entry)
-        ys = self.call(entry, xs, attrs)
+        ys = self.call(entry, xs, spec)
         gs = [to_tensor(g, self.dtype) for g in cots]
         hs = iter(self._grads(ys, gs, xs))
         return [to_numpy(next(hs)) if x is not None and x.requires_grad else None for x in xs]
 
-    def vjp2(self, entry, inputs, attrs, cots, us):
+    def vjp2(self, entry, inputs, spec, cots, us):
         """With h = vjp(x, g) and s = sum_i <h_i, u_i>: (ds/dx per input, ds/dg per output)."""
         xs = self._inputs(inputs, diff=entry)
-        ys = self.call(entry, xs, attrs)
+        ys = self.call(entry, xs, spec)
         gs = [to_tensor(g, self.dtype).requires_grad_(True) if g is not None else None for g in cots]
         hs = self._grads(ys, gs, xs, create_graph=True)
         diff_xs = [x for x in xs if x is not None and x.requires_grad]

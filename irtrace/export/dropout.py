@@ -3,7 +3,7 @@
 The eager reference run draws each mask exactly as torch's CPU dropout does
 (`empty_like(x).bernoulli_(1 - p)`, then `x * (mask / (1 - p))`) and records it. The export
 run replays those masks through the custom op `irtrace::dropout`, which becomes
-ai.irtrace::Dropout(data, mask) in ONNX with the mask as an initializer, so every replay
+ai.irtrace::RecordedDropout(data, mask) in ONNX with the mask as an initializer, so every replay
 uses the mask torch drew.
 """
 import contextlib

@@ -5,7 +5,7 @@ compared. Two translations are our own because torchlib's are wrong for replay:
 - `_native_batch_norm_legit_functional` (train-mode BN): torchlib emits
   BatchNormalization(training_mode=0), which normalises with the running stats. Ours emits
   training_mode=1 with the running-stat outputs; canonicalization then names torch's
-  unbiased running-variance estimator (ai.irtrace::BatchNormalization).
+  unbiased running-variance estimator (ai.irtrace::TrainBatchNormalization).
 - `irtrace::dropout` (see dropout.py): the recorded mask, not a fresh draw.
 """
 import ast
@@ -40,7 +40,7 @@ def _translations():
     from irtrace.ir import schemas
     schemas.register_schemas()
     bn = values.Op(values.Opset("", 20), "BatchNormalization", onnx.defs.get_schema("BatchNormalization", 20, ""))
-    recorded = values.Op(values.Opset(schemas.DOMAIN, schemas.VERSION), "Dropout", schemas.schema("Dropout"))
+    recorded = values.Op(values.Opset(schemas.DOMAIN, schemas.VERSION), "RecordedDropout", schemas.schema("RecordedDropout"))
 
     def batch_norm_functional(input, weight, bias, running_mean, running_var, training: bool, momentum: float,
                               eps: float):
@@ -265,7 +265,7 @@ def _name_dropout_masks(model, sources):
     """The lifted mask constants become `<module path>.dropout_mask` initializers."""
     used = {t.name for t in model.graph.initializer}
     for n in model.graph.node:
-        if n.op_type == "Dropout" and n.domain == "ai.irtrace":
+        if n.op_type == "RecordedDropout" and n.domain == "ai.irtrace":
             module = sources.get(n.name, {}).get("module") or "model"
             name, k = f"{module}.dropout_mask", 1
             while name in used:
@@ -281,7 +281,7 @@ def _expose_running_stats(graph):
     from onnx import helper
     out = {}
     for n in graph.graph.node:
-        if n.op_type == "BatchNormalization" and n.domain == "ai.irtrace":
+        if n.op_type == "TrainBatchNormalization" and n.domain == "ai.irtrace":
             for i, key in ((1, n.input[3]), (2, n.input[4])):
                 new = key + UPDATED
                 canonical.rename_value(graph, n.output[i], new)

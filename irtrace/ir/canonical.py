@@ -5,7 +5,7 @@
 - auto_pad resolved into explicit pads = [begin_1..begin_n, end_1..end_n];
 - every attribute with its default written out (conv/pool pads, strides, dilations,
   kernel_shape included, which the ONNX schemas leave without defaults);
-- training-mode BatchNormalization rewritten to ai.irtrace::BatchNormalization, which
+- training-mode BatchNormalization rewritten to ai.irtrace::TrainBatchNormalization, which
   names its running-variance estimator (see irtrace/ir/schemas.py);
 - value_info for every value (shape inference; recorded shapes fill the rest later).
 """
@@ -203,11 +203,12 @@ def _spatial(n, x_shape, r):
 
 
 def rewrite_train_batchnorm(model, estimator):
-    """BatchNormalization(training_mode=1) -> ai.irtrace::BatchNormalization naming `estimator`."""
+    """BatchNormalization(training_mode=1) -> ai.irtrace::TrainBatchNormalization naming `estimator`."""
     for n in model.graph.node:
         if n.op_type == "BatchNormalization" and n.domain in ("", "ai.onnx") and decode_attrs(n).get("training_mode"):
             attrs = decode_attrs(n)
             n.domain = schemas.DOMAIN
+            n.op_type = "TrainBatchNormalization"
             del n.attribute[:]
             n.attribute.extend([helper.make_attribute("epsilon", float(attrs.get("epsilon", 1e-5))),
                                 helper.make_attribute("momentum", float(attrs.get("momentum", 0.9))),

@@ -1,14 +1,15 @@
 """Ops of irtrace's own domain, where ONNX's standard op means something else.
 
-- `ai.irtrace::BatchNormalization`: training-mode batch norm whose running-stat outputs
+- `ai.irtrace::TrainBatchNormalization`: training-mode batch norm whose running-stat outputs
   say which variance estimator updates running_var. ONNX's own
   BatchNormalization(training_mode=1) uses the biased (population) variance; PyTorch
   and MegEngine use the unbiased one. `momentum` follows ONNX: running = momentum *
   running + (1 - momentum) * batch (torch's momentum m is 1 - m here).
-- `ai.irtrace::Dropout`: dropout that reads its mask (recorded when the source
+- `ai.irtrace::RecordedDropout`: dropout that reads its mask (recorded when the source
   framework drew it) instead of drawing: output = data * mask / (1 - ratio).
 
 The schemas are registered with onnx so the checker validates these nodes like any other.
+Their names differ from every standard op's: onnx.reference requires op names unique across domains.
 """
 import onnx
 from onnx.defs import OpSchema
@@ -21,7 +22,7 @@ _FLOATS = ["tensor(float)", "tensor(double)", "tensor(float16)", "tensor(bfloat1
 def _schemas():
     fp, attr = OpSchema.FormalParameter, OpSchema.Attribute
     bn = OpSchema(
-        "BatchNormalization", DOMAIN, VERSION,
+        "TrainBatchNormalization", DOMAIN, VERSION,
         doc="Training-mode batch normalization with an explicit running-variance estimator.",
         inputs=[fp("X", "T"), fp("scale", "T"), fp("B", "T"), fp("input_mean", "T"), fp("input_var", "T")],
         outputs=[fp("Y", "T"), fp("running_mean", "T"), fp("running_var", "T")],
@@ -32,7 +33,7 @@ def _schemas():
             attr("running_var_estimator", OpSchema.AttrType.STRING, "'unbiased' (torch, MegEngine) or 'biased' (ONNX)"),
         ])
     drop = OpSchema(
-        "Dropout", DOMAIN, VERSION,
+        "RecordedDropout", DOMAIN, VERSION,
         doc="Dropout with a recorded mask: output = data * mask / (1 - ratio).",
         inputs=[fp("data", "T"), fp("mask", "B")], outputs=[fp("output", "T")],
         type_constraints=[("T", _FLOATS, "float tensors"), ("B", ["tensor(bool)"], "mask")],

@@ -162,7 +162,7 @@ def dropout(x, ratio=None, training_mode=None, *, seed=None):
     return x, torch.ones_like(x, dtype=torch.bool)
 
 
-@OPS.register("Dropout", domain="ai.irtrace")
+@OPS.register("RecordedDropout", domain="ai.irtrace")
 def recorded_dropout(x, mask, *, ratio):
     # the same expression as torch's own CPU dropout: input * (bernoulli mask / (1 - p))
     return x * (mask.to(x.dtype) / (1.0 - ratio)) if ratio < 1 else x * 0

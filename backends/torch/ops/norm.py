@@ -7,11 +7,11 @@ from backends.torch.ops import OPS
 @OPS.register("BatchNormalization", since=15, nondiff=(3, 4))
 def batch_norm(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, training_mode=0):
     if training_mode:
-        raise ValueError("training-mode BatchNormalization must be canonicalized to ai.irtrace::BatchNormalization")
+        raise ValueError("training-mode BatchNormalization must be canonicalized to ai.irtrace::TrainBatchNormalization")
     return F.batch_norm(x, mean, var, scale, b, training=False, eps=epsilon)
 
 
-@OPS.register("BatchNormalization", domain="ai.irtrace", nondiff=(3, 4))
+@OPS.register("TrainBatchNormalization", domain="ai.irtrace", nondiff=(3, 4))
 def batch_norm_train(x, scale, b, mean, var, *, epsilon, momentum, running_var_estimator):
     # torch's momentum is the weight of the batch statistic: 1 - ONNX's keep fraction
     rm, rv = mean.detach().clone(), var.detach().clone()

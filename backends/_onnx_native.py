@@ -1,0 +1,78 @@
+"""Shared by backends that execute ONNX itself (onnxruntime, onnx.reference, the oracle):
+a one-node model per node, cached per signature (node proto + input dtypes and shapes)."""
+import base64
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from backends._table import OpTable, Unsupported
+
+IRTRACE_DOMAIN = "ai.irtrace"
+
+
+def one_node_model(spec, inputs, out_dtypes=None, cast=None):
+    """A model of the single node `spec` (with its NodeProto) on inputs shaped like `inputs`.
+    `cast` maps a float input dtype to the dtype the model declares (the oracle's float64)."""
+    node = onnx.NodeProto()
+    node.ParseFromString(base64.b64decode(spec.proto))
+    g_inputs, feeds = [], {}
+    for name, a in zip(spec.inputs, inputs):
+        if not name or name in feeds:
+            continue
+        a = np.asarray(a)
+        if cast is not None and a.dtype.kind == "f":
+            a = a.astype(cast)
+        feeds[name] = a
+        g_inputs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)))
+    outs = []
+    for i, name in enumerate(spec.outputs):
+        if not name:
+            continue
+        dt = out_dtypes[i] if out_dtypes and out_dtypes[i] else None
+        if dt is not None and cast is not None and np.dtype(dt).kind == "f":
+            dt = cast
+        outs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dt)), None)
+                    if dt is not None else helper.make_empty_tensor_value_info(name))
+    opsets = [helper.make_opsetid("", spec.opset if not spec.domain else 20)]
+    if spec.domain:
+        opsets.append(helper.make_opsetid(spec.domain, spec.opset))
+    model = helper.make_model(helper.make_graph([node], spec.name or "node", g_inputs, outs), opset_imports=opsets)
+    model.ir_version = min(model.ir_version, 10)
+    return model, feeds
+
+
+def signature(spec, inputs):
+    return (spec.proto, tuple((None if a is None else (np.asarray(a).dtype.str, np.asarray(a).shape)) for a in inputs))
+
+
+def native_table(backend, op_types, fn):
+    """An op table whose entries all run `fn` (the runtime executes the ONNX node itself)."""
+    table = OpTable(backend)
+    for domain, op_type, since in sorted(set(op_types)):
+        try:
+            table.register(op_type, since=since, domain=domain)(fn)
+        except RuntimeError:
+            pass  # the runtime lists some kernels once per provider/type: one entry is enough
+    return table
+
+
+def unsupported_domain(spec, backend):
+    if spec.domain == IRTRACE_DOMAIN:
+        raise Unsupported(f"{backend} has no kernel for {spec.domain}::{spec.op_type} (irtrace's own op)")
+
+
+def lookup_native(adapter, spec):
+    """The runtime's own kernel list decides, except for ONNX function ops (e.g. CastLike),
+    which runtimes expand into ops they do have."""
+    unsupported_domain(spec, adapter.name)
+    try:
+        return adapter.table.lookup(spec.domain, spec.op_type, spec.opset)
+    except Unsupported:
+        try:
+            schema = onnx.defs.get_schema(spec.op_type, spec.opset, spec.domain)
+        except onnx.defs.SchemaError:
+            raise Unsupported(f"{spec.op_type!r} is not an ONNX op (domain {spec.domain!r})") from None
+        if schema.has_function or schema.has_context_dependent_function:
+            return None
+        raise

@@ -1,0 +1,1 @@
+"""The generic worker runtime shared by every out-of-process backend (numpy only)."""

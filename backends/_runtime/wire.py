@@ -1,0 +1,57 @@
+"""Framed messages between the host and a worker: no pickle.
+
+A frame is: 8-byte little-endian length of a JSON header, the header, then the raw
+bytes of each array it lists ({"dtype", "shape", "nbytes"} or null for None), in order.
+"""
+import json
+import struct
+
+import numpy as np
+
+_LEN = struct.Struct("<Q")
+
+
+def write(stream, msg, arrays=()):
+    specs, blobs = [], []
+    for a in arrays:
+        if a is None:
+            specs.append(None)
+            continue
+        a = np.asarray(a)
+        if a.dtype == object:
+            raise TypeError("object arrays cannot cross the wire")
+        b = np.array(a, order="C").tobytes()
+        specs.append({"dtype": a.dtype.str, "shape": list(a.shape), "nbytes": len(b)})
+        blobs.append(b)
+    header = json.dumps({**msg, "arrays": specs}, allow_nan=True).encode()
+    stream.write(_LEN.pack(len(header)))
+    stream.write(header)
+    for b in blobs:
+        stream.write(b)
+    stream.flush()
+
+
+def _read_exact(stream, n):
+    chunks, got = [], 0
+    while got < n:
+        c = stream.read(n - got)
+        if not c:
+            raise EOFError("stream closed")
+        chunks.append(c)
+        got += len(c)
+    return b"".join(chunks)
+
+
+def read(stream):
+    """(msg, arrays); EOFError when the other side is gone."""
+    (n,) = _LEN.unpack(_read_exact(stream, _LEN.size))
+    msg = json.loads(_read_exact(stream, n))
+    arrays = []
+    for s in msg.pop("arrays", []):
+        if s is None:
+            arrays.append(None)
+            continue
+        buf = _read_exact(stream, s["nbytes"]) if s["nbytes"] else b""
+        arrays.append(np.frombuffer(buf, dtype=np.dtype(s["dtype"])).reshape(s["shape"]).copy()
+                      if s["nbytes"] else np.zeros(s["shape"], np.dtype(s["dtype"])))
+    return msg, arrays

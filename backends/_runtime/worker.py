@@ -1,0 +1,73 @@
+"""`python -m backends._runtime.worker NAME`: serve one backend over stdin/stdout.
+
+The backend module `backends.NAME.worker` provides `make_adapter()`; the adapter has a
+`table` (OpTable), `modes`, `versions()` and fwd / vjp / vjp2(entry, inputs, attrs, ...).
+Every request gets exactly one reply: ok, unsupported, or error (with the message).
+A crash or hang is the host's to see (EOF / timeout), never hidden here.
+"""
+import importlib
+import os
+import sys
+import time
+import traceback
+
+from backends._runtime import wire
+from backends._runtime.spec import from_json
+from backends._table import Unsupported
+
+
+def serve(name):
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # a stray print in a framework must not corrupt the frames
+    module = name if "." in name else f"backends.{name}.worker"
+    adapter = importlib.import_module(module).make_adapter()
+    while True:
+        try:
+            msg, arrays = wire.read(stdin)
+        except EOFError:
+            return
+        kind = msg.get("kind")
+        if kind == "hello":
+            wire.write(stdout, {"status": "ok", "modes": list(adapter.modes), "versions": adapter.versions(),
+                                "ops": [list(k) for k in adapter.table.keys()], "pid": os.getpid()})
+            continue
+        if kind == "exit":
+            return
+        wire.write(stdout, *handle(adapter, msg, arrays))
+
+
+def handle(adapter, msg, arrays):
+    spec = from_json(msg["spec"])
+    mode = msg["mode"]
+    n_in, n_out = len(spec.inputs), len(spec.outputs)
+    inputs = arrays[:n_in]
+    if mode not in adapter.modes:
+        return {"status": "unsupported", "message": f"backend {adapter.name!r} does not compute {mode}"}, []
+    try:
+        entry = adapter.lookup(spec)
+    except Unsupported as e:
+        return {"status": "unsupported", "message": str(e)}, []
+    adapter.last_check = None
+    t = time.perf_counter()
+    try:
+        if mode == "fwd":
+            out = adapter.fwd(entry, inputs, spec)
+        elif mode == "vjp":
+            out = adapter.vjp(entry, inputs, spec, arrays[n_in:n_in + n_out])
+        else:
+            dx, dg = adapter.vjp2(entry, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:])
+            out = list(dx) + list(dg)
+    except Unsupported as e:
+        return {"status": "unsupported", "message": str(e)}, []
+    except Exception as e:  # the framework raised: an ERROR verdict with its message
+        last = traceback.extract_tb(e.__traceback__)[-1]
+        return {"status": "error", "message": f"{type(e).__name__}: {e}".strip()[:2000],
+                "where": f"{os.path.basename(last.filename)}:{last.lineno}"}, []
+    reply = {"status": "ok", "time_s": time.perf_counter() - t}
+    if adapter.last_check is not None:
+        reply["check"] = adapter.last_check
+    return reply, list(out)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

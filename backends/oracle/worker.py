@@ -1,0 +1,150 @@
+"""The float64 oracle.
+
+Forward: onnx.reference on the node cast to float64, with overrides where onnx.reference
+(1.23) is wrong, and numpy implementations of irtrace's own ops. Gradients: torch's
+autograd in float64, cross-checked against central finite differences of the reference
+forward along random directions, so the oracle does not silently share torch's bugs: a
+gradient that fails the check is returned with `verified: false` and the host does not
+arbitrate with it.
+"""
+import numpy as np
+
+from backends._table import OpTable, Unsupported
+from backends.onnxref.worker import ReferenceAdapter, reference_ops
+
+FD_RTOL = 1e-5
+
+
+def _overrides():
+    from onnx.reference.op_run import OpRun
+    from onnx.reference.ops.op_conv_transpose import ConvTranspose as RefConvTranspose
+
+    class ConvTranspose(RefConvTranspose):
+        # onnx.reference 1.23 mixes up channels for group > 1 with more than one output channel
+        # per group; its group == 1 path is right, so run it once per group and concatenate.
+        def _run(self, X, W, B=None, **kw):
+            group = kw.get("group") or self.group or 1
+            if group == 1:
+                return super()._run(X, W, B, **kw)
+            kw = {**kw, "group": 1}
+            cin, cout = X.shape[1] // group, W.shape[1]
+            ys = [super(ConvTranspose, self)._run(X[:, g * cin:(g + 1) * cin], W[g * cin:(g + 1) * cin],
+                                                  None if B is None else B[g * cout:(g + 1) * cout], **kw)[0]
+                  for g in range(group)]
+            return (np.concatenate(ys, axis=1),)
+
+    class TrainBatchNormalization(OpRun):
+        op_domain = "ai.irtrace"
+
+        def _run(self, X, scale, B, mean, var, epsilon=None, momentum=None, running_var_estimator=None):
+            axes = (0,) + tuple(range(2, X.ndim))
+            shape = [1, -1] + [1] * (X.ndim - 2)
+            bm, bv = X.mean(axis=axes), X.var(axis=axes)
+            y = (X - bm.reshape(shape)) / np.sqrt(bv.reshape(shape) + epsilon) * scale.reshape(shape) + B.reshape(shape)
+            n = X.size // X.shape[1]
+            est = bv * n / max(n - 1, 1) if running_var_estimator == "unbiased" else bv
+            return (y.astype(X.dtype), (momentum * mean + (1 - momentum) * bm).astype(mean.dtype),
+                    (momentum * var + (1 - momentum) * est).astype(var.dtype))
+
+    class RecordedDropout(OpRun):
+        op_domain = "ai.irtrace"
+
+        def _run(self, data, mask, ratio=None):
+            return ((data * mask.astype(data.dtype) / (1.0 - ratio)).astype(data.dtype),)
+
+    return [ConvTranspose, TrainBatchNormalization, RecordedDropout]
+
+
+class OracleAdapter(ReferenceAdapter):
+    name = "oracle"
+    modes = ("fwd", "vjp", "vjp2")
+    cast = np.float64
+
+    def __init__(self):
+        import torch
+
+        from backends.torch.adapter import TorchAdapter
+        super().__init__()
+        ops = reference_ops() | {("ai.irtrace", "TrainBatchNormalization", 1), ("ai.irtrace", "RecordedDropout", 1)}
+        table = OpTable(self.name)
+        for d, o, s in sorted(ops):
+            try:
+                table.register(o, since=s, domain=d)(self._run)
+            except RuntimeError:
+                pass
+        self.table = table
+        self.grad = TorchAdapter(dtype=torch.float64)
+        self.rng = np.random.default_rng(0)
+        self._new_ops = _overrides()
+
+    def new_ops(self, spec):
+        # onnx.reference wants op names unique across domains: pass only this node's override
+        return [c for c in self._new_ops if c.__name__ == spec.op_type and getattr(c, "op_domain", "") == spec.domain]
+
+    def lookup(self, spec):
+        return self.table.lookup(spec.domain, spec.op_type, spec.opset)
+
+    def versions(self):
+        import torch
+        return {"onnx": self.onnx.__version__, "torch": torch.__version__, "dtype": "float64"}
+
+    def _torch_entry(self, spec):
+        try:
+            return self.grad.table.lookup(spec.domain, spec.op_type, spec.opset)
+        except Unsupported as e:
+            raise Unsupported(f"oracle gradients come from torch float64, and {e}") from e
+
+    def _directional(self, spec, inputs, direction, eps):
+        """(f(x + eps v) - f(x - eps v)) / 2 eps with the reference forward, per output."""
+        def shifted(sign):
+            xs = [None if a is None else (np.asarray(a, np.float64) + sign * eps * v if v is not None else a)
+                  for a, v in zip(inputs, direction)]
+            return self.fwd(None, xs, spec)
+        plus, minus = shifted(1.0), shifted(-1.0)
+        return [None if p is None or np.asarray(p).dtype.kind != "f" else (np.asarray(p, np.float64) - m) / (2 * eps)
+                for p, m in zip(plus, minus)]
+
+    @staticmethod
+    def _eps(inputs, direction):
+        scale = max([float(np.max(np.abs(a))) for a, v in zip(inputs, direction) if v is not None and np.size(a)] + [1.0])
+        return 1e-6 * scale
+
+    def vjp(self, entry, inputs, spec, cots):
+        grads = self.grad.vjp(self._torch_entry(spec), inputs, spec, cots)
+        direction = [self.rng.standard_normal(np.shape(g)) if g is not None else None for g in grads]
+        try:
+            fd = self._directional(spec, inputs, direction, self._eps(inputs, direction))
+        except Exception as e:  # the reference forward cannot run this node in float64
+            self.last_check = {"verified": None, "why": f"{type(e).__name__}: {e}"[:200]}
+            return grads
+        lhs = sum(float(np.sum(g * v)) for g, v in zip(grads, direction) if g is not None)
+        rhs = sum(float(np.sum(np.asarray(c, np.float64) * d)) for c, d in zip(cots, fd) if c is not None and d is not None)
+        self.last_check = {"verified": bool(abs(lhs - rhs) <= FD_RTOL * max(abs(lhs), abs(rhs), 1e-12) + 1e-9),
+                           "fd": rhs, "autograd": lhs}
+        return grads
+
+    def vjp2(self, entry, inputs, spec, cots, us):
+        dx, dg = self.grad.vjp2(self._torch_entry(spec), inputs, spec, cots, us)
+        # ds/dg is J u, a forward-mode product: check it against finite differences along u
+        direction = [np.asarray(u, np.float64) if u is not None and d is not None else None for u, d in zip(us, dx)]
+        ok, worst = True, 0.0
+        if any(v is not None for v in direction):
+            try:
+                fd = self._directional(spec, inputs, direction, self._eps(inputs, direction))
+            except Exception as e:
+                self.last_check = {"verified": None, "why": f"{type(e).__name__}: {e}"[:200]}
+                return dx, dg
+            for a, b in zip(dg, fd):
+                if a is not None and b is not None and np.size(a):
+                    err = float(np.max(np.abs(a - b)))
+                    worst = max(worst, err)
+                    ok &= err <= 1e-4 * max(float(np.max(np.abs(b))), 1e-6)
+        self.last_check = {"verified": bool(ok), "fd_max_abs": worst}
+        return dx, dg
+
+    def fwd(self, entry, inputs, spec):
+        return super().fwd(entry, inputs, spec)
+
+
+def make_adapter():
+    return OracleAdapter()

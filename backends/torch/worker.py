@@ -1,0 +1,3 @@
+def make_adapter():
+    from backends.torch.adapter import TorchAdapter
+    return TorchAdapter()

@@ -1,0 +1,37 @@
+"""Op facts the replay needs, as tables (the replay loop never branches on an op name)."""
+import numpy as np
+
+# Where an op is not differentiable, frameworks pick different subgradients. A gradient
+# divergence at such a point is a convention, not necessarily a bug: tag it.
+#   zero: kink at input 0 == 0;  tie: max/min selects among equal values;  bounds: clip edges
+KINKS = {"Relu": "zero", "LeakyRelu": "zero", "PRelu": "zero", "Abs": "zero", "Sign": "zero",
+         "Max": "tie", "Min": "tie", "MaxPool": "tie", "ReduceMax": "tie", "ReduceMin": "tie",
+         "GlobalMaxPool": "tie", "TopK": "tie", "ArgMax": "tie", "Clip": "bounds", "HardSigmoid": "bounds",
+         "HardSwish": "bounds", "Sqrt": "zero"}
+
+
+def kink_tag(op_type, inputs):
+    """A short description of the non-differentiable points in `inputs`, or None."""
+    kind = KINKS.get(op_type)
+    if kind is None or not inputs or inputs[0] is None:
+        return None
+    x = np.asarray(inputs[0])
+    if x.dtype.kind != "f" or x.size == 0:
+        return None
+    if kind == "zero":
+        n = int(np.sum(x == 0))
+        return f"non-differentiable point: {n} exact zeros in input 0" if n else None
+    if kind == "tie":
+        if op_type in ("Max", "Min") and len(inputs) > 1 and inputs[1] is not None:
+            try:
+                n = int(np.sum(np.broadcast_arrays(x, np.asarray(inputs[1]))[0] == np.asarray(inputs[1])))
+            except ValueError:
+                n = 0
+            return f"non-differentiable point: {n} ties between inputs" if n else None
+        n = x.size - np.unique(x).size
+        return f"non-differentiable point: {n} repeated values in input 0 (possible ties)" if n else None
+    if kind == "bounds":
+        bounds = [np.asarray(b) for b in inputs[1:3] if b is not None and np.size(b)]
+        n = int(sum(np.sum(x == b) for b in bounds)) if bounds else 0
+        return f"non-differentiable point: {n} elements exactly at a clip bound" if n else None
+    return None

@@ -1,0 +1,1 @@
+"""Replay: scheduling nodes, talking to backend workers, crash/timeout isolation."""

@@ -1,0 +1,232 @@
+"""The replay loop: every node alone on the bundle's recorded inputs, per backend and mode.
+
+Reference results: fwd is the bundle's recorded value (torch, chained); vjp and vjp2 come
+from the torch backend run on the same isolated inputs. The oracle (float64) arbitrates.
+"""
+import base64
+import logging
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from irtrace import compare as C
+from irtrace.errors import IrtraceError, suggest
+from irtrace.export.record import u_name
+from irtrace.ir.semantics import kink_tag
+from irtrace.ir.spec import node_specs
+from irtrace.replay import backends as B
+from irtrace.replay.worker import WorkerFailed, WorkerProxy
+from irtrace.store import grad_name
+
+log = logging.getLogger(__name__)
+MODES = ("fwd", "vjp", "vjp2")
+REFERENCE, ORACLE = "torch", "oracle"
+
+
+@dataclass
+class NodeReport:
+    name: str
+    op_type: str
+    domain: str
+    index: int
+    source: dict
+    results: list = field(default_factory=list)
+
+
+@dataclass
+class Replay:
+    bundle: object
+    backends: list
+    modes: list
+    nodes: list
+    elapsed_s: float
+    policy: C.Policy
+    versions: dict
+    restarts: dict
+
+
+def parse_modes(text):
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    for m in modes:
+        if m not in MODES:
+            raise IrtraceError(f"unknown mode {m!r}; choose from {', '.join(MODES)}.{suggest(m, MODES)}")
+    return modes
+
+
+def _select(specs, nodes_regex, ops):
+    out = list(enumerate(specs))
+    if nodes_regex:
+        try:
+            rx = re.compile(nodes_regex)
+        except re.error as e:
+            raise IrtraceError(f"bad --nodes regex {nodes_regex!r}: {e}") from e
+        out = [(i, s) for i, s in out if rx.search(s.name)]
+    if ops:
+        known = {s.op_type for s in specs}
+        for o in ops:
+            if o not in known:
+                raise IrtraceError(f"--ops {o!r}: no such op in this graph.{suggest(o, known)}")
+        out = [(i, s) for i, s in out if s.op_type in ops]
+    if not out:
+        raise IrtraceError("no node matches --nodes/--ops")
+    return out
+
+
+class _Pool:
+    """One worker per backend per thread (thread-local), all closed at the end."""
+
+    def __init__(self):
+        self.local = threading.local()
+        self.all = []
+        self.lock = threading.Lock()
+
+    def get(self, name):
+        d = getattr(self.local, "workers", None)
+        if d is None:
+            d = self.local.workers = {}
+        if name not in d:
+            w = WorkerProxy(B.get(name))
+            w.start()
+            d[name] = w
+            with self.lock:
+                self.all.append(w)
+        return d[name]
+
+    def close(self):
+        for w in self.all:
+            w.close()
+
+
+def _request(spec, mode, proto, out_dtypes):
+    d = spec.to_json()
+    d["proto"] = proto
+    d["out_dtypes"] = out_dtypes
+    return {"kind": "run", "mode": mode, "spec": d}
+
+
+def _call(pool, backend, msg, arrays, timeout):
+    """(status, reply, arrays) where status is ok / UNSUPPORTED / ERROR / CRASH / TIMEOUT."""
+    try:
+        reply, out = pool.get(backend).call(msg, arrays, timeout)
+    except WorkerFailed as e:
+        return e.verdict, {"message": e.message}, []
+    status = {"ok": "ok", "unsupported": C.UNSUPPORTED, "error": C.ERROR}[reply["status"]]
+    return status, reply, out
+
+
+def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, timeout=60.0, policy=C.Policy(),
+           progress=None):
+    """Replay every selected node of `bundle` on `backends` (names) in `modes`; returns a Replay."""
+    for b in backends:
+        reason = B.get(b).unavailable()
+        if reason:
+            raise IrtraceError(f"backend {b!r} is unavailable: {reason} — run: {B.get(b).install}")
+    t0 = time.perf_counter()
+    model = bundle.model
+    specs = node_specs(model)
+    protos = {n.name: base64.b64encode(n.SerializeToString()).decode() for n in model.graph.node}
+    selected = _select(specs, nodes_regex, ops)
+    use_oracle = B.get(ORACLE).unavailable() is None
+    pool = _Pool()
+    values = bundle.values
+
+    def run_node(item):
+        index, spec = item
+        node = NodeReport(spec.name, spec.op_type, spec.domain, index, bundle.node_source(spec.name))
+        inputs = [np.asarray(values[i]) if i else None for i in spec.inputs]
+        out_dtypes = [values.spec(o)[0].str if o and o in values else "" for o in spec.outputs]
+        cots = [np.asarray(values[grad_name(o)]) if o and grad_name(o) in values else None for o in spec.outputs]
+        us = [np.asarray(values[u_name(i)]) if i and u_name(i) in values else None for i in spec.inputs]
+        float_in = any(a is not None and a.dtype.kind == "f" for a in inputs)
+        for mode in modes:
+            if mode != "fwd" and (not float_in or all(c is None for c in cots)):
+                continue
+            msg = _request(spec, mode, protos[spec.name], out_dtypes)
+            arrays = inputs if mode == "fwd" else inputs + cots + (us if mode == "vjp2" else [])
+            node.results.extend(_run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends,
+                                          use_oracle, timeout, policy))
+        if progress:
+            progress()
+        return node
+
+    try:
+        if jobs <= 1:
+            nodes = [run_node(it) for it in selected]
+        else:
+            with ThreadPoolExecutor(jobs) as ex:
+                nodes = list(ex.map(run_node, selected))
+        versions = {w.info.name: w.hello.get("versions", {}) for w in pool.all if w.hello}
+        restarts = {}
+        for w in pool.all:
+            restarts[w.info.name] = restarts.get(w.info.name, 0) + w.restarts
+    finally:
+        pool.close()
+    return Replay(bundle, list(backends), list(modes), nodes, time.perf_counter() - t0, policy, versions, restarts)
+
+
+def _labels(spec, mode, n_out_arrays):
+    if mode == "fwd":
+        return list(spec.outputs)
+    if mode == "vjp":
+        return [f"d:{i}" for i in spec.inputs]
+    return [f"d2x:{i}" for i in spec.inputs] + [f"d2g:{o}" for o in spec.outputs]
+
+
+def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use_oracle, timeout, policy):
+    results = []
+    labels = _labels(spec, mode, None)
+    ref_status, ref_reply, ref_out = _call(pool, REFERENCE, msg, arrays, timeout)
+    ref_time = ref_reply.get("time_s")
+    if mode == "fwd":  # the reference forward is the recorded value (torch, chained)
+        ref = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs]
+    elif ref_status == "ok":
+        ref = ref_out
+    else:
+        results.append(C.Result(spec.name, spec.op_type, REFERENCE, mode, "*", ref_status,
+                                message=f"reference failed: {ref_reply.get('message', '')}"))
+        return results
+    oracle = None
+    if use_oracle:
+        o_status, o_reply, o_out = _call(pool, ORACLE, msg, arrays, timeout)
+        check = o_reply.get("check") or {}
+        if o_status == "ok" and check.get("verified") is not False:
+            oracle = o_out
+        elif o_status == "ok":
+            log.info("%s %s: oracle gradient failed its finite-difference check (%s); not arbitrating",
+                     spec.name, mode, check)
+    for backend in backends:
+        if mode not in pool.get(backend).hello["modes"]:
+            continue  # e.g. onnxruntime is forward-only: listed once in the report, not per node
+        if backend == REFERENCE:
+            status, reply, out = ref_status, ref_reply, ref_out
+        else:
+            status, reply, out = _call(pool, backend, msg, arrays, timeout)
+        if status != "ok":
+            results.append(C.Result(spec.name, spec.op_type, backend, mode, "*", status,
+                                    message=reply.get("message", "") + (f" ({reply['where']})" if reply.get("where") else ""),
+                                    time_s=reply.get("time_s"), ref_time_s=ref_time))
+            continue
+        tag = kink_tag(spec.op_type, inputs) if mode != "fwd" else None
+        for k, label in enumerate(labels):
+            r = ref[k] if k < len(ref) else None
+            a = out[k] if k < len(out) else None
+            if r is None:
+                continue
+            if a is None:
+                zero = not np.any(np.asarray(r))
+                results.append(C.Result(spec.name, spec.op_type, backend, mode, label, C.MATCH if zero else C.DIVERGENT,
+                                        message="" if zero else f"{backend} computes no gradient for {label[2:]}",
+                                        time_s=reply.get("time_s"), ref_time_s=ref_time))
+                continue
+            o = oracle[k] if oracle is not None and k < len(oracle) and oracle[k] is not None else None
+            verdict, m, extras = C.judge(a, r, o, policy)
+            tags = (tag,) if tag and verdict in C.FAILING else ()
+            results.append(C.Result(spec.name, spec.op_type, backend, mode, label, verdict, m,
+                                    extras.get("oracle_abs"), extras.get("backend_oracle_abs"),
+                                    extras.get("closer_to_oracle"), extras.get("allowed"),
+                                    extras.get("message", ""), tags, reply.get("time_s"), ref_time))
+    return results

@@ -1,0 +1,78 @@
+"""report.html: self-contained (no CDN). The graph in topological order, each node coloured by
+its worst verdict; a click on a node shows its numbers."""
+import html
+import json
+from pathlib import Path
+
+_COLORS = {"MATCH": "#3a3", "NOISE": "#7bc", "UNSUPPORTED": "#cc3", "DIVERGENT": "#d33", "NAN_MISMATCH": "#d33",
+           "SHAPE_MISMATCH": "#d33", "ERROR": "#a3a", "CRASH": "#a3a", "TIMEOUT": "#a3a", None: "#999"}
+
+_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>irtrace report: {title}</title>
+<style>
+body{{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:18px}}
+#graph{{display:flex;flex-wrap:wrap;gap:3px;margin:12px 0}}
+.n{{padding:2px 5px;border-radius:3px;color:#fff;cursor:pointer;font-size:11px;white-space:nowrap}}
+.n.sel{{outline:2px solid #000}} table{{border-collapse:collapse;margin-top:8px}}
+td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;font-size:12px}} .legend span{{margin-right:10px}}
+</style></head><body>
+<h1>irtrace replay of {title}</h1>
+<p>{summary}</p>
+<div class="legend">{legend}</div>
+<h2>Findings</h2>{findings}
+{extra}
+<h2>Nodes in topological order</h2>
+<div id="graph"></div><div id="detail">Click a node to see its numbers.</div>
+<script id="data" type="application/json">{data}</script>
+<script>
+const R = JSON.parse(document.getElementById('data').textContent);
+const C = {colors};
+const g = document.getElementById('graph'), d = document.getElementById('detail');
+const f = v => v === null || v === undefined ? '-' : (typeof v === 'number' ? v.toPrecision(3) : v);
+R.nodes.forEach((n, i) => {{
+  const e = document.createElement('span');
+  e.className = 'n'; e.style.background = C[n.worst] || C['null'];
+  e.textContent = n.op_type; e.title = n.name + (n.source.module ? ' (' + n.source.module + ')' : '');
+  e.onclick = () => {{
+    document.querySelectorAll('.n.sel').forEach(x => x.classList.remove('sel')); e.classList.add('sel');
+    let h = '<h3>' + n.name + ' — ' + n.op_type + '</h3><p>module: ' + (n.source.module || '-') + ' · ' +
+            (n.source.file_line || '') + '</p><table><tr><th>backend</th><th>mode</th><th>output</th><th>verdict</th>' +
+            '<th>max abs</th><th>max rel</th><th>ULP</th><th>oracle</th><th>time s</th><th>message</th></tr>';
+    n.results.forEach(r => {{
+      h += '<tr><td>' + r.backend + '</td><td>' + r.mode + '</td><td>' + r.output + '</td><td style="color:' +
+           (C[r.verdict] || '#000') + '">' + r.verdict + '</td><td>' + f(r.max_abs) + '</td><td>' + f(r.max_rel) +
+           '</td><td>' + f(r.ulp) + '</td><td>' + f(r.closer_to_oracle) + '</td><td>' + f(r.time_s) + '</td><td>' +
+           (r.message || '').replace(/</g, '&lt;') + '</td></tr>';
+    }});
+    d.innerHTML = h + '</table>';
+  }};
+  g.appendChild(e);
+}});
+</script></body></html>
+"""
+
+
+def render(report, extra_html=""):
+    s = report["summary"]
+    summary = ", ".join(f"{k} {v}" for k, v in s.items() if isinstance(v, int) and not isinstance(v, bool) and v)
+    legend = "".join(f'<span style="color:{c}">&#9632; {html.escape(str(k))}</span>' for k, c in _COLORS.items() if k)
+    if report["findings"]:
+        rows = "".join(
+            f"<tr><td>{html.escape(f['id'])}</td><td>{f['verdict']}</td><td>{html.escape(f['backend'])}</td>"
+            f"<td>{html.escape(f['op_type'])}</td><td>{f['mode']}</td><td>{len(f['nodes'])}</td>"
+            f"<td>{html.escape(f['first_node'])}</td><td>{html.escape(f['module'])}</td>"
+            f"<td>{f['worst'].get('max_abs')}</td><td>{html.escape(f['message'][:200])}</td></tr>"
+            for f in report["findings"])
+        findings = ("<table><tr><th>id</th><th>verdict</th><th>backend</th><th>op</th><th>mode</th><th>nodes</th>"
+                    f"<th>first node</th><th>module</th><th>max abs</th><th>message</th></tr>{rows}</table>")
+    else:
+        findings = "<p>None.</p>"
+    data = json.dumps(report, allow_nan=True).replace("</", "<\\/")
+    colors = json.dumps({str(k) if k else "null": v for k, v in _COLORS.items()})
+    return _PAGE.format(title=html.escape(str(report["bundle"]["name"])), summary=html.escape(summary), legend=legend,
+                        findings=findings, extra=extra_html, data=data, colors=colors)
+
+
+def write(report, out_dir, extra_html=""):
+    p = Path(out_dir) / "report.html"
+    p.write_text(render(report, extra_html))
+    return p

@@ -1,0 +1,88 @@
+"""report.json: the stable, documented schema (docs/report.md)."""
+import json
+import math
+import platform
+import statistics
+from dataclasses import asdict
+from pathlib import Path
+
+import irtrace
+from irtrace import compare as C
+
+SCHEMA = "irtrace.report/1"
+
+
+def speed(replay, top=5):
+    """Per backend, the op types where it is slowest relative to torch (median time ratio)."""
+    per = {}
+    for node in replay.nodes:
+        for r in node.results:
+            if r.backend == "torch" or r.time_s is None or not r.ref_time_s:
+                continue
+            per.setdefault((r.backend, node.op_type, r.mode), {})[node.name] = (r.time_s, r.ref_time_s)
+    out = {}
+    for (backend, op, mode), by_node in per.items():
+        ratios = [t / max(rt, 1e-9) for t, rt in by_node.values()]
+        out.setdefault(backend, []).append({"op_type": op, "mode": mode, "nodes": len(by_node),
+                                            "median_ratio": round(statistics.median(ratios), 3),
+                                            "median_time_s": statistics.median(t for t, _ in by_node.values())})
+    return {b: sorted(v, key=lambda e: -e["median_ratio"])[:top] for b, v in out.items()}
+
+
+def _clean(v):
+    """Strict JSON: non-finite floats become null (a browser's JSON.parse rejects NaN)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    return v
+
+
+def build(replay, findings, strict=False):
+    summary = {v: 0 for v in C.VERDICTS}
+    for node in replay.nodes:
+        for r in node.results:
+            summary[r.verdict] += 1
+    m = replay.bundle.manifest
+    return _clean({
+        "schema": SCHEMA,
+        "irtrace": irtrace.__version__,
+        "bundle": {"path": str(replay.bundle.path), "name": m.get("name"), "mode": m.get("mode"),
+                   "source": m.get("source")},
+        "reference": "torch",
+        "oracle": "oracle",
+        "backends": [{"name": b, "versions": replay.versions.get(b, {}), "restarts": replay.restarts.get(b, 0)}
+                     for b in replay.backends],
+        "modes": replay.modes,
+        "policy": asdict(replay.policy),
+        "host": {"python": platform.python_version(), "platform": platform.platform(),
+                 "processor": platform.processor() or platform.machine()},
+        "elapsed_s": round(replay.elapsed_s, 3),
+        "nodes": [{"name": n.name, "op_type": n.op_type, "domain": n.domain, "index": n.index,
+                   "source": n.source, "worst": _worst(n), "results": [r.to_json() for r in n.results]}
+                  for n in replay.nodes],
+        "findings": [asdict(f) for f in findings],
+        "speed": speed(replay),
+        "summary": {**summary, "nodes": len(replay.nodes), "findings": len(findings), "strict": strict},
+    })
+
+
+def _worst(node):
+    if not node.results:
+        return None
+    return max((r.verdict for r in node.results), key=lambda v: C.SEVERITY.get(v, 0))
+
+
+def write(report, out_dir):
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    p = out / "report.json"
+    p.write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
+    return p
+
+
+def exit_code(report):
+    """0 nothing failing, 1 a finding."""
+    return 1 if report["findings"] else 0

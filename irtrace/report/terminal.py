@@ -1,0 +1,62 @@
+"""Terminal output: findings first (worst first), then one summary line with fixed columns."""
+from irtrace import compare as C
+
+_COLOR = {C.DIVERGENT: "red", C.NAN_MISMATCH: "red", C.SHAPE_MISMATCH: "red", C.ERROR: "magenta",
+          C.CRASH: "magenta", C.TIMEOUT: "magenta", C.UNSUPPORTED: "yellow", C.NOISE: "cyan", C.MATCH: "green"}
+
+
+def _g(v, fmt="{:.3g}"):
+    return "-" if v is None else fmt.format(v)
+
+
+def finding_lines(report, color=False):
+    """Three lines per finding: what, how much and who is right, where."""
+    out = []
+    fs = report["findings"]
+    if fs:
+        out.append(f"{len(fs)} finding(s), worst first:")
+    for f in fs:
+        w = f["worst"]
+        verdict = f"{f['verdict']:<14}"
+        if color:
+            verdict = f"\033[{_ANSI.get(_COLOR.get(f['verdict']), '0')}m{verdict}\033[0m"
+        where = f["first_node"] + (f" ({f['module']}" if f["module"] else "") + \
+            (f", {f['file_line'].rsplit('/', 1)[-1]}" if f["file_line"] else "") + (")" if f["module"] else "")
+        out.append(f"{verdict} {f['backend']} {f['op_type']} {f['mode']}  {len(f['nodes'])} node(s), first {where}")
+        oracle = {"backend": f"{f['backend']} is closer to float64", "reference": "torch is closer to float64",
+                  "tie": "both as close to float64"}.get(w.get("closer_to_oracle"), "no oracle verdict")
+        if w.get("max_abs") is not None:
+            out.append(f"{'':15}output {w.get('output')}  max abs {_g(w.get('max_abs'))}  max rel {_g(w.get('max_rel'))}"
+                       f"  ULP {_g(w.get('ulp'), '{:.0f}')}  passes with atol >= {_g(w.get('min_atol'))}"
+                       f" or rtol >= {_g(w.get('min_rtol'))}  ({oracle})")
+        note = "; ".join(f["tags"]) or f["message"]
+        out.append(f"{'':15}id {f['id']}" + (f"  {note[:300]}" if note else ""))
+    return out
+
+
+_ANSI = {"red": "31", "magenta": "35", "yellow": "33", "cyan": "36", "green": "32"}
+
+
+def speed_lines(report):
+    lines = []
+    for backend, rows in report.get("speed", {}).items():
+        if rows:
+            worst = ", ".join(f"{r['op_type']} {r['mode']} {r['median_ratio']:.1f}x" for r in rows[:3])
+            lines.append(f"slowest vs torch on {backend}: {worst}")
+    return lines
+
+
+def summary_line(report):
+    s = report["summary"]
+    cols = [f"nodes {s['nodes']:>5}", f"MATCH {s['MATCH']:>6}", f"NOISE {s['NOISE']:>5}",
+            f"DIVERGENT {s['DIVERGENT']:>4}", f"NAN {s['NAN_MISMATCH']:>3}", f"SHAPE {s['SHAPE_MISMATCH']:>3}",
+            f"ERROR {s['ERROR']:>3}", f"CRASH {s['CRASH']:>3}", f"TIMEOUT {s['TIMEOUT']:>3}",
+            f"UNSUPPORTED {s['UNSUPPORTED']:>4}", f"findings {s['findings']:>3}", f"{report['elapsed_s']:7.1f} s"]
+    return "irtrace replay: " + "  ".join(cols)
+
+
+def show(report, stream=None):
+    import sys
+    stream = stream or sys.stdout
+    for line in finding_lines(report, color=stream.isatty()) + speed_lines(report) + [summary_line(report)]:
+        print(line, file=stream)
