@@ -35,6 +35,22 @@ class OpTable:
             return fn
         return deco
 
+    def derive(self, backend):
+        """A copy of this table under another name (a variant backend overrides some entries)."""
+        t = OpTable(backend)
+        t._ops = {k: dict(v) for k, v in self._ops.items()}
+        return t
+
+    def replace(self, op_type, since, domain="", **flags):
+        """Decorator: replace an existing entry (only on a derived table)."""
+        def deco(fn):
+            versions = self._ops.get((domain, op_type), {})
+            if since not in versions:
+                raise RuntimeError(f"{self.backend}: nothing to replace at {op_type} since {since}")
+            versions[since] = OpEntry(domain, op_type, since, fn, {**versions[since].flags, **flags})
+            return fn
+        return deco
+
     def lookup(self, domain, op_type, opset):
         """The entry with the largest `since` <= opset, or Unsupported with what exists."""
         domain = "" if domain == "ai.onnx" else domain

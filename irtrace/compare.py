@@ -87,6 +87,11 @@ def _ulp_distance(a, b):
 
 
 def metrics(actual, ref, rtol=1e-4, atol=0.0):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _metrics(actual, ref, rtol, atol)
+
+
+def _metrics(actual, ref, rtol, atol):
     a, r = np.asarray(actual, np.float64), np.asarray(ref, np.float64)
     if a.size == 0:
         return Metrics(0.0, 0.0, 0.0, 1.0, 0.0, (), 0.0, 0.0, 0.0, 0.0)

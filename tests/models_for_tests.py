@@ -69,3 +69,26 @@ def liar():
 
 def liar_inputs():
     return (torch.randn(3, 4, generator=torch.Generator().manual_seed(0)),)
+
+
+class PlantedTarget(nn.Module):
+    """Conv (symmetric pads) -> LeakyRelu -> Relu -> Sigmoid -> Tanh: one node per planted bug."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3, 1, 1)
+        self.head = nn.Conv2d(3, 2, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.leaky_relu(self.conv(x), 0.2)
+        y = self.head(y)
+        y = torch.relu(y * (y > 0.2).to(y.dtype))  # exact zeros reach Relu
+        return torch.tanh(torch.sigmoid(y))
+
+
+def planted_target():
+    torch.manual_seed(0)
+    return PlantedTarget()
+
+
+def planted_target_inputs():
+    return (torch.randn(1, 2, 5, 5, generator=torch.Generator().manual_seed(0)),)

@@ -19,7 +19,8 @@ from backends._table import Unsupported
 def serve(name):
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a stray print in a framework must not corrupt the frames
-    module = name if "." in name else f"backends.{name}.worker"
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    module = f"backends.{name}.worker" if os.path.isdir(os.path.join(here, name)) else name
     adapter = importlib.import_module(module).make_adapter()
     while True:
         try:

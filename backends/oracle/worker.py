@@ -9,6 +9,7 @@ arbitrate with it.
 """
 import numpy as np
 
+from backends._onnx_native import lookup_native
 from backends._table import OpTable, Unsupported
 from backends.onnxref.worker import ReferenceAdapter, reference_ops
 
@@ -82,7 +83,9 @@ class OracleAdapter(ReferenceAdapter):
         return [c for c in self._new_ops if c.__name__ == spec.op_type and getattr(c, "op_domain", "") == spec.domain]
 
     def lookup(self, spec):
-        return self.table.lookup(spec.domain, spec.op_type, spec.opset)
+        if spec.domain == "ai.irtrace":
+            return self.table.lookup(spec.domain, spec.op_type, spec.opset)
+        return lookup_native(self, spec)
 
     def versions(self):
         import torch

@@ -77,8 +77,10 @@ class TorchAdapter(Adapter):
         gs = [to_tensor(g, self.dtype).requires_grad_(True) if g is not None else None for g in cots]
         hs = self._grads(ys, gs, xs, create_graph=True)
         diff_xs = [x for x in xs if x is not None and x.requires_grad]
-        s = sum(((h * to_tensor(u, self.dtype).to(h.dtype)).sum() for h, u, x in
-                 zip(hs, [u for u, x in zip(us, xs) if x is not None and x.requires_grad], diff_xs)), torch.zeros(()))
+        # an input without a recorded direction (no gradient path in the model) contributes nothing to s
+        diff_us = [u for u, x in zip(us, xs) if x is not None and x.requires_grad]
+        s = sum(((h * to_tensor(u, self.dtype).to(h.dtype)).sum() for h, u in zip(hs, diff_us) if u is not None),
+                torch.zeros((), dtype=self.dtype or torch.float32))
         wrt = diff_xs + [g for g in gs if g is not None]
         if s.requires_grad and wrt:
             d = torch.autograd.grad(s, wrt, allow_unused=True, materialize_grads=True)

@@ -17,7 +17,7 @@ def speed(replay, top=5):
     per = {}
     for node in replay.nodes:
         for r in node.results:
-            if r.backend == "torch" or r.time_s is None or not r.ref_time_s:
+            if r.backend in ("torch", "oracle") or r.time_s is None or not r.ref_time_s:
                 continue
             per.setdefault((r.backend, node.op_type, r.mode), {})[node.name] = (r.time_s, r.ref_time_s)
     out = {}

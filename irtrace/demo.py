@@ -1,0 +1,34 @@
+"""`irtrace demo` (what `make demo` runs): export the bundled examples, replay each on every
+available backend, write the reports. Findings are the product working: exit 0."""
+from pathlib import Path
+
+from irtrace.errors import IrtraceError
+
+
+def demo(out, names):
+    import irtrace
+    from irtrace.commands import run_replay
+    from irtrace.examples import EXAMPLES
+    from irtrace.replay import backends as B
+    from irtrace.report.terminal import finding_lines, summary_line
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    unknown = [n for n in names if n not in EXAMPLES]
+    if unknown:
+        raise IrtraceError(f"unknown example(s) {', '.join(unknown)}; choose from {', '.join(EXAMPLES)}")
+    available = [n for n, info in B.BACKENDS.items() if info.unavailable() is None and not n.startswith("planted")]
+    for n, info in B.BACKENDS.items():
+        if n not in available and not n.startswith("planted"):
+            print(f"backend {n} unavailable: {info.unavailable()} — run: {info.install}")
+    for name in names:
+        e = EXAMPLES[name]
+        bundle = irtrace.export(e.build(), e.inputs(), out / f"{name}.irt", train=e.train, force=True)
+        print(f"== {name}: {e.doc}")
+        print(f"   exported {bundle.path} ({len(bundle.model.graph.node)} nodes, {bundle.manifest['mode']} mode)")
+        report, where = run_replay(bundle.path, ",".join(available), "fwd,vjp,vjp2", out / f"{name}.replay",
+                                   quiet=True)
+        for line in finding_lines(report):
+            print("   " + line)
+        print("   " + summary_line(report))
+        print(f"   report: {where / 'report.html'}")
+    return 0

@@ -1,0 +1,88 @@
+"""A test-only backend: torch's op table with one planted bug, chosen by IRTRACE_PLANTED.
+
+pad:    Conv pads on the wrong side (all of the padding at the end)
+lrelu:  LeakyRelu whose backward is not differentiable in the cotangent (d2g = 0)
+relu0:  Relu whose gradient at exactly 0 is 1 (a subgradient convention)
+crash:  Sigmoid segfaults the worker
+hang:   Tanh never returns
+"""
+import ctypes
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+from backends.torch.adapter import TorchAdapter
+from backends.torch.ops import OPS
+from backends.torch.ops._util import torch_pad_list
+
+BUG = os.environ.get("IRTRACE_PLANTED", "")
+TABLE = OPS.derive(f"planted-{BUG}")
+
+
+def wrong_side_conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, pads, strides):
+    r = len(kernel_shape)
+    moved = [0] * r + [p + q for p, q in zip(pads[:r], pads[r:])]  # everything at the end
+    return F.conv2d(F.pad(x, torch_pad_list(moved)), w, b, stride=strides, dilation=dilations, groups=group)
+
+
+class _LeakyNoDouble(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, alpha):
+        ctx.save_for_backward(x)
+        ctx.alpha = alpha
+        return F.leaky_relu(x, alpha)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g.detach() * torch.where(x > 0, 1.0, ctx.alpha), None  # detach: no second derivative
+
+
+class _ReluOneAtZero(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.relu(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * (x >= 0).to(g.dtype)
+
+
+def crash(x):
+    ctypes.string_at(0)  # a real segfault
+
+
+def hang(x):
+    time.sleep(3600)
+
+
+BUGS = {
+    "pad": ("Conv", 11, wrong_side_conv),
+    "lrelu": ("LeakyRelu", 6, lambda x, *, alpha=0.01: _LeakyNoDouble.apply(x, alpha)),
+    "relu0": ("Relu", 6, lambda x: _ReluOneAtZero.apply(x)),
+    "crash": ("Sigmoid", 6, crash),
+    "hang": ("Tanh", 6, hang),
+}
+if BUG:
+    op, since, fn = BUGS[BUG]
+    TABLE.replace(op, since)(fn)
+
+
+def make_adapter():
+    a = TorchAdapter(table=TABLE)
+    a.name = f"planted-{BUG}"
+    return a
+
+
+def register(bug):
+    """Register backend 'planted-<bug>' with the host (tests call this)."""
+    from pathlib import Path
+
+    from irtrace.replay import backends as B
+    return B.register(B.BackendInfo(f"planted-{bug}", "planted_backend", ("torch",), "(test only)",
+                                    f"torch with a planted bug: {bug}", extra_path=(Path(__file__).parent,),
+                                    env={"IRTRACE_PLANTED": bug}))
