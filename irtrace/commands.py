@@ -24,6 +24,11 @@ def add_commands(sub):
     b.add_argument("--coverage-md", metavar="FILE", help="write the per-backend op coverage table (markdown)")
     b.set_defaults(func=_backends)
 
+    c = sub.add_parser("conformance", help="run the ONNX backend node tests on backends")
+    c.add_argument("--backend", default="torch,onnxruntime,oracle,onnxref")
+    c.add_argument("--markdown", metavar="FILE", help="write the pass counts and failures (markdown)")
+    c.set_defaults(func=_conformance)
+
     d = sub.add_parser("demo", help="export the bundled examples, replay them on every backend, write reports")
     d.add_argument("--out", default="demo-out")
     d.add_argument("--examples", default="stylegan2,resnet,wideresnet,gpt")
@@ -93,6 +98,13 @@ def _backends(args):
         from pathlib import Path
         Path(args.coverage_md).write_text(coverage_markdown(rows))
         print(f"wrote {args.coverage_md}")
+    return 0
+
+
+def _conformance(args):
+    from irtrace.conformance import main_run
+    from irtrace.replay import backends as B
+    main_run(B.parse_list(args.backend), args.markdown)
     return 0
 
 

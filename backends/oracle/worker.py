@@ -19,6 +19,7 @@ FD_RTOL = 1e-5
 def _overrides():
     from onnx.reference.op_run import OpRun
     from onnx.reference.ops.op_conv_transpose import ConvTranspose as RefConvTranspose
+    from onnx.reference.ops.op_max_pool import MaxPool as RefMaxPool
 
     class ConvTranspose(RefConvTranspose):
         # onnx.reference 1.23 mixes up channels for group > 1 with more than one output channel
@@ -33,6 +34,18 @@ def _overrides():
                                                   None if B is None else B[g * cout:(g + 1) * cout], **kw)[0]
                   for g in range(group)]
             return (np.concatenate(ys, axis=1),)
+
+    class MaxPool(RefMaxPool):
+        # onnx.reference 1.23 reads explicit pads of a 2-D MaxPool as [b1, e1, b2, e2] instead of
+        # [b1, b2, e1, e2] (so [0, 0, 1, 1] pads one axis twice and the other not at all), which is
+        # also its auto_pad=SAME_LOWER stride > 1 bug. Canonical graphs always have explicit pads:
+        # compute max pooling directly over a -inf padded input.
+        def _run(self, X, auto_pad=None, ceil_mode=None, dilations=None, kernel_shape=None, pads=None,
+                 storage_order=None, strides=None):
+            if len(self.output) > 1 and self.output[1]:
+                return super()._run(X, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                                    kernel_shape=kernel_shape, pads=pads, storage_order=storage_order, strides=strides)
+            return (max_pool(X, kernel_shape, strides, pads, dilations, ceil_mode),)
 
     class TrainBatchNormalization(OpRun):
         op_domain = "ai.irtrace"
@@ -53,7 +66,36 @@ def _overrides():
         def _run(self, data, mask, ratio=None):
             return ((data * mask.astype(data.dtype) / (1.0 - ratio)).astype(data.dtype),)
 
-    return [ConvTranspose, TrainBatchNormalization, RecordedDropout]
+    return [ConvTranspose, MaxPool, TrainBatchNormalization, RecordedDropout]
+
+
+def max_pool(x, kernel, strides, pads, dilations, ceil_mode):
+    """N-d max pooling, ONNX semantics: pads [begins..., ends...]; with ceil_mode a last window
+    is kept only if it starts inside the input or the begin padding."""
+    import math
+
+    from numpy.lib.stride_tricks import sliding_window_view
+    r = len(kernel)
+    strides = strides or [1] * r
+    dilations = dilations or [1] * r
+    pads = pads or [0] * (2 * r)
+    eff = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    out = []
+    for i in range(r):
+        n = x.shape[2 + i] + pads[i] + pads[i + r]
+        o = (n - eff[i]) / strides[i] + 1
+        o = math.ceil(o) if ceil_mode else math.floor(o)
+        if ceil_mode and (o - 1) * strides[i] >= x.shape[2 + i] + pads[i]:
+            o -= 1
+        out.append(int(o))
+    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + r]) for i in range(r)], constant_values=fill)
+    extra = [max(0, (out[i] - 1) * strides[i] + eff[i] - xp.shape[2 + i]) for i in range(r)]
+    xp = np.pad(xp, [(0, 0), (0, 0)] + [(0, e) for e in extra], constant_values=fill)
+    win = sliding_window_view(xp, eff, axis=tuple(range(2, 2 + r)))
+    index = [slice(None)] * 2 + [slice(0, (out[i] - 1) * strides[i] + 1, strides[i]) for i in range(r)] + \
+        [slice(None, None, dilations[i]) for i in range(r)]
+    return win[tuple(index)].max(axis=tuple(range(2 + r, 2 + 2 * r))).astype(x.dtype)
 
 
 class OracleAdapter(ReferenceAdapter):

@@ -100,15 +100,17 @@ def auto_pad_pads(mode, in_sizes, kernel, strides, dilations):
 
 def conv_transpose_pads(mode, in_sizes, kernel, strides, dilations, output_padding, output_shape=None):
     """Explicit pads for ConvTranspose auto_pad / output_shape (ONNX spec)."""
-    begins, ends = [], []
+    begins, ends, extra = [], [], []
     for i, (n, k, s, d, op) in enumerate(zip(in_sizes, kernel, strides, dilations, output_padding)):
         out = output_shape[i] if output_shape else n * s
-        total = max(0, s * (n - 1) + op + (k - 1) * d + 1 - out)
+        total = s * (n - 1) + op + (k - 1) * d + 1 - out
+        extra.append(max(0, -total))  # an output larger than the full transposed conv: output_padding grows
+        total = max(0, total)
         small, big = total // 2, total - total // 2
         upper = mode != "SAME_LOWER"
         begins.append(small if upper else big)
         ends.append(big if upper else small)
-    return begins + ends
+    return begins + ends, [op + e for op, e in zip(output_padding, extra)]
 
 
 def _shapes(model):
@@ -179,9 +181,10 @@ def _explicit_window(n, shapes):
         out_shape = attrs.get("output_shape")
         if mode in ("SAME_UPPER", "SAME_LOWER") or out_shape:
             sizes = _spatial(n, x_shape, r)
-            pads = conv_transpose_pads(mode, sizes, kernel, strides, dilations, output_padding,
-                                       out_shape[-r:] if out_shape else None)
+            pads, output_padding = conv_transpose_pads(mode, sizes, kernel, strides, dilations, output_padding,
+                                                       out_shape[-r:] if out_shape else None)
             _set_attr(n, "pads", pads)
+            _set_attr(n, "output_padding", output_padding)
             for a in list(n.attribute):
                 if a.name == "output_shape":
                     n.attribute.remove(a)
@@ -304,8 +307,11 @@ def desequence(model):
     g.node.extend(keep)
 
 
-def canonicalize(model, bn_estimator="unbiased"):
-    """Return (canonical copy of `model`, original attributes of the nodes it changed)."""
+def canonicalize(model, bn_estimator="biased"):
+    """Return (canonical copy of `model`, original attributes of the nodes it changed).
+
+    bn_estimator: the running-variance estimator of training-mode BatchNormalization; "biased" is
+    ONNX's own definition (the default, for ONNX models); torch exports pass "unbiased"."""
     schemas.register_schemas()
     model = copy.deepcopy(model)
     fold_constants(model)

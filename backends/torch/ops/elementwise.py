@@ -113,6 +113,8 @@ def hard_swish(x):
 
 @OPS.register("Clip", since=11)
 def clip(x, lo=None, hi=None):
+    if lo is None and hi is None:
+        return x
     return torch.clamp(x, lo, hi)
 
 

@@ -1,0 +1,163 @@
+"""Conformance against a suite nobody here wrote: the ONNX backend node tests.
+
+The onnx wheel ships the generators, not the data: `collect_testcases()` rebuilds them.
+Every single-node case of an op the backend claims (its op table) runs forward through the
+backend's worker, exactly as replay would run it (canonicalized node, same wire), and is
+compared with the case's expected outputs at the case's own rtol/atol."""
+import base64
+import contextlib
+import io
+import logging
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+
+from irtrace.errors import IrtraceError
+from irtrace.ir.canonical import canonicalize
+from irtrace.ir.spec import node_specs
+from irtrace.replay import backends as B
+from irtrace.replay.worker import WorkerFailed, WorkerProxy
+
+log = logging.getLogger(__name__)
+PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: str
+    op_type: str
+    status: str
+    detail: str = ""
+    max_abs: float = None
+
+
+def cases():
+    """(name, model, inputs, outputs, rtol, atol) of the single-node tensor cases."""
+    from onnx.backend.test.case.node import collect_testcases
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        all_cases = collect_testcases()
+    out = []
+    for c in all_cases:
+        if c.model is None or len(c.model.graph.node) != 1 or not c.data_sets:
+            continue
+        ins, outs = c.data_sets[0]
+        if not all(isinstance(a, np.ndarray) and a.dtype != object for a in list(ins) + list(outs)):
+            continue  # sequences, optionals and strings are not tensors the IR carries
+        out.append((c.name, c.model, list(ins), list(outs), float(c.rtol), float(c.atol)))
+    return out
+
+
+def _claims(hello):
+    return {(d, o) for d, o, _ in hello["ops"]}
+
+
+def run(backend, limit=None):
+    info = B.get(backend)
+    w = WorkerProxy(info)
+    hello = w.start()
+    claims = _claims(hello)
+    results = []
+    try:
+        for name, model, ins, outs, rtol, atol in cases()[:limit]:
+            node = model.graph.node[0]
+            if (node.domain if node.domain != "ai.onnx" else "", node.op_type) not in claims:
+                continue
+            results.append(_run_case(w, name, model, ins, outs, rtol, atol))
+    finally:
+        w.close()
+    return results
+
+
+def _run_case(w, name, model, ins, outs, rtol, atol):
+    op = model.graph.node[0].op_type
+    try:
+        canon, _ = canonicalize(model)
+    except (IrtraceError, Exception) as e:  # a case the canonicalizer cannot take: not the backend's fault
+        return CaseResult(name, op, SKIP, f"canonicalize: {e}")
+    if len(canon.graph.node) != 1:
+        return CaseResult(name, op, SKIP, "folded away by canonicalization (a Constant)")
+    spec = node_specs(canon)[0]
+    n = canon.graph.node[0]
+    d = spec.to_json()
+    d["proto"] = base64.b64encode(n.SerializeToString()).decode()
+    d["out_dtypes"] = [o.dtype.str for o in outs] + [""] * (len(spec.outputs) - len(outs))
+    graph_inputs = [i.name for i in model.graph.input]
+    feeds = dict(zip(graph_inputs, ins))
+    arrays = [feeds.get(i) if i else None for i in spec.inputs]
+    try:
+        reply, got = w.call({"kind": "run", "mode": "fwd", "spec": d}, arrays, 30.0)
+    except WorkerFailed as e:
+        return CaseResult(name, op, ERROR, f"{e.verdict}: {e.message}")
+    if reply["status"] == "unsupported":
+        return CaseResult(name, op, SKIP, reply["message"])
+    if reply["status"] != "ok":
+        return CaseResult(name, op, ERROR, reply["message"][:300])
+    worst = 0.0
+    for k, expected in enumerate(outs):
+        a = got[k] if k < len(got) else None
+        if a is None or np.shape(a) != np.shape(expected):
+            return CaseResult(name, op, FAIL, f"output {k}: shape {None if a is None else list(np.shape(a))} "
+                                              f"vs expected {list(np.shape(expected))}")
+        a64 = np.asarray(a).astype(np.float64) if np.asarray(a).dtype.kind in "fiub" else None
+        e64 = np.asarray(expected).astype(np.float64) if np.asarray(expected).dtype.kind in "fiub" else None
+        if a64 is None or e64 is None:
+            if not np.array_equal(np.asarray(a), np.asarray(expected)):
+                return CaseResult(name, op, FAIL, f"output {k} differs")
+            continue
+        if not np.allclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True):
+            with np.errstate(invalid="ignore"):
+                diff = float(np.nanmax(np.abs(a64 - e64))) if a64.size else 0.0
+            return CaseResult(name, op, FAIL, f"output {k}: max abs {diff:.3g} (rtol {rtol:g}, atol {atol:g})", diff)
+        if a64.size:
+            with np.errstate(invalid="ignore"):
+                worst = max(worst, float(np.nanmax(np.abs(a64 - e64))) if np.isfinite(a64).any() else 0.0)
+    return CaseResult(name, op, PASS, max_abs=worst)
+
+
+def summarize(results):
+    counts = {s: 0 for s in (PASS, FAIL, ERROR, SKIP)}
+    for r in results:
+        counts[r.status] += 1
+    return counts
+
+
+def markdown(per_backend):
+    lines = ["# ONNX backend node tests, per backend", "",
+             "Generated by `irtrace conformance --markdown docs/conformance.md`: the single-node cases of",
+             "`onnx.backend.test.case.node.collect_testcases()` for the ops each backend claims.", "",
+             "| backend | cases | pass | fail | error | skipped (op version or types not supported) |",
+             "|---|---|---|---|---|---|"]
+    for b, res in per_backend.items():
+        c = summarize(res)
+        lines.append(f"| {b} | {len(res)} | {c[PASS]} | {c[FAIL]} | {c[ERROR]} | {c[SKIP]} |")
+    lines.append("")
+    for b, res in per_backend.items():
+        bad = [r for r in res if r.status in (FAIL, ERROR)]
+        if bad:
+            lines.append(f"## {b}: failures")
+            lines.append("")
+            lines += [f"- `{r.case}` ({r.op_type}): {r.status}: {r.detail}" for r in bad]
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def main_run(backends, out_md=None):
+    per = {}
+    for b in backends:
+        t = time.perf_counter()
+        per[b] = run(b)
+        c = summarize(per[b])
+        print(f"{b:12} cases {len(per[b]):5}  pass {c[PASS]:5}  fail {c[FAIL]:4}  error {c[ERROR]:4}  "
+              f"skip {c[SKIP]:4}  {time.perf_counter() - t:6.1f} s")
+    if out_md:
+        from pathlib import Path
+        Path(out_md).write_text(markdown(per))
+        print(f"wrote {out_md}")
+    return per
+
+
+
