@@ -96,6 +96,18 @@ class _Pool:
                 self.all.append(w)
         return d[name]
 
+    def prestart(self, names):
+        """Start this thread's workers for `names` concurrently (each start imports a framework)."""
+        d = getattr(self.local, "workers", None)
+        if d is None:
+            d = self.local.workers = {}
+        todo = [n for n in names if n not in d]
+        workers = {n: WorkerProxy(B.get(n)) for n in todo}
+        with ThreadPoolExecutor(max(1, len(todo))) as ex:
+            list(ex.map(lambda w: w.start(), workers.values()))
+        d.update(workers)
+        self.all.extend(workers.values())
+
     def close(self):
         for w in self.all:
             w.close()
@@ -155,6 +167,7 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
 
     try:
         if jobs <= 1:
+            pool.prestart(list(dict.fromkeys([REFERENCE] + ([ORACLE] if use_oracle else []) + list(backends))))
             nodes = [run_node(it) for it in selected]
         else:
             with ThreadPoolExecutor(jobs) as ex:
