@@ -29,6 +29,14 @@ def add_commands(sub):
     c.add_argument("--markdown", metavar="FILE", help="write the pass counts and failures (markdown)")
     c.set_defaults(func=_conformance)
 
+    s = sub.add_parser("setup", help="build (or reuse) the managed environment of a backend, e.g. megengine")
+    s.add_argument("name")
+    s.set_defaults(func=_setup)
+
+    e = sub.add_parser("env", help="print the python of a managed environment: $(irtrace env megengine) repro.py")
+    e.add_argument("name")
+    e.set_defaults(func=_env)
+
     d = sub.add_parser("demo", help="export the bundled examples, replay them on every backend, write reports")
     d.add_argument("--out", default="demo-out")
     d.add_argument("--examples", default="stylegan2,resnet,wideresnet,gpt")
@@ -105,6 +113,18 @@ def _conformance(args):
     from irtrace.conformance import main_run
     from irtrace.replay import backends as B
     main_run(B.parse_list(args.backend), args.markdown)
+    return 0
+
+
+def _setup(args):
+    from irtrace import envs
+    envs.get(args.name).setup()
+    return 0
+
+
+def _env(args):
+    from irtrace import envs
+    print(envs.get(args.name).python())
     return 0
 
 

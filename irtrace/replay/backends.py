@@ -65,3 +65,13 @@ def parse_list(text):
     for n in names:
         get(n)
     return names
+
+
+def _megengine_python():
+    from irtrace import envs
+    return envs.get("megengine").python()
+
+
+register(BackendInfo("megengine", "backends.megengine.worker", (), "irtrace setup megengine",
+                     "MegEngine 1.13 (Python 3.10 env), fwd/vjp/vjp2 through GradManager", python=_megengine_python,
+                     env={"MEGENGINE_LOGGING_LEVEL": "ERROR"}))

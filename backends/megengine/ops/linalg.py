@@ -1,0 +1,24 @@
+import megengine.functional as F
+
+from backends._table import Unsupported
+from backends.megengine.ops import OPS
+
+
+@OPS.register("MatMul", since=13)
+def matmul(a, b):
+    return F.matmul(a, b)
+
+
+@OPS.register("Gemm", since=13)
+def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
+    y = F.matmul(a, b, transpose_a=bool(transA), transpose_b=bool(transB))
+    if alpha != 1.0:
+        y = y * alpha
+    if c is not None:
+        y = y + (c * beta if beta != 1.0 else c)
+    return y
+
+
+@OPS.register("Einsum", since=12)
+def einsum(*xs, equation):
+    raise Unsupported("MegEngine's public functional API has no einsum")

@@ -1,0 +1,181 @@
+import megengine as mge
+import megengine.functional as F
+import numpy as np
+
+from backends._table import Unsupported
+from backends.megengine.ops import OPS
+from backends.megengine.ops._util import axis, ints, pad_width
+
+
+@OPS.register("Reshape", since=14)
+def reshape(x, shape, *, allowzero=0):
+    s = ints(shape)
+    if not allowzero:
+        s = [x.shape[i] if v == 0 else v for i, v in enumerate(s)]
+    return F.reshape(x, s)
+
+
+@OPS.register("Flatten", since=13)
+def flatten(x, *, axis=1):
+    a = axis + x.ndim if axis < 0 else axis
+    return F.reshape(x, (int(np.prod(x.shape[:a])), int(np.prod(x.shape[a:]))))
+
+
+@OPS.register("Transpose", since=13)
+def transpose(x, *, perm=None):
+    return F.transpose(x, perm if perm is not None else list(reversed(range(x.ndim))))
+
+
+@OPS.register("Squeeze", since=13)
+def squeeze(x, axes=None):
+    a = ints(axes)
+    return F.squeeze(x) if a is None else F.squeeze(x, tuple(axis(v, x.ndim) for v in a))
+
+
+@OPS.register("Unsqueeze", since=13)
+def unsqueeze(x, axes):
+    rank = x.ndim + len(ints(axes))
+    return F.expand_dims(x, sorted(axis(v, rank) for v in ints(axes)))
+
+
+@OPS.register("Expand", since=13)
+def expand(x, shape):
+    return F.broadcast_to(x, np.broadcast_shapes(tuple(x.shape), tuple(ints(shape))))  # ONNX broadcasts both ways
+
+
+@OPS.register("Shape", since=15)
+def shape(x, *, start=0, end=None):
+    return np.array(list(x.shape)[start:end], np.int64)
+
+
+@OPS.register("Size", since=13)
+def size(x):
+    return np.array(x.size, np.int64)
+
+
+@OPS.register("Concat", since=13)
+def concat(*xs, axis):
+    return F.concat(list(xs), axis=axis)
+
+
+@OPS.register("Split", since=18)
+def split(x, split=None, *, axis=0, num_outputs=None):
+    n = x.shape[axis]
+    sizes = ints(split) if split is not None else [-(-n // num_outputs)] * (n // -(-n // num_outputs)) + (
+        [n % -(-n // num_outputs)] if n % -(-n // num_outputs) else [])
+    cuts = list(np.cumsum(sizes)[:-1])  # F.split takes the cut points
+    return tuple(F.split(x, [int(c) for c in cuts], axis=axis)) if cuts else (x,)
+
+
+@OPS.register("Slice", since=13)
+def slice_(x, starts, ends, axes=None, steps=None):
+    starts, ends = ints(starts), ints(ends)
+    axes = ints(axes) if axes is not None else list(range(len(starts)))
+    steps = ints(steps) if steps is not None else [1] * len(starts)
+    index = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = axis(a, x.ndim)
+        n = x.shape[a]
+        if st > 0:
+            s, e = min(max(s + n if s < 0 else s, 0), n), min(max(e + n if e < 0 else e, 0), n)
+        else:
+            s = min(max(s + n if s < 0 else s, -1), n - 1)
+            e = min(max(e + n if e < 0 else e, -1), n - 1)
+            e = None if e < 0 else e
+        index[a] = slice(s, e, st)
+    return x[tuple(index)]
+
+
+@OPS.register("Gather", since=13)
+def gather(x, indices, *, axis=0):
+    a = axis + x.ndim if axis < 0 else axis
+    idx = indices.numpy() if hasattr(indices, "numpy") else np.asarray(indices)
+    idx = np.where(idx < 0, idx + x.shape[a], idx)
+    flat = mge.tensor(idx.reshape(-1).astype(np.int32))
+    if a == 0:
+        y = x[flat]  # a porter indexes: x[idx]
+    else:
+        y = F.transpose(F.transpose(x, [a] + [i for i in range(x.ndim) if i != a])[flat],
+                        list(range(1, a + 1)) + [0] + list(range(a + 1, x.ndim)))
+    return F.reshape(y, tuple(x.shape[:a]) + idx.shape + tuple(x.shape[a + 1:]))
+
+
+@OPS.register("GatherElements", since=13)
+def gather_elements(x, indices, *, axis=0):
+    return F.gather(x, axis, indices)
+
+
+@OPS.register("Tile", since=13)
+def tile(x, repeats):
+    return F.tile(x, ints(repeats))
+
+
+@OPS.register("Range", since=11)
+def range_(start, limit, delta):
+    dtype = start.dtype
+    return F.arange(start.item(), limit.item(), delta.item(), dtype=dtype)
+
+
+@OPS.register("ConstantOfShape", since=20)
+def constant_of_shape(shape, *, value=None):
+    v = np.asarray(value if value is not None else np.zeros(1, np.float32)).reshape(-1)
+    if v.dtype in (np.float64, np.int64):
+        v = v.astype(np.float32 if v.dtype == np.float64 else np.int32)
+    return F.full(tuple(ints(shape)), v[0].item(), dtype=v.dtype)
+
+
+@OPS.register("Pad", since=19)
+def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
+    p = ints(pads)
+    r = x.ndim
+    if axes is not None:
+        ax = [axis(a, r) for a in ints(axes)]
+        full = [0] * (2 * r)
+        for i, a in enumerate(ax):
+            full[a], full[a + r] = p[i], p[i + len(ax)]
+        p = full
+    if any(v < 0 for v in p):
+        raise Unsupported("MegEngine's F.pad takes no negative widths (ONNX crops with them)")
+    mge_mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}.get(mode)
+    if mge_mode is None:
+        raise Unsupported(f"MegEngine's F.pad has no mode {mode!r}")
+    value = float(constant_value.item()) if constant_value is not None and constant_value.size else 0.0
+    return F.pad(x, pad_width(p), mode=mge_mode, constant_value=value)
+
+
+@OPS.register("DepthToSpace", since=13)
+def depth_to_space(x, *, blocksize, mode="DCR"):
+    if mode == "CRD":
+        return F.pixel_shuffle(x, blocksize)  # pixel_shuffle is ONNX's CRD order
+    n, c, h, w = x.shape
+    b = blocksize
+    y = F.transpose(F.reshape(x, (n, b, b, c // (b * b), h, w)), (0, 3, 4, 1, 5, 2))
+    return F.reshape(y, (n, c // (b * b), h * b, w * b))
+
+
+@OPS.register("Trilu", since=14)
+def trilu(x, k=None, *, upper=1):
+    raise Unsupported("MegEngine's public functional API has no tril/triu")
+
+
+@OPS.register("Resize", since=19)
+def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
+           cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
+           mode="nearest", nearest_mode="round_prefer_floor"):
+    if x.ndim != 4 or antialias or axes is not None:
+        raise Unsupported("MegEngine's interpolate: 4-D NCHW, no antialias, no axes")
+    kw = {}
+    if sizes is not None and sizes.size:
+        kw["size"] = tuple(ints(sizes)[-2:])
+    else:
+        s = [float(v) for v in (scales.numpy() if hasattr(scales, "numpy") else np.asarray(scales)).reshape(-1)][-2:]
+        kw["scale_factor"] = tuple(s)
+    if mode == "nearest":
+        if coordinate_transformation_mode == "asymmetric" and nearest_mode == "floor":
+            return F.vision.interpolate(x, mode="nearest", **kw)
+        raise Unsupported(f"MegEngine's nearest interpolate is asymmetric/floor only, not "
+                          f"{coordinate_transformation_mode}/{nearest_mode}")
+    if mode == "linear" and coordinate_transformation_mode in ("align_corners", "half_pixel", "pytorch_half_pixel"):
+        return F.vision.interpolate(x, mode="bilinear", align_corners=coordinate_transformation_mode == "align_corners",
+                                    **kw)
+    raise Unsupported(f"MegEngine's interpolate has no {mode}/{coordinate_transformation_mode}")

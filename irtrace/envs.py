@@ -1,0 +1,133 @@
+"""Environments irtrace manages for frameworks that cannot live in the host venv.
+
+Each is a venv built from pinned requirements kept beside its backend, cached outside the
+checkout (like pre-commit's hook envs) in $IRTRACE_CACHE or ~/.cache/irtrace, in a folder
+keyed by a hash of the requirements and the interpreter version, so CI and repeated runs
+reuse it. A `.irtrace-ok` marker is written only after the import check passes.
+"""
+import fcntl
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from irtrace.errors import IrtraceError, suggest
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKER = ".irtrace-ok"
+
+
+@dataclass(frozen=True)
+class ManagedEnv:
+    name: str
+    requirements: Path
+    python_version: str          # "3.10"
+    override: str                # env var naming an interpreter to use instead
+    check: str                   # python code that must run in the env
+    check_env: dict = field(default_factory=dict)
+
+    def cache_root(self):
+        base = os.environ.get("IRTRACE_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "irtrace")
+        return Path(base) / "envs"
+
+    def interpreter(self):
+        """The base interpreter to build the env with, or IrtraceError saying how to get one."""
+        exe = os.environ.get(self.override)
+        if exe:
+            if _version(exe) != self.python_version:
+                raise IrtraceError(f"{self.override}={exe} is not a Python {self.python_version} "
+                                   f"(it reports {_version(exe) or 'nothing'})")
+            return exe
+        candidates = [shutil.which(f"python{self.python_version}")]
+        root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+        candidates += sorted(glob.glob(os.path.join(root, "versions", f"{self.python_version}.*", "bin", "python")),
+                             key=_natural, reverse=True)
+        for c in candidates:
+            if c and _version(c) == self.python_version:
+                return c
+        raise IrtraceError(f"no Python {self.python_version} found for {self.name} (needed: {self.name} has no wheel "
+                           f"for newer Pythons); install one (e.g. `pyenv install {self.python_version}`) or set "
+                           f"{self.override}=/path/to/python{self.python_version}")
+
+    def path(self, interpreter=None):
+        interpreter = interpreter or self.interpreter()
+        key = hashlib.sha256(self.requirements.read_bytes() + _full_version(interpreter).encode()).hexdigest()[:12]
+        return self.cache_root() / f"{self.name}-{key}"
+
+    def python(self):
+        """The env's interpreter if it is built and checked, else IrtraceError naming the fix."""
+        p = self.path()
+        exe = p / "bin" / "python"
+        if not (p / MARKER).is_file() or not exe.exists():
+            raise IrtraceError(f"the {self.name} environment is not set up — run: irtrace setup {self.name}")
+        return str(exe)
+
+    def setup(self, log=print):
+        base = self.interpreter()
+        p = self.path(base)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(str(p) + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if (p / MARKER).is_file():
+                log(f"{self.name}: using cached environment {p}")
+                return str(p / "bin" / "python")
+            if p.exists():
+                shutil.rmtree(p)
+            log(f"{self.name}: building {p} with {base} (pinned: {self.requirements.relative_to(ROOT)})")
+            _run([base, "-m", "venv", str(p)], f"creating the {self.name} venv")
+            exe = str(p / "bin" / "python")
+            _run([exe, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", str(self.requirements)],
+                 f"installing {self.requirements.name} for {self.name}")
+            _run([exe, "-c", self.check], f"importing {self.name} in its environment", env=self.check_env)
+            (p / MARKER).write_text(_full_version(exe) + "\n")
+            log(f"{self.name}: ready: {exe}")
+            return exe
+
+
+def _run(cmd, what, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if r.returncode != 0:
+        tail = " | ".join([ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()][-3:])
+        raise IrtraceError(f"{what} failed (exit {r.returncode}): {tail}")
+    return r
+
+
+def _version(exe):
+    try:
+        r = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
+                           text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def _full_version(exe):
+    r = subprocess.run([exe, "-c", "import sys, platform; print(sys.version, platform.machine())"],
+                       capture_output=True, text=True)
+    return r.stdout.strip()
+
+
+def _natural(path):
+    return [int(t) if t.isdigit() else t for t in path.replace("/", ".").split(".")]
+
+
+ENVS = {
+    "megengine": ManagedEnv("megengine", ROOT / "backends" / "megengine" / "requirements.txt", "3.10",
+                            "IRTRACE_PYTHON_MEGENGINE",
+                            "import megengine, numpy; assert numpy.__version__ < '2', numpy.__version__",
+                            {"MEGENGINE_LOGGING_LEVEL": "ERROR"}),
+}
+
+
+def get(name):
+    if name not in ENVS:
+        raise IrtraceError(f"irtrace manages no environment {name!r}; known: {', '.join(ENVS)}.{suggest(name, ENVS)}")
+    return ENVS[name]
+
+
+
