@@ -13,14 +13,15 @@ $(STAMP): requirements-host.txt pyproject.toml
 	touch $(STAMP)
 
 env: $(STAMP)
+	$(PY) -m irtrace setup megengine --if-possible
 
-demo: $(STAMP)
+demo: env
 	$(PY) -m irtrace demo --out demo-out
 
-test: $(STAMP)
+test: env
 	$(PY) -m pytest -q
 
-test-slow: $(STAMP)
+test-slow: env
 	$(PY) -m pytest -q -m slow
 
 clean:

@@ -31,6 +31,8 @@ def add_commands(sub):
 
     s = sub.add_parser("setup", help="build (or reuse) the managed environment of a backend, e.g. megengine")
     s.add_argument("name")
+    s.add_argument("--if-possible", action="store_true",
+                   help="exit 0 with a note when the interpreter it needs is missing (make demo/test use this)")
     s.set_defaults(func=_setup)
 
     e = sub.add_parser("env", help="print the python of a managed environment: $(irtrace env megengine) repro.py")
@@ -118,7 +120,14 @@ def _conformance(args):
 
 def _setup(args):
     from irtrace import envs
-    envs.get(args.name).setup()
+    env = envs.get(args.name)
+    if args.if_possible:
+        try:
+            env.interpreter()
+        except IrtraceError as e:
+            print(f"irtrace: {args.name} backend unavailable: {e}")
+            return 0
+    env.setup()
     return 0
 
 

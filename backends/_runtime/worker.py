@@ -62,7 +62,8 @@ def handle(adapter, msg, arrays):
         return {"status": "unsupported", "message": str(e)}, []
     except Exception as e:  # the framework raised: an ERROR verdict with its message
         last = traceback.extract_tb(e.__traceback__)[-1]
-        return {"status": "error", "message": f"{type(e).__name__}: {e}".strip()[:2000],
+        text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()  # MegEngine appends C++ backtraces
+        return {"status": "error", "message": text[:2000],
                 "where": f"{os.path.basename(last.filename)}:{last.lineno}"}, []
     reply = {"status": "ok", "time_s": time.perf_counter() - t}
     if adapter.last_check is not None:

@@ -16,7 +16,11 @@ def to_tensor(a, dtype=None):
 
 
 def to_numpy(t):
-    return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+    if not isinstance(t, torch.Tensor):
+        return np.asarray(t)
+    if t._is_zerotensor():  # autograd's symbolic zeros (e.g. Abs's second derivative) have no storage
+        return np.zeros(tuple(t.shape), dtype=torch.empty((), dtype=t.dtype).numpy().dtype)
+    return t.detach().cpu().numpy()
 
 
 def as_tuple(out):

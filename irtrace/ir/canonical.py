@@ -330,5 +330,5 @@ def check(model):
     schemas.register_schemas()
     try:
         onnx.checker.check_model(model, full_check=True)
-    except onnx.checker.ValidationError as e:
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
         raise IrtraceError(f"the canonical graph fails onnx.checker: {str(e).splitlines()[0]}") from e

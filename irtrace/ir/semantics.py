@@ -35,3 +35,23 @@ def kink_tag(op_type, inputs):
         n = int(sum(np.sum(x == b) for b in bounds)) if bounds else 0
         return f"non-differentiable point: {n} elements exactly at a clip bound" if n else None
     return None
+
+
+def nondifferentiable_inputs(op_type, domain, opset, n_inputs):
+    """Input positions the ONNX schema marks NonDifferentiable (shapes, indices, clip bounds, pad
+    values...): their gradients are not compared, whatever a framework returns for them."""
+    import onnx
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return frozenset()
+    formal = list(schema.inputs)
+    if not formal:
+        return frozenset()
+    nd = onnx.defs.OpSchema.DifferentiationCategory.NonDifferentiable
+    out = set()
+    for i in range(n_inputs):
+        p = formal[min(i, len(formal) - 1)]  # variadic: the last formal parameter repeats
+        if p.differentiation_category == nd:
+            out.add(i)
+    return frozenset(out)

@@ -16,7 +16,7 @@ import numpy as np
 from irtrace import compare as C
 from irtrace.errors import IrtraceError, suggest
 from irtrace.export.record import u_name
-from irtrace.ir.semantics import kink_tag
+from irtrace.ir.semantics import kink_tag, nondifferentiable_inputs
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as B
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
@@ -224,7 +224,10 @@ def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use
                                     time_s=reply.get("time_s"), ref_time_s=ref_time))
             continue
         tag = kink_tag(spec.op_type, inputs) if mode != "fwd" else None
+        skip = nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))
         for k, label in enumerate(labels):
+            if mode != "fwd" and k < len(spec.inputs) and k in skip:
+                continue
             r = ref[k] if k < len(ref) else None
             a = out[k] if k < len(out) else None
             if r is None:

@@ -89,12 +89,22 @@ class WorkerProxy:
         return frame
 
     def call(self, msg, arrays, timeout):
-        """(reply, arrays); WorkerFailed on crash or timeout (the worker is restarted on next call)."""
+        """(reply, arrays); WorkerFailed on crash or timeout (the worker is restarted on next call).
+        An error reply carries what the framework wrote to stderr meanwhile (MegEngine's AsyncError
+        says only "see above")."""
         if self.proc is None or self.proc.poll() is not None:
             if self.proc is not None or self.hello is not None:
                 self.restarts += 1
             self.start()
-        return self._call(msg, arrays, timeout)
+        mark = self._stderr.seek(0, 2)
+        reply, out = self._call(msg, arrays, timeout)
+        if reply.get("status") == "error":
+            self._stderr.seek(mark)
+            new = [ln for ln in self._stderr.read().decode(errors="replace").splitlines()
+                   if ln.strip() and not ln.startswith(_BANNER)]
+            if new:
+                reply["message"] = reply.get("message", "") + " | stderr: " + " | ".join(new[-3:])[:500]
+        return reply, out
 
     def kill(self):
         if self.proc is not None:

@@ -81,9 +81,7 @@ def leaky_relu(x, *, alpha=0.01):
 
 @OPS.register("PRelu", since=9)
 def prelu(x, slope):
-    if x.ndim > 1 and slope.size == x.shape[1]:
-        return F.prelu(x, F.reshape(slope, (-1,)))
-    return F.where(x >= 0, x, x * slope)  # F.prelu takes one slope per channel; ONNX broadcasts any shape
+    return F.prelu(x, slope)  # F.prelu broadcasts the slope like numpy, as ONNX does (e.g. (C, 1, 1))
 
 
 @OPS.register("Elu", since=6)

@@ -1,0 +1,43 @@
+"""An ONNX model + inputs -> bundle: canonicalize, record with the torch op table, write.
+
+Used for ONNX graphs that did not come from `irtrace export` of a torch module (the op-case
+table of the tests, hand-built graphs)."""
+import platform
+
+import numpy as np
+import onnx
+
+import irtrace
+from irtrace import store
+from irtrace.errors import IrtraceError
+from irtrace.export.record import LOSSES, record
+from irtrace.ir import canonical
+
+
+def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_estimator="biased", force=False,
+                     sources=None):
+    """`inputs`: graph input name -> array. `sources`: node name -> source dict for the manifest."""
+    graph, original = canonical.canonicalize(model, bn_estimator=bn_estimator)
+    names = [i.name for i in graph.graph.input]
+    missing = [n for n in names if n not in inputs]
+    if missing:
+        raise IrtraceError(f"no value for graph input(s) {', '.join(missing)}")
+    outputs = [o.name for o in graph.graph.output]
+    values, specs, _ = record(graph, {n: np.asarray(inputs[n]) for n in names}, outputs, loss=loss, seed=seed)
+    canonical.set_value_info(graph, specs)
+    canonical.check(graph)
+    sources = sources or {}
+    manifest = {
+        "schema": store.SCHEMA, "name": name or graph.graph.name,
+        "source": {"framework": "onnx", "model": name or graph.graph.name},
+        "versions": {"irtrace": irtrace.__version__, "onnx": onnx.__version__, "numpy": np.__version__,
+                     "python": platform.python_version(), "platform": platform.platform()},
+        "mode": "eval", "seed": seed, "loss": {"kind": loss, "definition": LOSSES[loss], "outputs": outputs},
+        "inputs": [{"name": n, "dtype": str(np.asarray(inputs[n]).dtype), "shape": list(np.shape(inputs[n]))}
+                   for n in names],
+        "outputs": outputs, "state_outputs": {}, "parameters": [], "timings": {},
+        "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": {
+            k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in original[n.name].items()}}
+            if n.name in original else {})} for n in graph.graph.node},
+    }
+    return store.write(path, graph, values, manifest, force=force)

@@ -1,0 +1,193 @@
+"""One table of op cases that drives every backend and every pass (fwd, vjp, vjp2), seeded.
+
+Each case is one ONNX node; `all_cases_model()` puts them side by side in one graph so a
+single replay per backend covers the table. Inputs: ("x", shape) a float N(0, 1) input,
+("pos", shape) a positive float, ("int", values) / ("f", values) / ("bool", values) a
+constant, ("idx", shape, high) random integers in [0, high). Scalars () and empty shapes are
+among the samples."""
+from dataclasses import dataclass, field
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    op: str
+    inputs: tuple
+    attrs: dict = field(default_factory=dict)
+    outputs: int = 1
+    domain: str = ""
+
+
+def C(id, op, *inputs, outputs=1, domain="", **attrs):
+    return Case(id, op, tuple(inputs), attrs, outputs, domain)
+
+
+X = lambda *s: ("x", s)  # noqa: E731
+POS = lambda *s: ("pos", s)  # noqa: E731
+INT = lambda *v: ("int", v)  # noqa: E731
+F = lambda *v: ("f", v)  # noqa: E731
+
+CASES = [
+    # convolution: groups (incl. groups = batch-style and depthwise), stride, dilation, asymmetric pads
+    C("conv_basic", "Conv", X(2, 3, 7, 7), X(4, 3, 3, 3), X(4), pads=[1, 1, 1, 1]),
+    C("conv_s2_same_upper_pads", "Conv", X(1, 2, 8, 8), X(3, 2, 3, 3), strides=[2, 2], pads=[0, 0, 1, 1]),
+    C("conv_begin_heavy_pads", "Conv", X(1, 2, 7, 7), X(3, 2, 3, 3), strides=[2, 2], pads=[1, 1, 0, 0]),
+    C("conv_dilation2", "Conv", X(1, 2, 9, 9), X(2, 2, 3, 3), dilations=[2, 2], pads=[2, 2, 2, 2]),
+    C("conv_groups2", "Conv", X(2, 4, 6, 6), X(6, 2, 3, 3), X(6), group=2, pads=[1, 1, 1, 1]),
+    C("conv_depthwise", "Conv", X(1, 4, 6, 6), X(4, 1, 4, 4), group=4, pads=[1, 2, 2, 1]),
+    C("conv_groups_batch", "Conv", X(1, 8, 5, 5), X(12, 2, 3, 3), group=4, pads=[1, 1, 1, 1]),
+    C("conv_1x1", "Conv", X(2, 3, 4, 4), X(5, 3, 1, 1)),
+    C("convtranspose_basic", "ConvTranspose", X(1, 3, 4, 4), X(3, 2, 3, 3), X(2)),
+    C("convtranspose_s2_outpad", "ConvTranspose", X(1, 2, 4, 4), X(2, 3, 3, 3), strides=[2, 2], output_padding=[1, 1],
+      pads=[1, 1, 1, 1]),
+    C("convtranspose_groups2", "ConvTranspose", X(1, 4, 4, 4), X(4, 3, 3, 3), group=2, strides=[2, 2]),
+    C("convtranspose_asym_pads", "ConvTranspose", X(1, 2, 4, 4), X(2, 2, 3, 3), strides=[2, 2], pads=[0, 0, 1, 1]),
+    # padding
+    C("pad_constant_asym", "Pad", X(1, 2, 4, 5), INT(0, 0, 1, 0, 0, 0, 0, 2), F(1.5), mode="constant"),
+    C("pad_reflect", "Pad", X(1, 2, 4, 5), INT(0, 0, 2, 1, 0, 0, 1, 2), mode="reflect"),
+    C("pad_edge", "Pad", X(1, 2, 4, 5), INT(0, 0, 1, 1, 0, 0, 2, 0), mode="edge"),
+    # normalization
+    C("batchnorm_eval", "BatchNormalization", X(2, 3, 4, 4), X(3), X(3), X(3), POS(3), epsilon=1e-3),
+    C("batchnorm_train", "TrainBatchNormalization", X(4, 3, 3, 3), X(3), X(3), X(3), POS(3), outputs=3,
+      domain="ai.irtrace", epsilon=1e-5, momentum=0.9, running_var_estimator="unbiased"),
+    C("batchnorm_train_m07", "TrainBatchNormalization", X(4, 2, 3, 3), X(2), X(2), X(2), POS(2), outputs=3,
+      domain="ai.irtrace", epsilon=1e-5, momentum=0.7, running_var_estimator="unbiased"),
+    C("instancenorm", "InstanceNormalization", X(2, 3, 4, 4), X(3), X(3)),
+    C("layernorm", "LayerNormalization", X(2, 5, 8), X(8), X(8), axis=-1, epsilon=1e-5),
+    # linear algebra
+    C("gemm_transB", "Gemm", X(3, 4), X(5, 4), X(5), transB=1, alpha=0.5, beta=2.0),
+    C("matmul_2d", "MatMul", X(3, 4), X(4, 5)),
+    C("matmul_batched", "MatMul", X(2, 3, 4), X(2, 4, 5)),
+    C("matmul_nd_2d", "MatMul", X(2, 2, 3, 4), X(4, 5)),
+    C("matmul_2d_nd", "MatMul", X(3, 4), X(2, 4, 5)),
+    # elementwise, with () and empty shapes among the samples
+    C("add_broadcast", "Add", X(2, 3, 4), X(4)),
+    C("add_scalar", "Add", X(), X()),
+    C("add_empty", "Add", X(0, 3), X(3)),
+    C("sub", "Sub", X(2, 3), X(2, 3)),
+    C("mul_broadcast", "Mul", X(2, 1, 4), X(3, 1)),
+    C("div", "Div", X(2, 3), POS(2, 3)),
+    C("pow", "Pow", POS(2, 3), X(2, 3)),
+    C("sqrt", "Sqrt", POS(2, 3)),
+    C("reciprocal", "Reciprocal", POS(2, 3)),
+    C("neg", "Neg", X(2, 3)),
+    C("abs", "Abs", X(2, 3)),
+    C("exp", "Exp", X(2, 3)),
+    C("log", "Log", POS(2, 3)),
+    C("erf", "Erf", X(2, 3)),
+    C("sin", "Sin", X(2, 3)),
+    C("cos", "Cos", X(2, 3)),
+    C("tanh", "Tanh", X(2, 3)),
+    C("sigmoid", "Sigmoid", X(2, 3)),
+    C("relu", "Relu", X(2, 3)),
+    C("relu_scalar", "Relu", X()),
+    C("relu_empty", "Relu", X(0, 4)),
+    C("leakyrelu", "LeakyRelu", X(2, 3, 4), alpha=0.2),
+    C("prelu", "PRelu", X(2, 3, 4, 4), X(3, 1, 1)),
+    C("gelu", "Gelu", X(2, 3)),
+    C("gelu_tanh", "Gelu", X(2, 3), approximate="tanh"),
+    C("softplus", "Softplus", X(2, 3)),
+    C("hardsigmoid", "HardSigmoid", X(2, 3)),
+    C("hardswish", "HardSwish", X(2, 3)),
+    C("clip", "Clip", X(2, 3), F(-0.5), F(0.5)),
+    C("max", "Max", X(2, 3), X(2, 3)),
+    C("min", "Min", X(2, 3), X(2, 3)),
+    C("reducemean", "ReduceMean", X(2, 3, 4), INT(1, 2), keepdims=1),
+    C("reducesum", "ReduceSum", X(2, 3, 4), INT(0), keepdims=0),
+    C("reducemax", "ReduceMax", X(2, 3, 4), INT(2), keepdims=1),
+    C("reducemin", "ReduceMin", X(2, 3, 4), INT(1), keepdims=0),
+    C("softmax", "Softmax", X(2, 3, 5), axis=1),
+    C("logsoftmax", "LogSoftmax", X(2, 5), axis=-1),
+    # pooling
+    C("maxpool_k3s2p1", "MaxPool", X(1, 2, 7, 7), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    C("maxpool_asym", "MaxPool", X(1, 2, 6, 6), kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1]),
+    C("avgpool_exclude_pad", "AveragePool", X(1, 2, 5, 5), kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0),
+    C("avgpool_include_pad", "AveragePool", X(1, 2, 5, 5), kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+    C("avgpool_asym_exclude", "AveragePool", X(1, 1, 6, 6), kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1],
+      count_include_pad=0),
+    C("globalavgpool", "GlobalAveragePool", X(2, 3, 4, 5)),
+    C("resize_linear_align_corners", "Resize", X(1, 2, 3, 4), ("none",), F(1, 1, 2, 2), mode="linear",
+      coordinate_transformation_mode="align_corners"),
+    C("resize_linear_half_pixel", "Resize", X(1, 2, 3, 4), ("none",), F(1, 1, 2, 2), mode="linear",
+      coordinate_transformation_mode="half_pixel"),
+    C("resize_nearest", "Resize", X(1, 2, 3, 4), ("none",), F(1, 1, 2, 2), mode="nearest",
+      coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    # indexing and shapes
+    C("topk", "TopK", X(3, 6), INT(2), outputs=2, axis=-1),
+    C("cumsum", "CumSum", X(3, 4), INT(1)),
+    C("gather_axis0", "Gather", X(5, 3), ("idx", (2, 2), 5), axis=0),
+    C("gather_axis1", "Gather", X(3, 5), ("idx", (4,), 5), axis=1),
+    C("where", "Where", ("bool", (1, 0, 1)), X(2, 3), X(3)),
+    C("equal", "Equal", ("idx", (2, 3), 3), ("idx", (2, 3), 3)),
+    C("less", "Less", X(2, 3), X(2, 3)),
+    C("greater", "Greater", X(2, 3), X(2, 3)),
+    C("concat", "Concat", X(2, 3), X(2, 2), axis=1),
+    C("split", "Split", X(2, 6), INT(2, 4), outputs=2, axis=1),
+    C("slice", "Slice", X(4, 6), INT(1, 0), INT(3, 6), INT(0, 1), INT(1, 2)),
+    C("slice_negative_step", "Slice", X(4, 4), INT(-1), INT(-9223372036854775808), INT(1), INT(-1)),
+    C("reshape", "Reshape", X(2, 3, 4), INT(0, -1)),
+    C("transpose", "Transpose", X(2, 3, 4), perm=[2, 0, 1]),
+    C("expand", "Expand", X(3, 1), INT(2, 3, 4)),
+    C("squeeze", "Squeeze", X(2, 1, 3), INT(1)),
+    C("unsqueeze", "Unsqueeze", X(2, 3), INT(0, 3)),
+    C("tile", "Tile", X(2, 3), INT(2, 1)),
+    C("shape", "Shape", X(2, 3, 4)),
+    C("cast_int", "Cast", X(2, 3), to=TensorProto.INT32),
+    C("castlike", "CastLike", X(2, 3), X(4)),
+    C("identity", "Identity", X(2, 3)),
+    C("dropout_recorded", "RecordedDropout", X(3, 4), ("bool", (1, 0, 1, 1)), domain="ai.irtrace", ratio=0.25),
+    C("range", "Range", ("int", (0,)), ("int", (7,)), ("int", (2,))),
+    C("depthtospace_dcr", "DepthToSpace", X(1, 8, 2, 3), blocksize=2, mode="DCR"),
+    C("depthtospace_crd", "DepthToSpace", X(1, 8, 2, 3), blocksize=2, mode="CRD"),
+    C("einsum", "Einsum", X(2, 3), X(3, 4), equation="ij,jk->ik"),
+]
+
+
+def _constant(kind, spec, rng):
+    if kind == "int":
+        return np.array(spec, np.int64)
+    if kind == "f":
+        return np.array(spec, np.float32).reshape(() if len(spec) == 1 else (len(spec),))
+    if kind == "bool":
+        return np.array(spec, bool)
+    raise ValueError(kind)
+
+
+def all_cases_model(cases=CASES, seed=0):
+    """(model, feeds, case of node name): every case a node of one graph."""
+    rng = np.random.default_rng(seed)
+    nodes, g_inputs, inits, outs, feeds, by_node = [], [], [], [], {}, {}
+    for c in cases:
+        names = []
+        for k, inp in enumerate(c.inputs):
+            kind = inp[0]
+            name = f"{c.id}.in{k}"
+            if kind == "none":
+                names.append("")
+                continue
+            names.append(name)
+            if kind in ("x", "pos"):
+                a = rng.standard_normal(inp[1]).astype(np.float32)
+                if kind == "pos":
+                    a = np.abs(a) + 0.5
+                feeds[name] = a
+                g_inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape)))
+            elif kind == "idx":
+                a = rng.integers(0, inp[2], inp[1]).astype(np.int64)
+                feeds[name] = a
+                g_inputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, list(a.shape)))
+            else:
+                a = _constant(kind, inp[1], rng)
+                if c.op in ("Range", "CumSum") and kind == "int":
+                    a = a.reshape(())  # these take scalars
+                inits.append(numpy_helper.from_array(a, name))
+        out_names = [f"{c.id}.out{j}" for j in range(c.outputs)]
+        nodes.append(helper.make_node(c.op, names, out_names, name=c.id, domain=c.domain, **c.attrs))
+        outs += [helper.make_empty_tensor_value_info(o) for o in out_names]
+        by_node[c.id] = c
+    opsets = [helper.make_opsetid("", 20), helper.make_opsetid("ai.irtrace", 1)]
+    model = helper.make_model(helper.make_graph(nodes, "op_cases", g_inputs, outs, inits), opset_imports=opsets)
+    return model, feeds, by_node
