@@ -97,7 +97,9 @@ def _metrics(actual, ref, rtol, atol):
         return Metrics(0.0, 0.0, 0.0, 1.0, 0.0, (), 0.0, 0.0, 0.0, 0.0)
     finite = np.isfinite(a) & np.isfinite(r)
     d = np.where(finite, np.abs(a - r), 0.0)
-    rel = np.where(finite, d / np.maximum(np.abs(r), 1e-30), 0.0)
+    # relative to |ref|, but never to values below float32 resolution at the output's scale
+    scale = float(np.max(np.abs(np.where(finite, r, 0.0)))) if r.size else 0.0
+    rel = np.where(finite, d / np.maximum(np.abs(r), max(EPS32 * scale, 1e-30)), 0.0)
     rel = np.where(d == 0, 0.0, rel)
     worst = np.unravel_index(int(np.argmax(d)), a.shape) if a.ndim else ()
     na, nr = np.linalg.norm(np.where(finite, a, 0)), np.linalg.norm(np.where(finite, r, 0))

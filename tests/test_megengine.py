@@ -121,7 +121,7 @@ def test_without_python310_backends_says_how_and_nothing_breaks(tmp_path):
     assert "torch        fwd,vjp,vjp2" in r.stdout
 
 
-@pytest.mark.parametrize("name", ["resnet", "wideresnet", "stylegan2", "gpt"])
+@pytest.mark.parametrize("name", ["resnet", "wideresnet", "wideresnet-train", "stylegan2", "gpt"])
 def test_examples_run_to_the_end(example_bundle, name):
     from megengine_known import EXAMPLES
     from irtrace.report.findings import group
