@@ -3,28 +3,9 @@ import numpy as np
 import torch
 
 from backends._runtime.adapter import Adapter
+from backends.torch import autodiff
+from backends.torch.autodiff import as_tuple, to_tensor
 from backends.torch.ops import OPS
-
-
-def to_tensor(a, dtype=None):
-    if a is None:
-        return None
-    t = torch.from_numpy(np.array(a, copy=True))
-    if dtype is not None and t.dtype.is_floating_point:
-        t = t.to(dtype)
-    return t
-
-
-def to_numpy(t):
-    if not isinstance(t, torch.Tensor):
-        return np.asarray(t)
-    if t._is_zerotensor():  # autograd's symbolic zeros (e.g. Abs's second derivative) have no storage
-        return np.zeros(tuple(t.shape), dtype=torch.empty((), dtype=t.dtype).numpy().dtype)
-    return t.detach().cpu().numpy()
-
-
-def as_tuple(out):
-    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
 def is_diff(t):
@@ -40,60 +21,21 @@ class TorchAdapter(Adapter):
     def __init__(self, table=OPS, dtype=None):
         self.table, self.dtype = table, dtype
 
-    def _inputs(self, inputs, diff=None):
-        """Tensors of `inputs`; with `diff` (the entry) its differentiable ones require grad."""
-        xs = [to_tensor(a, self.dtype) for a in inputs]
-        if diff is not None:
-            nondiff = diff.flags.get("nondiff", ())
-            xs = [x.requires_grad_(True) if is_diff(x) and i not in nondiff else x for i, x in enumerate(xs)]
-        return xs
-
     def versions(self):
         return {"torch": torch.__version__}
 
-    def call(self, entry, xs, spec):
-        return self.check_outputs(spec, as_tuple(entry.fn(*xs, **spec.attrs)))
+    def _op(self, entry, spec):
+        return lambda *xs, **kw: self.check_outputs(spec, as_tuple(entry.fn(*xs, **kw)))
 
     def fwd(self, entry, inputs, spec):
-        with torch.no_grad():
-            return [to_numpy(y) for y in self.call(entry, self._inputs(inputs), spec)]
-
-    def _grads(self, ys, gs, xs, create_graph=False):
-        pairs = [(y, g) for y, g in zip(ys, gs) if g is not None and isinstance(y, torch.Tensor) and y.requires_grad]
-        targets = [x for x in xs if x is not None and x.requires_grad]
-        if not pairs or not targets:
-            return [torch.zeros_like(x) for x in targets]
-        return list(torch.autograd.grad([p[0] for p in pairs], targets, [p[1] for p in pairs],
-                                        create_graph=create_graph, allow_unused=True, materialize_grads=True))
+        return autodiff.fwd(self._op(entry, spec), inputs, spec.attrs, self.dtype)
 
     def vjp(self, entry, inputs, spec, cots):
-        """Cotangents of every float input (None for the others) given output cotangents."""
-        xs = self._inputs(inputs, diff=entry)
-        ys = self.call(entry, xs, spec)
-        gs = [to_tensor(g, self.dtype) for g in cots]
-        hs = iter(self._grads(ys, gs, xs))
-        return [to_numpy(next(hs)) if x is not None and x.requires_grad else None for x in xs]
+        return autodiff.vjp(self._op(entry, spec), inputs, spec.attrs, cots, entry.flags.get("nondiff", ()), self.dtype)
 
     def vjp2(self, entry, inputs, spec, cots, us):
-        """With h = vjp(x, g) and s = sum_i <h_i, u_i>: (ds/dx per input, ds/dg per output)."""
-        xs = self._inputs(inputs, diff=entry)
-        ys = self.call(entry, xs, spec)
-        gs = [to_tensor(g, self.dtype).requires_grad_(True) if g is not None else None for g in cots]
-        hs = self._grads(ys, gs, xs, create_graph=True)
-        diff_xs = [x for x in xs if x is not None and x.requires_grad]
-        # an input without a recorded direction (no gradient path in the model) contributes nothing to s
-        diff_us = [u for u, x in zip(us, xs) if x is not None and x.requires_grad]
-        s = sum(((h * to_tensor(u, self.dtype).to(h.dtype)).sum() for h, u in zip(hs, diff_us) if u is not None),
-                torch.zeros((), dtype=self.dtype or torch.float32))
-        wrt = diff_xs + [g for g in gs if g is not None]
-        if s.requires_grad and wrt:
-            d = torch.autograd.grad(s, wrt, allow_unused=True, materialize_grads=True)
-        else:
-            d = [torch.zeros_like(w) for w in wrt]
-        d = iter(d)
-        dx = [to_numpy(next(d)) if x is not None and x.requires_grad else None for x in xs]
-        dg = [to_numpy(next(d)) if g is not None else None for g in gs]
-        return dx, dg
+        return autodiff.vjp2(self._op(entry, spec), inputs, spec.attrs, cots, us, entry.flags.get("nondiff", ()),
+                             self.dtype)
 
 
 def run_graph(specs, feeds, table=OPS, grad=True):

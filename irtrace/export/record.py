@@ -31,7 +31,8 @@ def record(model, inputs, outputs, loss="dot", seed=0):
     import torch
 
     from backends._table import Unsupported
-    from backends.torch.adapter import run_graph, to_numpy
+    from backends.torch.adapter import run_graph
+    from backends.torch.autodiff import to_numpy
     if loss not in LOSSES:
         raise IrtraceError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
     feeds = dict(initializers(model))

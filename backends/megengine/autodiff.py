@@ -1,0 +1,114 @@
+"""fwd, vjp and vjp2 of one op function through MegEngine's GradManager.
+
+Standalone (numpy and megengine only): generated repro scripts inline this file verbatim,
+so what a maintainer reads is exactly what irtrace ran. MegEngine facts that shape it: no
+float64 (refused, never cast silently); attach to a GradManager before computing; `.grad`
+accumulates across managers, so it is reset between the inner and the outer backward;
+backward does not check the cotangent's shape, so we do.
+  vjp:  h_i = (df/dx_i)^T g for every float input x_i
+  vjp2: s = sum_i <h_i(x, g), u_i>; returns (ds/dx_i, ds/dg_j) through nested GradManagers
+"""
+import numpy as np
+
+import megengine as mge
+from megengine.autodiff import GradManager
+
+
+class Unsupported(Exception):
+    """MegEngine cannot express this (a coverage gap, not a divergence)."""
+
+
+def to_tensor(a):
+    if a is None:
+        return None
+    a = np.asarray(a)
+    if a.dtype == np.float64:
+        raise Unsupported("float64 input: MegEngine has no float64 (it would cast to float32 silently)")
+    if a.dtype == np.int64:
+        info = np.iinfo(np.int32)
+        if a.size and (a.min() < info.min or a.max() > info.max):
+            return a  # e.g. Slice's INT64_MIN "to the end": int32 would wrap it; ops read it with ints()
+        a = a.astype(np.int32)  # MegEngine's widest integer; it would convert the same way
+    return mge.tensor(a)
+
+
+def to_numpy(t):
+    return t.numpy() if isinstance(t, mge.Tensor) else np.asarray(t)
+
+
+def as_tuple(out):
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def is_float(t):
+    return isinstance(t, mge.Tensor) and np.dtype(t.dtype).kind == "f"
+
+
+def differentiable(xs, nondiff=()):
+    return [x if is_float(x) and i not in nondiff else None for i, x in enumerate(xs)]
+
+
+def fed(xs, diff):
+    """What the op receives: a recorded copy of each attached leaf. An op that returns its
+    input unchanged (Identity, astype to the same dtype) would otherwise hand backward the
+    attached leaf itself, for which GradManager computes no gradient; in a real network that
+    tensor is never a leaf, so the copy puts the op where it would be. The copy is `x * 1.0`
+    (exact, keeps -0.0): F.copy turns a 0-d tensor into shape (1,)."""
+    return [x * 1.0 if d is not None else x for x, d in zip(xs, diff)]
+
+
+def pairs(ys, gs):
+    out = []
+    for y, g in zip(ys, gs):
+        if g is None or not is_float(y):
+            continue
+        if tuple(y.shape) != tuple(g.shape):
+            raise ValueError(f"cotangent shape {tuple(g.shape)} does not match output shape {tuple(y.shape)}")
+        out.append((y, g))
+    return out
+
+
+def grad_of(t):
+    return None if t is None else (to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape, t.dtype))
+
+
+def fwd(op, inputs, attrs):
+    return [to_numpy(y) for y in as_tuple(op(*[to_tensor(a) for a in inputs], **attrs))]
+
+
+def vjp(op, inputs, attrs, cots, nondiff=()):
+    xs = [to_tensor(a) for a in inputs]
+    diff = differentiable(xs, nondiff)
+    gm = GradManager().attach([x for x in diff if x is not None])
+    with gm:
+        ys = as_tuple(op(*fed(xs, diff), **attrs))
+        ps = pairs(ys, [to_tensor(c) for c in cots])
+        if ps:
+            gm.backward([p[0] for p in ps], [p[1] for p in ps])
+    return [grad_of(x) for x in diff]
+
+
+def vjp2(op, inputs, attrs, cots, us, nondiff=()):
+    xs = [to_tensor(a) for a in inputs]
+    diff = differentiable(xs, nondiff)
+    attached = [x for x in diff if x is not None]
+    gs = [to_tensor(c) for c in cots]
+    g_att = [g for g in gs if g is not None]
+    outer = GradManager().attach(attached + g_att)  # g attached too: ds/dg is wanted
+    inner = GradManager().attach(attached)
+    with outer:
+        with inner:
+            ys = as_tuple(op(*fed(xs, diff), **attrs))
+            ps = pairs(ys, gs)
+            if ps:
+                inner.backward([p[0] for p in ps], [p[1] for p in ps])
+        hs = [x.grad if x is not None else None for x in diff]
+        for t in attached + g_att:
+            t.grad = None  # .grad accumulates: the outer backward must start from nothing
+        terms = [(h * to_tensor(u)).sum() for h, u in zip(hs, us) if h is not None and u is not None]
+        if terms:
+            s = terms[0]
+            for t in terms[1:]:
+                s = s + t
+            outer.backward(s)
+    return [grad_of(x) for x in diff], [grad_of(g) for g in gs]
