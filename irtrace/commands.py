@@ -18,7 +18,16 @@ def add_commands(sub):
     r.add_argument("--atol", type=float, help="fixed absolute tolerance (overrides the oracle)")
     r.add_argument("--rtol", type=float, help="fixed relative tolerance (overrides the oracle)")
     r.add_argument("--strict", action="store_true", help="UNSUPPORTED fails too")
+    r.add_argument("--repro", metavar="DIR", nargs="?", const="repros",
+                   help="also write repros for the findings (default folder repros/)")
     r.set_defaults(func=_replay)
+
+    rp = sub.add_parser("repro", help="write a shrunk single-op repro (repro.py, issue.md, data.npz) per finding")
+    rp.add_argument("report", help="OUT/report.json of `irtrace replay`")
+    rp.add_argument("--finding", action="append", help="only this finding id (repeatable)")
+    rp.add_argument("-o", "--out", default="repros", help="output folder (default repros/)")
+    rp.add_argument("--budget", type=int, default=300, help="shrink steps per finding (default 300)")
+    rp.set_defaults(func=_repro)
 
     b = sub.add_parser("backends", help="list backends: availability, modes, op coverage")
     b.add_argument("--coverage-md", metavar="FILE", help="write the per-backend op coverage table (markdown)")
@@ -89,9 +98,18 @@ def run_replay(bundle_path, backend, modes, out=None, jobs=1, nodes=None, ops=No
 
 def _replay(args):
     from irtrace.report.json_report import exit_code
-    report, _ = run_replay(args.bundle, args.backend, args.modes, args.out, args.jobs, args.nodes, args.ops,
-                           args.timeout, args.atol, args.rtol, args.strict)
+    report, out = run_replay(args.bundle, args.backend, args.modes, args.out, args.jobs, args.nodes, args.ops,
+                             args.timeout, args.atol, args.rtol, args.strict)
+    if args.repro and report["findings"]:
+        from irtrace.repro.make import make_repros
+        make_repros(out / "report.json", args.repro)
     return exit_code(report)
+
+
+def _repro(args):
+    from irtrace.repro.make import make_repros
+    make_repros(args.report, args.out, args.finding, args.budget)
+    return 0
 
 
 def _backends(args):

@@ -34,7 +34,29 @@ def serve(name):
             continue
         if kind == "exit":
             return
+        if kind == "source":
+            wire.write(stdout, *source(adapter, msg))
+            continue
         wire.write(stdout, *handle(adapter, msg, arrays))
+
+
+def source(adapter, msg):
+    """The op function of a node, and the framework's autodiff module, as script text."""
+    from backends._runtime.source import op_source
+    spec = from_json(msg["spec"])
+    try:
+        entry = adapter.lookup(spec)
+    except Unsupported as e:
+        return {"status": "unsupported", "message": str(e)}, []
+    if entry is None or entry.fn is None or getattr(adapter, "script", None) is None:
+        return {"status": "unsupported", "message": f"backend {adapter.name!r} writes no repro scripts"}, []
+    try:
+        body, imports = op_source(entry.fn)
+    except Exception as e:  # a function irtrace cannot lift out: no script, but the worker lives on
+        return {"status": "error", "message": f"cannot extract the op's source: {type(e).__name__}: {e}"}, []
+    return {"status": "ok", "op": body, "imports": imports, "script": adapter.script(),
+            "versions": adapter.versions(), "nondiff": list(entry.flags.get("nondiff", ())),
+            "defined_in": f"{entry.fn.__module__}.{entry.fn.__name__}"}, []
 
 
 def handle(adapter, msg, arrays):

@@ -18,6 +18,12 @@ class MegEngineAdapter(Adapter):
     def versions(self):
         return {"megengine": mge.__version__, "numpy": np.__version__}
 
+    def script(self):
+        """What a repro script needs to run this backend's op without irtrace."""
+        import inspect
+        import platform
+        return {"framework": "megengine", "autodiff": inspect.getsource(autodiff), "python": platform.python_version()}
+
     def _op(self, entry, spec):
         return lambda *xs, **kw: self.check_outputs(spec, autodiff.as_tuple(entry.fn(*xs, **kw)))
 

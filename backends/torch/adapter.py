@@ -24,6 +24,12 @@ class TorchAdapter(Adapter):
     def versions(self):
         return {"torch": torch.__version__}
 
+    def script(self):
+        """What a repro script needs to run this backend's op without irtrace."""
+        import inspect
+        import platform
+        return {"framework": "torch", "autodiff": inspect.getsource(autodiff), "python": platform.python_version()}
+
     def _op(self, entry, spec):
         return lambda *xs, **kw: self.check_outputs(spec, as_tuple(entry.fn(*xs, **kw)))
 

@@ -189,21 +189,14 @@ def _labels(spec, mode, n_out_arrays):
     return [f"d2x:{i}" for i in spec.inputs] + [f"d2g:{o}" for o in spec.outputs]
 
 
-def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use_oracle, timeout, policy):
-    results = []
-    labels = _labels(spec, mode, None)
+def gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle, timeout):
+    """Run one node in one mode on the reference, the oracle and `backends`. `ref_fwd`: the recorded
+    outputs (the fwd reference) or None to use the reference worker's. Returns
+    (ref_status, ref_reply, ref, oracle, {backend: (status, reply, out)})."""
     ref_status, ref_reply, ref_out = _call(pool, REFERENCE, msg, arrays, timeout)
-    ref_time = ref_reply.get("time_s")
-    if mode == "fwd":  # the reference forward is the recorded value (torch, chained)
-        ref = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs]
-    elif ref_status == "ok":
-        ref = ref_out
-    else:
-        results.append(C.Result(spec.name, spec.op_type, REFERENCE, mode, "*", ref_status,
-                                message=f"reference failed: {ref_reply.get('message', '')}"))
-        return results
+    ref = ref_fwd if mode == "fwd" and ref_fwd is not None else (ref_out if ref_status == "ok" else None)
     oracle = None
-    if use_oracle:
+    if use_oracle and ref is not None:
         o_status, o_reply, o_out = _call(pool, ORACLE, msg, arrays, timeout)
         check = o_reply.get("check") or {}
         if o_status == "ok" and check.get("verified") is not False:
@@ -211,20 +204,32 @@ def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use
         elif o_status == "ok":
             log.info("%s %s: oracle gradient failed its finite-difference check (%s); not arbitrating",
                      spec.name, mode, check)
-    for backend in backends:
-        if mode not in pool.get(backend).hello["modes"]:
-            continue  # e.g. onnxruntime is forward-only: listed once in the report, not per node
-        if backend == REFERENCE:
-            status, reply, out = ref_status, ref_reply, ref_out
-        else:
-            status, reply, out = _call(pool, backend, msg, arrays, timeout)
+    outs = {}
+    if ref is not None:
+        for backend in backends:
+            if mode not in pool.get(backend).hello["modes"]:
+                continue  # e.g. onnxruntime is forward-only: listed once in the report, not per node
+            outs[backend] = (ref_status, ref_reply, ref_out) if backend == REFERENCE else \
+                _call(pool, backend, msg, arrays, timeout)
+    return ref_status, ref_reply, ref, oracle, outs
+
+
+def judge_all(spec, mode, inputs, ref_status, ref_reply, ref, oracle, outs, policy):
+    """Results (one per output, or one '*' per whole-node failure) from gather()'s numbers."""
+    results = []
+    if ref is None:
+        return [C.Result(spec.name, spec.op_type, REFERENCE, mode, "*", ref_status,
+                         message=f"reference failed: {ref_reply.get('message', '')}")]
+    labels = _labels(spec, mode, None)
+    ref_time = ref_reply.get("time_s")
+    tag = kink_tag(spec.op_type, inputs) if mode != "fwd" else None
+    skip = nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))
+    for backend, (status, reply, out) in outs.items():
         if status != "ok":
             results.append(C.Result(spec.name, spec.op_type, backend, mode, "*", status,
                                     message=reply.get("message", "") + (f" ({reply['where']})" if reply.get("where") else ""),
                                     time_s=reply.get("time_s"), ref_time_s=ref_time))
             continue
-        tag = kink_tag(spec.op_type, inputs) if mode != "fwd" else None
-        skip = nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))
         for k, label in enumerate(labels):
             if mode != "fwd" and k < len(spec.inputs) and k in skip:
                 continue
@@ -246,3 +251,9 @@ def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use
                                     extras.get("closer_to_oracle"), extras.get("allowed"),
                                     extras.get("message", ""), tags, reply.get("time_s"), ref_time))
     return results
+
+
+def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use_oracle, timeout, policy):
+    ref_fwd = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs] if mode == "fwd" else None
+    return judge_all(spec, mode, inputs, *gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle,
+                                                 timeout), policy)

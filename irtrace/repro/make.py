@@ -1,0 +1,283 @@
+"""`irtrace repro`: per distinct finding of a report, shrink the first node's case and write
+repro.py, issue.md, data.npz (and finding.json, the shrunk numbers, for tools and tests)."""
+import base64
+import io
+import json
+import logging
+import platform
+import re
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from irtrace import compare as C
+from irtrace.errors import IrtraceError, suggest
+from irtrace.export.record import u_name
+from irtrace.ir.spec import node_specs
+from irtrace.replay import backends as B
+from irtrace.replay.engine import ORACLE, REFERENCE, _Pool, gather, judge_all
+from irtrace.repro import script as S
+from irtrace.repro.shrink import Case, shrink
+from irtrace.store import grad_name, load
+
+log = logging.getLogger(__name__)
+
+
+def _write_npz(path, arrays):
+    """np.savez with fixed zip timestamps: the same finding gives byte-identical files."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for k in sorted(arrays):
+            a = io.BytesIO()
+            np.lib.format.write_array(a, np.asarray(arrays[k]), allow_pickle=False)
+            z.writestr(zipfile.ZipInfo(k + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), a.getvalue())
+    Path(path).write_bytes(buf.getvalue())
+
+
+class _Runner:
+    """Evaluates one node in one mode on candidate inputs: reference, oracle, one backend."""
+
+    def __init__(self, pool, spec, proto, backend, mode, original_cots, timeout):
+        self.pool, self.spec, self.proto, self.backend, self.mode = pool, spec, proto, backend, mode
+        self.original_cots, self.timeout = original_cots, timeout
+        self.use_oracle = B.get(ORACLE).unavailable() is None
+        self.validator = "onnxruntime" if B.get("onnxruntime").unavailable() is None else None
+
+    def valid(self, spec, proto, inputs):
+        """onnxruntime checks ONNX's rules strictly (e.g. kernel_shape against W's shape), where torch
+        would run an inconsistent node: a candidate it rejects is not a valid smaller node."""
+        if self.validator is None:
+            return True
+        msg = {"kind": "run", "mode": "fwd", "spec": {**spec.to_json(), "proto": proto}}
+        reply, _ = self.pool.get(self.validator).call(msg, inputs, self.timeout)
+        return reply.get("status") != "error"
+
+    def _spec_for(self, case):
+        names = tuple("" if a is None else n for n, a in zip(self.spec.inputs, case.inputs))
+        node = onnx.NodeProto()
+        node.ParseFromString(base64.b64decode(self.proto))
+        del node.input[:]
+        node.input.extend(names)
+        while node.input and not node.input[-1]:
+            node.input.pop()
+        names = tuple(node.input)
+        return replace(self.spec, inputs=names), base64.b64encode(node.SerializeToString()).decode()
+
+    def cots_for(self, case, spec, proto):
+        msg = {"kind": "run", "mode": "fwd", "spec": {**spec.to_json(), "proto": proto}}
+        reply, out = self.pool.get(REFERENCE).call(msg, list(case.inputs[:len(spec.inputs)]), self.timeout)
+        if reply.get("status") != "ok":
+            return None
+        cots = []
+        for y, g in zip(out, self.original_cots):
+            if y is None or g is None or np.asarray(y).dtype.kind != "f":
+                cots.append(None)
+            elif case.cot_style == "ones":
+                cots.append(np.ones(np.shape(y), np.float32))
+            elif all(a <= b for a, b in zip(np.shape(y), np.shape(g))) and np.ndim(y) == np.ndim(g):
+                cots.append(np.ascontiguousarray(g[tuple(slice(0, d) for d in np.shape(y))]))
+            else:
+                cots.append(np.random.default_rng(0).standard_normal(np.shape(y)).astype(np.float32))
+        return cots
+
+    def evaluate(self, case, check=True):
+        """(results, raw numbers) for `case`, or (None, None) when it is not a valid node."""
+        spec, proto = self._spec_for(case)
+        inputs = list(case.inputs[:len(spec.inputs)])
+        if check and not self.valid(spec, proto, inputs):
+            return None, None
+        cots = [None] * len(spec.outputs)
+        if self.mode != "fwd":
+            cots = self.cots_for(case, spec, proto)
+            if cots is None:
+                return None, None
+        us = list(case.us[:len(spec.inputs)])
+        arrays = inputs if self.mode == "fwd" else inputs + cots + (us if self.mode == "vjp2" else [])
+        msg = {"kind": "run", "mode": self.mode, "spec": {**spec.to_json(), "proto": proto,
+                                                          "out_dtypes": [""] * len(spec.outputs)}}
+        raw = gather(self.pool, spec, self.mode, msg, arrays, None, [self.backend], self.use_oracle, self.timeout)
+        ref_status, ref_reply, ref, oracle, outs = raw
+        if ref is None:
+            return None, None
+        return judge_all(spec, self.mode, inputs, *raw, C.Policy()), (spec, inputs, cots, us, ref, oracle, outs)
+
+
+def _pick_label(results, backend, verdict):
+    hits = [r for r in results if r.backend == backend and r.verdict == verdict]
+    if not hits:
+        return None
+    return max(hits, key=lambda r: (r.metrics.max_abs if r.metrics else 0.0)).output
+
+
+def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeout=60.0):
+    """Write one folder per finding; returns the folders."""
+    report_path = Path(report_path)
+    try:
+        report = json.loads(report_path.read_text())
+    except (OSError, ValueError) as e:
+        raise IrtraceError(f"cannot read report {report_path}: {e}") from e
+    if report.get("schema") != "irtrace.report/1":
+        raise IrtraceError(f"{report_path}: not an irtrace report (schema {report.get('schema')!r})")
+    findings = report["findings"]
+    if finding_ids:
+        ids = {f["id"] for f in findings}
+        for i in finding_ids:
+            if i not in ids:
+                raise IrtraceError(f"no finding {i!r} in {report_path}.{suggest(i, ids)}")
+        findings = [f for f in findings if f["id"] in finding_ids]
+    bundle_path = Path(report["bundle"]["path"])
+    if not bundle_path.is_absolute() and not bundle_path.exists():
+        bundle_path = report_path.parent.parent / bundle_path
+    bundle = load(bundle_path)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pool = _Pool()
+    folders = []
+    try:
+        for f in findings:
+            folder = _one(bundle, report, f, pool, out_dir, shrink_budget, timeout)
+            if folder is not None:
+                folders.append(folder)
+    finally:
+        pool.close()
+    return folders
+
+
+def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
+    backend, mode, verdict = f["backend"], f["mode"], f["verdict"]
+    specs = {s.name: s for s in node_specs(bundle.model)}
+    spec = specs[f["first_node"]]
+    proto = next(base64.b64encode(n.SerializeToString()).decode() for n in bundle.model.graph.node
+                 if n.name == spec.name)
+    v = bundle.values
+    inputs = tuple(np.array(v[i]) if i else None for i in spec.inputs)
+    us = tuple(np.array(v[u_name(i)]) if i and u_name(i) in v else None for i in spec.inputs)
+    cots = [np.array(v[grad_name(o)]) if o and grad_name(o) in v else None for o in spec.outputs]
+    try:
+        pool.get(backend)
+        src = pool.get(backend).call({"kind": "source", "spec": {**spec.to_json(), "proto": proto}}, [], timeout)[0]
+        torch_src = pool.get(REFERENCE).call({"kind": "source", "spec": {**spec.to_json(), "proto": proto}}, [],
+                                             timeout)[0]
+    except Exception as e:  # a backend that cannot even start writes no repro; say so, go on
+        log.warning("%s: no repro (%s)", f["id"], e)
+        return None
+    if src.get("status") != "ok":
+        print(f"{f['id']}: no repro script: {src.get('message')}")
+        return None
+    runner = _Runner(pool, spec, proto, backend, mode, cots, timeout)
+    original = Case(inputs, us)
+    results, _ = runner.evaluate(original, check=False)
+    label = _pick_label(results or [], backend, verdict)
+    if label is None:
+        print(f"{f['id']}: does not reproduce on node {spec.name} in isolation any more; skipped")
+        return None
+
+    def predicate(case):
+        res, _ = runner.evaluate(case)
+        return res is not None and any(r.backend == backend and r.output == label and r.verdict == verdict for r in res)
+
+    optional = [i for i in range(len(spec.inputs)) if i > 0 and i == len(spec.inputs) - 1]
+    small, stats = shrink(original, predicate, optional=optional, budget=shrink_budget,
+                          seconds=30.0 if verdict in (C.CRASH, C.TIMEOUT) else 90.0)
+    results, raw = runner.evaluate(small, check=small is not original)
+    sspec, sinputs, scots, sus, ref, oracle, outs = raw
+    result = next(r for r in results if r.backend == backend and r.output == label)
+    labels = _labels_for(sspec, mode)
+    k = labels.index(label) if label in labels else 0
+    status, reply, out = outs[backend]
+    data = {}
+    for i, a in enumerate(sinputs):
+        if a is not None:
+            data[f"input{i}"] = a
+    for j, g in enumerate(scots if mode != "fwd" else []):
+        if g is not None:
+            data[f"cot{j}"] = g
+    for i, u in enumerate(sus if mode == "vjp2" else []):
+        if u is not None:
+            data[f"u{i}"] = u
+    if label != "*" and ref is not None and k < len(ref) and ref[k] is not None:
+        data["reference"] = np.asarray(ref[k])
+        if oracle is not None and k < len(oracle) and oracle[k] is not None:
+            data["oracle"] = np.asarray(oracle[k], np.float64)
+        if status == "ok" and k < len(out) and out[k] is not None:
+            data["backend_result"] = np.asarray(out[k])
+    m = result.metrics
+    numbers = {"max_abs": m.max_abs if m else None, "max_rel": m.max_rel if m else None,
+               "worst_index": list(m.worst_index) if m else None,
+               "actual_at_worst": m.actual_at_worst if m else None, "ref_at_worst": m.ref_at_worst if m else None,
+               "oracle_at_worst": float(np.asarray(data["oracle"])[tuple(m.worst_index)])
+               if m and "oracle" in data else None,
+               "oracle_abs": result.oracle_abs, "allowed": result.allowed}
+    fw = src["script"]["framework"]
+    framework_name = S.framework_name(src["script"], backend)
+    versions = {**src.get("versions", {})}
+    title = f"[{framework_name}] {S.safe(spec.op_type)}: {S.symptom(verdict, label, numbers, result.message)} " \
+            f"in {S._MODE_WORDS[mode]}"
+    manifest = bundle.manifest
+    ctx = {
+        "title": title, "framework": fw, "framework_module": fw, "framework_name": framework_name,
+        "autodiff": src["script"]["autodiff"], "op": src["op"], "imports": src["imports"],
+        "defined_in": src["defined_in"], "attrs": _plain_attrs(sspec.attrs), "mode": mode, "nondiff": src["nondiff"],
+        "n_inputs": len(sspec.inputs), "n_outputs": len(sspec.outputs), "check_index": k, "label": label,
+        "verdict": verdict, "allowed": float(_allowed(result)), "node": spec.name, "op_type": spec.op_type,
+        "module": f.get("module", ""), "file_line": f.get("file_line", ""), "model": manifest.get("name", ""),
+        "torch_code": _torch_block(torch_src), "numbers": numbers, "message": result.message or f.get("message", ""),
+        "torch_version": pool.get(REFERENCE).hello["versions"].get("torch", ""),
+        "environment": {**{k2: v2 for k2, v2 in versions.items()},
+                        "Python": src["script"].get("python", ""), "OS": platform.platform(),
+                        "CPU": _cpu()},
+        "n_nodes": len(f["nodes"]), "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),
+        "shrink_calls": stats.calls,
+    }
+    text = S.render_script(ctx)
+    folder = out_dir / re.sub(r"[^\w.\-]", "_", f["id"])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "repro.py").write_text(text)
+    (folder / "issue.md").write_text(S.render_issue(ctx, text))
+    _write_npz(folder / "data.npz", data)
+    (folder / "finding.json").write_text(json.dumps({
+        "id": f["id"], "backend": backend, "mode": mode, "verdict": verdict, "label": label, "node": spec.name,
+        "numbers": numbers, "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),
+        "shrink": {"calls": stats.calls, "accepted": stats.accepted, "seconds": round(stats.seconds, 3),
+                   "stopped": stats.stopped},
+        "environment_python": src["script"].get("python", ""), "framework": fw}, indent=1, allow_nan=False,
+        default=lambda o: None) + "\n")
+    print(f"{f['id']}: {folder} (shrunk {original.shapes()} -> {small.shapes()} in {stats.calls} steps)")
+    return folder
+
+
+def _labels_for(spec, mode):
+    if mode == "fwd":
+        return list(spec.outputs)
+    if mode == "vjp":
+        return [f"d:{i}" for i in spec.inputs]
+    return [f"d2x:{i}" for i in spec.inputs] + [f"d2g:{o}" for o in spec.outputs]
+
+
+def _allowed(result):
+    if result.allowed is not None:
+        return result.allowed
+    return 0.0
+
+
+def _plain_attrs(attrs):
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in attrs.items()}
+
+
+def _torch_block(torch_src):
+    if torch_src.get("status") != "ok":
+        return "raise ImportError('no PyTorch equivalent for this op')\n"
+    return torch_src["script"]["autodiff"] + "\n\n" + "\n".join(torch_src["imports"]) + "\n\n" + torch_src["op"]
+
+
+def _cpu():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -1,0 +1,145 @@
+"""Shrink a failing node while the same verdict persists on the same backend.
+
+The shape of Hypothesis' shrinker: one predicate, ordered passes that propose smaller
+candidates, a seen-set, a call budget, a fixpoint loop. Candidates are never checked for
+validity by hand: the reference (torch) runs each one, and a candidate torch rejects
+(e.g. channels no longer divisible by the group) is simply not smaller-and-failing."""
+import hashlib
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Case:
+    inputs: tuple          # arrays or None (an omitted optional input)
+    us: tuple              # vjp2 directions, shaped like the float inputs
+    cot_style: str = "slice"   # "slice": the recorded cotangent's leading block; "ones"
+
+    def key(self):
+        h = hashlib.sha1(self.cot_style.encode())
+        for group in (self.inputs, self.us):
+            for a in group:
+                if a is None:
+                    h.update(b"none")
+                else:
+                    a = np.ascontiguousarray(a)
+                    h.update(f"{a.dtype.str}{a.shape}".encode())
+                    h.update(a.tobytes())
+        return h.hexdigest()
+
+    def shapes(self):
+        return [None if a is None else list(np.shape(a)) for a in self.inputs]
+
+    def size(self):
+        return sum(int(np.size(a)) for a in self.inputs if a is not None)
+
+
+def _take(a, axis, n):
+    index = [slice(None)] * a.ndim
+    index[axis] = slice(0, n)
+    return np.ascontiguousarray(a[tuple(index)])
+
+
+def _sizes(v):
+    """Smaller sizes to try for a dimension of size v, most aggressive first."""
+    return sorted({s for s in (1, 2, 3, v // 2, v - 1) if 0 < s < v})
+
+
+def shared_dims(case):
+    """Shrink one size value everywhere it occurs (keeps linked dims linked: channels of x and w)."""
+    values = sorted({d for a in case.inputs if a is not None and a.dtype.kind == "f" for d in a.shape if d > 1},
+                    reverse=True)
+    for v in values:
+        for n in _sizes(v):
+            def cut(a):
+                if a is None or a.dtype.kind != "f":
+                    return a
+                for ax, d in enumerate(a.shape):
+                    if d == v:
+                        a = _take(a, ax, n)
+                return a
+            yield replace(case, inputs=tuple(cut(a) for a in case.inputs), us=tuple(cut(u) for u in case.us))
+
+
+def each_axis(case):
+    """Shrink one axis of one input."""
+    for i, a in enumerate(case.inputs):
+        if a is None or a.dtype.kind not in "fiub" or a.ndim == 0:
+            continue
+        for ax, d in enumerate(a.shape):
+            for n in _sizes(d):
+                inputs = list(case.inputs)
+                us = list(case.us)
+                inputs[i] = _take(a, ax, n)
+                if i < len(us) and us[i] is not None and us[i].shape == a.shape:
+                    us[i] = _take(us[i], ax, n)
+                yield replace(case, inputs=tuple(inputs), us=tuple(us))
+
+
+def drop_optional(case, optional):
+    """Omit trailing optional inputs (a bias)."""
+    for i in sorted(optional, reverse=True):
+        if i < len(case.inputs) and case.inputs[i] is not None:
+            inputs = list(case.inputs)
+            inputs[i] = None
+            yield replace(case, inputs=tuple(inputs))
+
+
+def simpler_values(case):
+    """Fewer distinct values: small integers, then zeros, one float input at a time."""
+    for transform in (lambda a: np.round(a).astype(a.dtype), lambda a: np.clip(np.round(a), -2, 2).astype(a.dtype),
+                      lambda a: np.zeros_like(a)):
+        for i, a in enumerate(case.inputs):
+            if a is None or a.dtype.kind != "f":
+                continue
+            b = transform(a)
+            if not np.array_equal(a, b):
+                inputs = list(case.inputs)
+                inputs[i] = b
+                yield replace(case, inputs=tuple(inputs))
+
+
+def ones_cotangent(case):
+    if case.cot_style != "ones":
+        yield replace(case, cot_style="ones")
+
+
+@dataclass
+class Stats:
+    calls: int = 0
+    accepted: int = 0
+    seconds: float = 0.0
+    stopped: str = "fixpoint"
+
+
+def shrink(case, predicate, optional=(), budget=300, seconds=90.0):
+    """The smallest case found for which predicate(case) holds (the original holds)."""
+    passes = [shared_dims, each_axis, lambda c: drop_optional(c, optional), simpler_values, ones_cotangent]
+    seen = {case.key()}
+    stats = Stats()
+    t0 = time.perf_counter()
+    improved = True
+    while improved:
+        improved = False
+        for p in passes:
+            for cand in p(case):
+                if stats.calls >= budget or time.perf_counter() - t0 > seconds:
+                    stats.stopped = "budget"
+                    stats.seconds = time.perf_counter() - t0
+                    return case, stats
+                k = cand.key()
+                if k in seen:
+                    continue
+                seen.add(k)
+                stats.calls += 1
+                if predicate(cand):
+                    case = cand
+                    stats.accepted += 1
+                    improved = True
+                    break
+            if improved:
+                break
+    stats.seconds = time.perf_counter() - t0
+    return case, stats

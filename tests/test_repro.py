@@ -1,0 +1,155 @@
+"""irtrace repro: shrunk single-op scripts that run without irtrace and show their divergence."""
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irtrace
+from irtrace.commands import run_replay
+from irtrace.replay import backends as B
+from irtrace.repro.make import _write_npz, make_repros
+
+
+def _run(script, python=sys.executable):
+    return subprocess.run([python, str(script)], capture_output=True, text=True, cwd=script.parent, timeout=300)
+
+
+def _replay_and_repro(bundle, backend, modes, tmp_path, name):
+    report, out = run_replay(bundle.path, backend, modes, tmp_path / f"{name}.replay", quiet=True)
+    assert report["findings"]
+    return report, make_repros(out / "report.json", tmp_path / f"{name}.repros")
+
+
+def _printed_max_abs(stdout, first_word):
+    line = next(ln for ln in stdout.splitlines() if ln.startswith(first_word) and "vs PyTorch (stored)" in ln)
+    return float(re.search(r"max abs ([0-9.eE+-]+|inf)", line).group(1))
+
+
+def _correct_op(folder, op_type):
+    """The script with its op function replaced by torch's own (correct) one."""
+    from backends._runtime.source import op_source
+    from backends.torch.ops import OPS
+    text = (folder / "repro.py").read_text()
+    start = text.index("# The op, exactly as irtrace ran it")
+    start = text.index("\n", text.index("\n", start) + 1) + 1
+    end = text.index("\nATTRS = ")
+    body, imports = op_source(OPS.lookup("", op_type, 20).fn)
+    fixed = folder / "fixed.py"
+    fixed.write_text(text[:start] + "\n".join(imports) + "\n\n" + body + text[end:])
+    return fixed
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    import models_for_tests as m
+    import planted_backend
+    for bug in ("pad", "lrelu", "crash"):
+        planted_backend.register(bug)
+    return irtrace.export(m.planted_target(), m.planted_target_inputs(), tmp_path_factory.mktemp("pl") / "p.irt")
+
+
+def test_wrong_side_padding_shrinks_and_reproduces(planted, tmp_path):
+    _, folders = _replay_and_repro(planted, "planted-pad", "fwd", tmp_path, "pad")
+    (folder,) = folders
+    finding = json.loads((folder / "finding.json").read_text())
+    x_shape = finding["shrunk_shapes"][0]
+    assert len(x_shape) == 4 and all(a <= b for a, b in zip(x_shape, [1, 1, 3, 3]))  # shrink quality
+    r = _run(folder / "repro.py")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "reproduces" in r.stdout.splitlines()[-1]
+    assert _printed_max_abs(r.stdout, "torch") == pytest.approx(finding["numbers"]["max_abs"], rel=1e-5)
+    fixed = _run(_correct_op(folder, "Conv"))
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "does not reproduce" in fixed.stdout
+    issue = (folder / "issue.md").read_text()
+    assert issue.startswith("# [PyTorch (irtrace backend planted-pad)] Conv: the output differs from PyTorch")
+    assert "shrunk to" in issue and "module `conv`" in issue and "```python" in issue
+
+
+def test_leaky_relu_second_derivative_shrinks_to_few_elements(planted, tmp_path):
+    _, folders = _replay_and_repro(planted, "planted-lrelu", "vjp2", tmp_path, "lrelu")
+    (folder,) = folders
+    finding = json.loads((folder / "finding.json").read_text())
+    assert int(np.prod(finding["shrunk_shapes"][0])) <= 4
+    assert finding["label"].startswith("d2g:")
+    r = _run(folder / "repro.py")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert _run(_correct_op(folder, "LeakyRelu")).returncode == 0
+
+
+def test_crash_repro_runs_the_op_in_a_child(planted, tmp_path):
+    _, folders = _replay_and_repro(planted, "planted-crash", "fwd", tmp_path, "crash")
+    (folder,) = folders
+    r = _run(folder / "repro.py")
+    assert r.returncode == 1 and "killed the process" in r.stdout
+
+
+def test_same_finding_gives_byte_identical_output(planted, tmp_path):
+    report, out = run_replay(planted.path, "planted-pad", "fwd", tmp_path / "r", quiet=True)
+    a = make_repros(out / "report.json", tmp_path / "a")[0]
+    b = make_repros(out / "report.json", tmp_path / "b")[0]
+    for name in ("repro.py", "issue.md", "data.npz"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_hostile_names_cannot_inject_code(tmp_path):
+    import planted_backend
+    from onnx import TensorProto, helper
+
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    planted_backend.register("pad")
+    evil = 'x"""\nimport os; os.system("touch ' + str(tmp_path / "pwned") + '") #\'\'\''
+    x = helper.make_tensor_value_info(evil, TensorProto.FLOAT, [1, 1, 4, 4])
+    w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 1, 3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 4])
+    node = helper.make_node("Conv", [evil, "w"], ["y"], name=evil, pads=[1, 1, 1, 1])
+    m = helper.make_model(helper.make_graph([node], "g", [x, w], [y]), opset_imports=[helper.make_opsetid("", 20)])
+    rng = np.random.default_rng(0)
+    b = bundle_from_onnx(m, {evil: rng.standard_normal((1, 1, 4, 4)).astype(np.float32),
+                             "w": rng.standard_normal((1, 1, 3, 3)).astype(np.float32)}, tmp_path / "evil.irt")
+    _, folders = _replay_and_repro(b, "planted-pad", "fwd", tmp_path, "evil")
+    text = (folders[0] / "repro.py").read_text()
+    ast.parse(text)
+    assert 'os.system("touch' not in text
+    r = _run(folders[0] / "repro.py")
+    assert r.returncode == 1
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_non_finite_values_round_trip(tmp_path):
+    a = np.array([np.inf, -np.inf, np.nan, 1.5, -0.0], np.float32)
+    _write_npz(tmp_path / "d.npz", {"input0": a})
+    with np.load(tmp_path / "d.npz") as d:
+        b = d["input0"]
+    assert b.dtype == np.float32 and np.array_equal(a, b, equal_nan=True) and np.signbit(b[4])
+
+
+def test_bad_report_and_unknown_finding(planted, tmp_path, capsys):
+    from irtrace.cli import main
+    assert main(["repro", str(tmp_path / "nope.json")]) == 2
+    assert "cannot read report" in capsys.readouterr().err
+    report, out = run_replay(planted.path, "planted-pad", "fwd", tmp_path / "r", quiet=True)
+    assert main(["repro", str(out / "report.json"), "--finding", "planted-pad-Conv-fwd-divergent-xxxx",
+                 "-o", str(tmp_path / "rr")]) == 2
+    assert "Did you mean: planted-pad-Conv-fwd-divergent-" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(B.get("megengine").unavailable() is not None, reason="megengine unavailable")
+def test_megengine_stylegan2_one_folder_per_bug_each_runs_in_its_env(example_bundle, tmp_path):
+    report, folders = _replay_and_repro(example_bundle("stylegan2"), "megengine", "fwd,vjp,vjp2", tmp_path, "sg")
+    assert len(folders) == len(report["findings"]) == 2  # LeakyRelu vjp2 (5 nodes) and Pad vjp2 (4 nodes): 2 bugs
+    python = B.get("megengine").interpreter()
+    for folder in folders:
+        finding = json.loads((folder / "finding.json").read_text())
+        r = _run(folder / "repro.py", python)
+        assert r.returncode == 1, r.stdout + r.stderr
+        if finding["verdict"] == "DIVERGENT":
+            assert _printed_max_abs(r.stdout, "megengine") == pytest.approx(finding["numbers"]["max_abs"], rel=1e-4)
+        else:
+            assert "PRELU_GRAD unimplemented" in r.stdout
+        assert "import torch" not in r.stdout
