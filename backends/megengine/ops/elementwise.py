@@ -108,28 +108,20 @@ def clip(x, lo=None, hi=None):
     return F.clip(x, None if lo is None else float(lo.item()), None if hi is None else float(hi.item()))
 
 
-@OPS.register("Max", since=8)
-def max_(*xs):
-    out = xs[0]
-    for x in xs[1:]:
-        out = F.maximum(out, x)
-    return out
+def _variadic(name, binary):
+    """ONNX's variadic Max/Min/Sum: the framework's binary op folded over the inputs."""
+    def op(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = binary(out, x)
+        return out
+    op.__name__ = name.lower()
+    OPS.register(name, since=8)(op)
 
 
-@OPS.register("Min", since=8)
-def min_(*xs):
-    out = xs[0]
-    for x in xs[1:]:
-        out = F.minimum(out, x)
-    return out
-
-
-@OPS.register("Sum", since=8)
-def sum_(*xs):
-    out = xs[0]
-    for x in xs[1:]:
-        out = F.add(out, x)
-    return out
+_variadic("Max", F.maximum)
+_variadic("Min", F.minimum)
+_variadic("Sum", F.add)
 
 
 @OPS.register("Where", since=9)

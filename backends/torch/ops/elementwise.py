@@ -118,28 +118,20 @@ def clip(x, lo=None, hi=None):
     return torch.clamp(x, lo, hi)
 
 
-@OPS.register("Max", since=8)
-def max_(*xs):
-    out = xs[0]
-    for x in xs[1:]:
-        out = torch.maximum(out, x)
-    return out
+def _variadic(name, binary):
+    """ONNX's variadic Max/Min/Sum: the framework's binary op folded over the inputs."""
+    def op(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = binary(out, x)
+        return out
+    op.__name__ = name.lower()
+    OPS.register(name, since=8)(op)
 
 
-@OPS.register("Min", since=8)
-def min_(*xs):
-    out = xs[0]
-    for x in xs[1:]:
-        out = torch.minimum(out, x)
-    return out
-
-
-@OPS.register("Sum", since=8)
-def sum_(*xs):
-    out = xs[0]
-    for x in xs[1:]:
-        out = out + x
-    return out
+_variadic("Max", torch.maximum)
+_variadic("Min", torch.minimum)
+_variadic("Sum", torch.add)
 
 
 @OPS.register("Where", since=9)
