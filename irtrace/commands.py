@@ -18,6 +18,10 @@ def add_commands(sub):
     r.add_argument("--atol", type=float, help="fixed absolute tolerance (overrides the oracle)")
     r.add_argument("--rtol", type=float, help="fixed relative tolerance (overrides the oracle)")
     r.add_argument("--strict", action="store_true", help="UNSUPPORTED fails too")
+    r.add_argument("--chained", action="store_true",
+                   help="also run the whole graph chained on each backend: error growth, parameter gradients")
+    r.add_argument("--loss", default="bundle", choices=["bundle", "grad-penalty"],
+                   help="chained loss: the bundle's (default) or a gradient penalty (double backward throughout)")
     r.add_argument("--repro", metavar="DIR", nargs="?", const="repros",
                    help="also write repros for the findings (default folder repros/)")
     r.set_defaults(func=_replay)
@@ -55,7 +59,7 @@ def add_commands(sub):
 
 
 def run_replay(bundle_path, backend, modes, out=None, jobs=1, nodes=None, ops=None, timeout=60.0, atol=None,
-               rtol=None, strict=False, quiet=False):
+               rtol=None, strict=False, quiet=False, chained=False, loss="bundle"):
     """Replay + reports; returns (report dict, out folder)."""
     from pathlib import Path
 
@@ -88,18 +92,36 @@ def run_replay(bundle_path, backend, modes, out=None, jobs=1, nodes=None, ops=No
             bar.stop()
     report = json_report.build(rep, group(rep, strict), strict)
     out = Path(out) if out else Path(str(bundle.path).rstrip("/") + ".replay")
+    out.mkdir(parents=True, exist_ok=True)
+    extra = ""
+    if chained:
+        from irtrace.replay.chained import chained_replay
+        from irtrace.replay.engine import _Pool
+        from irtrace.report import chained as CR
+        pool = _Pool()
+        try:
+            runs = chained_replay(bundle, names, pool, loss=loss, policy=policy, isolated=rep)
+        finally:
+            pool.close()
+        report["chained"] = json_report._clean(CR.to_json(runs, loss))
+        png = CR.plot(report["chained"], bundle, out / "chained.png")
+        extra = CR.html_section(report["chained"], png)
     json_report.write(report, out)
-    html.write(report, out)
+    html.write(report, out, extra)
     if not quiet:
         terminal.show(report)
-        print(f"wrote {out / 'report.json'} and {out / 'report.html'}")
+        if chained:
+            from irtrace.report import chained as CR
+            for line in CR.lines(report["chained"]):
+                print(line)
+        print(f"wrote {out / 'report.json'} and {out / 'report.html'}" + (f" and {out / 'chained.png'}" if chained else ""))
     return report, out
 
 
 def _replay(args):
     from irtrace.report.json_report import exit_code
     report, out = run_replay(args.bundle, args.backend, args.modes, args.out, args.jobs, args.nodes, args.ops,
-                             args.timeout, args.atol, args.rtol, args.strict)
+                             args.timeout, args.atol, args.rtol, args.strict, chained=args.chained, loss=args.loss)
     if args.repro and report["findings"]:
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)

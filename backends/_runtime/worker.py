@@ -34,10 +34,35 @@ def serve(name):
             continue
         if kind == "exit":
             return
+        if kind == "graph":
+            wire.write(stdout, *graph(adapter, msg, arrays))
+            continue
         if kind == "source":
             wire.write(stdout, *source(adapter, msg))
             continue
         wire.write(stdout, *handle(adapter, msg, arrays))
+
+
+def graph(adapter, msg, arrays):
+    """The whole graph chained (msg: specs, feeds, outputs, penalty; arrays: feeds then cotangents)."""
+    specs = [from_json(d) for d in msg["specs"]]
+    feeds = dict(zip(msg["feeds"], arrays[:len(msg["feeds"])]))
+    cots = arrays[len(msg["feeds"]):]
+    try:
+        pairs = [(adapter.lookup(s), s) for s in specs]
+    except Unsupported as e:
+        return {"status": "unsupported", "message": str(e)}, []
+    t = time.perf_counter()
+    try:
+        values, grads = adapter.chained(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []))
+    except Unsupported as e:
+        return {"status": "unsupported", "message": str(e)}, []
+    except Exception as e:  # the framework raised somewhere in the chain
+        text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()
+        return {"status": "error", "message": text[:2000]}, []
+    vnames, gnames = sorted(values), sorted(grads)
+    return ({"status": "ok", "time_s": time.perf_counter() - t, "values": vnames, "grads": gnames},
+            [values[k] for k in vnames] + [grads[k] for k in gnames])
 
 
 def source(adapter, msg):

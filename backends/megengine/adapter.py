@@ -14,6 +14,10 @@ class MegEngineAdapter(Adapter):
     name = "megengine"
     modes = ("fwd", "vjp", "vjp2")
     table = OPS
+    autodiff = autodiff
+
+    def chained(self, pairs, feeds, outputs, cots, penalty):
+        return self._guard(super().chained, pairs, feeds, outputs, cots, penalty)
 
     def versions(self):
         return {"megengine": mge.__version__, "numpy": np.__version__}

@@ -112,3 +112,49 @@ def vjp2(op, inputs, attrs, cots, us, nondiff=()):
                 s = s + t
             outer.backward(s)
     return [grad_of(x) for x in diff], [grad_of(g) for g in gs]
+
+
+def chained(steps, feeds, outputs, cots, penalty=()):
+    """The whole graph chained from `feeds`, then the loss backpropagated through GradManager.
+
+    steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
+    loss = sum_o <y_o, c_o>, plus sum_x ||d(sum_o <y_o, c_o>)/dx||^2 over the `penalty` inputs
+    (nested managers: the outer records the inner backward). Every float value is attached so
+    its gradient can be read. Returns (values, grads): name -> array."""
+    env = {k: to_tensor(v) for k, v in feeds.items()}
+    leaves = [t for t in env.values() if is_float(t)]
+    outer = GradManager().attach(leaves)
+    inner = GradManager().attach([env[p] for p in penalty]) if penalty else None
+    with outer:
+        if inner is not None:
+            inner.__enter__()
+        for op, attrs, ins, outs, nondiff in steps:
+            xs = [env[i] if i else None for i in ins]
+            for name, y in zip(outs, as_tuple(op(*xs, **attrs))):
+                if name:
+                    if not isinstance(y, mge.Tensor):
+                        y = to_tensor(np.asarray(y))  # e.g. Shape's numpy result feeding the next op
+                    if is_float(y) and any(y is x for x in xs):
+                        y = y * 1.0  # a distinct tensor per value (see fed())
+                    env[name] = y
+                    if is_float(y):
+                        outer.attach([y])
+        terms = [(env[o] * to_tensor(c)).sum() for o, c in zip(outputs, cots) if c is not None and is_float(env[o])]
+        base = terms[0]
+        for t in terms[1:]:
+            base = base + t
+        loss = base
+        if inner is not None:
+            inner.backward(base)
+            inner.__exit__(None, None, None)
+            gx = [env[p].grad for p in penalty]
+            for t in env.values():
+                if isinstance(t, mge.Tensor):
+                    t.grad = None  # .grad accumulates: the outer backward must start from nothing
+            for g in gx:
+                if g is not None:
+                    loss = loss + (g * g).sum()
+        outer.backward(loss)
+    values = {k: to_numpy(t) for k, t in env.items() if t is not None}
+    grads = {k: grad_of(t) for k, t in env.items() if is_float(t)}
+    return values, grads

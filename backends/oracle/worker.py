@@ -190,6 +190,10 @@ class OracleAdapter(ReferenceAdapter):
     def fwd(self, entry, inputs, spec):
         return super().fwd(entry, inputs, spec)
 
+    def chained(self, pairs, feeds, outputs, cots, penalty):
+        """The float64 chain: torch's op table in float64 (the oracle for chained errors)."""
+        return self.grad.chained([(self._torch_entry(s), s) for _, s in pairs], feeds, outputs, cots, penalty)
+
 
 def make_adapter():
     return OracleAdapter()

@@ -18,8 +18,14 @@ class TorchAdapter(Adapter):
     name = "torch"
     modes = ("fwd", "vjp", "vjp2")
 
+    autodiff = autodiff
+
     def __init__(self, table=OPS, dtype=None):
         self.table, self.dtype = table, dtype
+
+    def chained(self, pairs, feeds, outputs, cots, penalty):
+        steps = [(self._op(e, s), s.attrs, s.inputs, s.outputs, e.flags.get("nondiff", ())) for e, s in pairs]
+        return autodiff.chained(steps, feeds, outputs, cots, tuple(penalty), self.dtype)
 
     def versions(self):
         return {"torch": torch.__version__}

@@ -79,3 +79,42 @@ def vjp2(op, inputs, attrs, cots, us, nondiff=(), dtype=None):
     dx = [to_numpy(next(d)) if x is not None and x.requires_grad else None for x in xs]
     dg = [to_numpy(next(d)) if g is not None else None for g in gs]
     return dx, dg
+
+
+def chained(steps, feeds, outputs, cots, penalty=(), dtype=None):
+    """The whole graph chained from `feeds`, then the loss backpropagated through torch.autograd.
+
+    steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
+    loss = sum_o <y_o, c_o>, plus sum_x ||d(sum_o <y_o, c_o>)/dx||^2 over the `penalty` inputs
+    (a gradient penalty: the backward then runs double backward through every op).
+    Returns (values, grads): name -> array, grads = d loss / d value for every float value."""
+    env = {}
+    for k, v in feeds.items():
+        t = to_tensor(v, dtype)
+        if t is not None and t.dtype.is_floating_point:
+            t.requires_grad_(True)
+        env[k] = t
+    for op, attrs, ins, outs, nondiff in steps:
+        xs = [(env[i].detach() if k in nondiff else env[i]) if i else None for k, i in enumerate(ins)]
+        for name, y in zip(outs, as_tuple(op(*xs, **attrs))):
+            if not name:
+                continue
+            if isinstance(y, torch.Tensor) and y.requires_grad:
+                if y.is_leaf or any(y is x for x in xs):
+                    y = y.view_as(y)  # a distinct tensor per value, so each keeps its own .grad
+                y.retain_grad()
+            env[name] = y
+    base = sum(((env[o] * to_tensor(c, dtype).to(env[o].dtype)).sum() for o, c in zip(outputs, cots)
+                if c is not None and isinstance(env[o], torch.Tensor) and env[o].requires_grad),
+               torch.zeros((), dtype=dtype or torch.float32))
+    loss = base
+    if penalty and base.requires_grad:
+        xs = [env[p] for p in penalty]
+        gs = torch.autograd.grad(base, xs, create_graph=True, allow_unused=True, materialize_grads=True)
+        loss = base + sum((g * g).sum() for g in gs)
+    if loss.requires_grad:
+        loss.backward()
+    values = {k: to_numpy(t) for k, t in env.items() if t is not None}
+    grads = {k: to_numpy(t.grad if t.grad is not None else torch.zeros_like(t)) for k, t in env.items()
+             if isinstance(t, torch.Tensor) and t.requires_grad}
+    return values, grads

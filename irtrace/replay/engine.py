@@ -108,6 +108,9 @@ class _Pool:
         d.update(workers)
         self.all.extend(workers.values())
 
+    def available(self):
+        return {w.info.name for w in self.all} | {n for n, i in B.BACKENDS.items() if i.unavailable() is None}
+
     def close(self):
         for w in self.all:
             w.close()

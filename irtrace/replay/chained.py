@@ -1,0 +1,184 @@
+"""Chained replay: each backend runs the whole graph from the model inputs, fed by its own
+upstream values, then backpropagates the bundle's loss (or a gradient penalty) with its own
+autograd. Errors per value against the reference (torch, chained the same way) and the
+float64 chain, linked to the isolated verdicts: where chained error first exceeds
+tolerance at node X, either X itself is divergent in isolation (the culprit) or the error
+accumulated upstream (the upstream nodes with the largest isolated error are named)."""
+import logging
+import time
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from irtrace import compare as C
+from irtrace.errors import IrtraceError
+from irtrace.export.record import initializers
+from irtrace.ir.spec import node_specs
+from irtrace.replay.engine import ORACLE, REFERENCE
+from irtrace.replay.worker import WorkerFailed
+from irtrace.store import grad_name
+
+log = logging.getLogger(__name__)
+LOSSES = ("bundle", "grad-penalty")
+
+
+@dataclass
+class ChainedRun:
+    backend: str
+    status: str                     # ok / ERROR / UNSUPPORTED / CRASH / TIMEOUT
+    message: str = ""
+    time_s: float = None
+    values: list = field(default_factory=list)       # per value: dict (fwd), in topological order
+    grads: list = field(default_factory=list)        # per value: dict (bwd)
+    parameters: list = field(default_factory=list)   # per parameter gradient, worst first
+    state: list = field(default_factory=list)        # updated running stats
+    first_divergence: dict = None
+    first_grad_divergence: dict = None
+
+
+def _graph_request(specs, protos, feeds, outputs, penalty):
+    return {"kind": "graph", "specs": [{**s.to_json(), "proto": protos[s.name]} for s in specs],
+            "feeds": list(feeds), "outputs": outputs, "penalty": penalty}
+
+
+def _run(pool, backend, msg, arrays, timeout):
+    try:
+        reply, out = pool.get(backend).call(msg, arrays, timeout)
+    except WorkerFailed as e:
+        return e.verdict, {"message": e.message}, {}, {}
+    if reply["status"] != "ok":
+        return {"unsupported": C.UNSUPPORTED, "error": C.ERROR}[reply["status"]], reply, {}, {}
+    nv = len(reply["values"])
+    return "ok", reply, dict(zip(reply["values"], out[:nv])), dict(zip(reply["grads"], out[nv:]))
+
+
+def _entry(name, node, index, verdict, m, extras, kind):
+    return {"value": name, "node": node, "index": index, "kind": kind, "verdict": verdict,
+            "max_abs": m.max_abs if m else None, "max_rel": m.max_rel if m else None,
+            "closer_to_oracle": extras.get("closer_to_oracle"), "message": extras.get("message", "")}
+
+
+def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=C.Policy(), isolated=None):
+    """Chained runs of `backends`; `isolated`: the isolated Replay of the same bundle, to link verdicts."""
+    if loss not in LOSSES:
+        raise IrtraceError(f"unknown chained loss {loss!r}; choose from {', '.join(LOSSES)}")
+    import base64
+    model = bundle.model
+    specs = node_specs(model)
+    protos = {n.name: base64.b64encode(n.SerializeToString()).decode() for n in model.graph.node}
+    m = bundle.manifest
+    feeds = dict(initializers(model))
+    for i in model.graph.input:
+        feeds[i.name] = np.asarray(bundle.values[i.name])
+    outputs = m["outputs"]
+    cots = [np.asarray(bundle.values[grad_name(o)]) if grad_name(o) in bundle.values else None for o in outputs]
+    if loss == "grad-penalty":
+        penalty = [i.name for i in model.graph.input if feeds[i.name].dtype.kind == "f"]
+        if m["loss"].get("kind") == "sum":
+            cots = [np.ones_like(c) if c is not None else None for c in cots]
+    else:
+        penalty = []
+    msg = _graph_request(specs, protos, feeds, outputs, penalty)
+    arrays = list(feeds.values()) + cots
+    ref_status, ref_reply, ref_vals, ref_grads = _run(pool, REFERENCE, msg, arrays, timeout)
+    if ref_status != "ok":
+        raise IrtraceError(f"the torch reference could not run the graph chained: {ref_reply.get('message', '')}")
+    o_status, _, o_vals, o_grads = _run(pool, ORACLE, msg, arrays, timeout) if ORACLE in pool.available() else \
+        ("none", {}, {}, {})
+    producer = {o: (i, s.name) for i, s in enumerate(specs) for o in s.outputs if o}
+    order = [o for s in specs for o in s.outputs if o]
+    params = [p for p in m.get("parameters", []) if p in feeds]
+    state = m.get("state_outputs", {})
+    runs = []
+    for backend in backends:
+        t0 = time.perf_counter()
+        status, reply, vals, grads = _run(pool, backend, msg, arrays, timeout)
+        run = ChainedRun(backend, status, reply.get("message", ""), time.perf_counter() - t0)
+        if status == "ok":
+            for name in order:
+                if name in vals and name in ref_vals:
+                    verdict, met, ex = C.judge(vals[name], ref_vals[name], o_vals.get(name), policy)
+                    run.values.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "fwd"))
+                if name in grads and name in ref_grads:
+                    verdict, met, ex = C.judge(grads[name], ref_grads[name], o_grads.get(name), policy)
+                    run.grads.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "bwd"))
+            for p in params:
+                if p in grads and p in ref_grads:
+                    verdict, met, ex = C.judge(grads[p], ref_grads[p], o_grads.get(p), policy)
+                    run.parameters.append(_entry(p, "", -1, verdict, met, ex, "param_grad"))
+            run.parameters.sort(key=lambda e: (-C.SEVERITY.get(e["verdict"], 0), -(e["max_rel"] or 0.0), e["value"]))
+            for key, value in state.items():
+                if value in vals and value in ref_vals:
+                    verdict, met, ex = C.judge(vals[value], ref_vals[value], o_vals.get(value), policy)
+                    run.state.append({**_entry(value, producer[value][1], producer[value][0], verdict, met, ex,
+                                               "state"), "state_dict_key": key})
+            run.first_divergence = _link(run.values, specs, isolated, backend, "fwd", "upstream")
+            # a cotangent is made by the nodes downstream of its value; with a gradient penalty the
+            # backward pass runs every op's double backward, so isolated vjp2 is the one to ask
+            run.first_grad_divergence = _link(list(reversed(run.grads)), specs, isolated, backend,
+                                              "vjp2" if penalty else "vjp", "everywhere" if penalty else "downstream")
+        runs.append(run)
+    return runs
+
+
+def _isolated(isolated, backend, node, mode):
+    if isolated is None:
+        return None
+    for n in isolated.nodes:
+        if n.name == node:
+            rs = [r for r in n.results if r.backend == backend and r.mode == mode]
+            if not rs:
+                return None
+            worst = max(rs, key=lambda r: (C.SEVERITY.get(r.verdict, 0), r.metrics.max_rel if r.metrics else 0))
+            return worst
+    return None
+
+
+def _link(entries, specs, isolated, backend, mode, direction):
+    """The first value whose chained error is a failing verdict, and what isolated replay says of
+    the node(s) that make it: the culprit, or clean (error accumulated: the worst nodes on the way)."""
+    first = next((e for e in entries if e["verdict"] in C.FAILING), None)
+    if first is None:
+        return None
+    node = first["node"]
+    if direction == "downstream":  # the cotangent of a value comes from its consumers
+        consumers = [s.name for s in specs if first["value"] in s.inputs]
+        failing = [(c, _isolated(isolated, backend, c, mode)) for c in consumers]
+        failing = [(c, r) for c, r in failing if r is not None and r.verdict in C.FAILING]
+        if failing:
+            node = failing[0][0]
+    own = _isolated(isolated, backend, node, mode)
+    out = {**first, "isolated_verdict": own.verdict if own else None, "isolated_mode": mode}
+    if own is not None and own.verdict in C.FAILING:
+        out["culprit"] = node
+        out["explanation"] = f"{node} diverges in isolation too ({own.verdict}, max abs {own.metrics.max_abs:.3g})" \
+            if own.metrics else f"{node} fails in isolation too ({own.verdict})"
+        return out
+    g = nx.DiGraph()
+    made = {o: s.name for s in specs for o in s.outputs if o}
+    for s in specs:
+        g.add_node(s.name)
+        for i in s.inputs:
+            if i in made:
+                g.add_edge(made[i], s.name)
+    if direction == "everywhere":  # a gradient penalty's backward runs double backward through every op
+        upstream = set(g.nodes) - {node}
+    else:
+        upstream = (nx.ancestors(g, node) if direction == "upstream" else nx.descendants(g, node)) if node in g else set()
+    ranked = []
+    for u in upstream:
+        r = _isolated(isolated, backend, u, mode)
+        if r is not None and (r.metrics is not None or r.verdict in C.FAILING):
+            ranked.append((C.SEVERITY.get(r.verdict, 0), r.metrics.max_rel if r.metrics else 0.0, u, r.verdict))
+    ranked.sort(reverse=True)
+    ranked = [(rel, u, v) for _, rel, u, v in ranked]
+    out["culprit"] = None
+    out["upstream"] = [{"node": u, "max_rel": rel, "verdict": v} for rel, u, v in ranked[:3]]
+    where = {"upstream": "upstream", "downstream": "downstream (where its cotangent comes from)",
+             "everywhere": "through the double backward of the other ops"}[direction]
+    out["explanation"] = (f"{node} is clean in isolation ({own.verdict if own else 'not replayed'}, {mode}): the "
+                          f"error accumulated {where}" + (f"; largest isolated {mode} errors there: " +
+                                                     ", ".join(f"{u['node']} ({u['verdict']}, {u['max_rel']:.2g})"
+                                                               for u in out["upstream"]) if ranked else ""))
+    return out

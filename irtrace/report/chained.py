@@ -1,0 +1,118 @@
+"""Chained replay in the reports: JSON section, terminal lines, the error-growth plot, HTML."""
+import base64
+import html
+import io
+from dataclasses import asdict
+from pathlib import Path
+
+
+def to_json(runs, loss):
+    return {"loss": loss, "runs": [asdict(r) for r in runs]}
+
+
+def _fmt(v):
+    return "-" if v is None else f"{v:.3g}"
+
+
+def lines(section, top=10):
+    out = []
+    for r in section["runs"]:
+        b = r["backend"]
+        if r["status"] != "ok":
+            out.append(f"chained {b}: {r['status']}: {r['message'][:300]}")
+            continue
+        bad_v = sum(1 for e in r["values"] if e["verdict"] in ("DIVERGENT", "NAN_MISMATCH", "SHAPE_MISMATCH"))
+        bad_g = sum(1 for e in r["grads"] if e["verdict"] in ("DIVERGENT", "NAN_MISMATCH", "SHAPE_MISMATCH"))
+        out.append(f"chained {b} ({section['loss']} loss): {len(r['values'])} values, {bad_v} diverge forward; "
+                   f"{len(r['grads'])} cotangents, {bad_g} diverge backward")
+        for key, title in (("first_divergence", "forward"), ("first_grad_divergence", "backward")):
+            d = r.get(key)
+            if d:
+                out.append(f"  first {title} divergence: {d['value']} (node {d['node']}), max abs {_fmt(d['max_abs'])}"
+                           f" — {d['explanation']}")
+        if r["parameters"]:
+            out.append(f"  parameter gradients, worst first ({len(r['parameters'])}):")
+            for e in r["parameters"][:top]:
+                out.append(f"    {e['verdict']:<14} {e['value']:<48} max abs {_fmt(e['max_abs']):>9}  "
+                           f"max rel {_fmt(e['max_rel']):>9}")
+        for e in r["state"]:
+            if e["verdict"] not in ("MATCH", "NOISE"):
+                out.append(f"  running stat {e['state_dict_key']}: {e['verdict']} max abs {_fmt(e['max_abs'])}")
+    return out
+
+
+def _blocks(manifest_nodes, specs, depth=2):
+    """(index, label) where the module path's first `depth` parts change: block boundaries."""
+    out, last = [], None
+    for i, s in enumerate(specs):
+        mod = manifest_nodes.get(s.name, {}).get("module", "")
+        key = ".".join(mod.split(".")[:depth]) if mod else ""
+        if key and key != last:
+            out.append((i, key))
+            last = key
+    return out
+
+
+def plot(section, bundle, path):
+    """Max rel error (log) against node position, one line per backend and direction; labels at the
+    first divergence and at block boundaries (thinned so they stay readable at 1,000 nodes)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from irtrace.ir.spec import node_specs
+    specs = node_specs(bundle.model)
+    n = len(specs)
+    fig, ax = plt.subplots(figsize=(min(24, 8 + n / 60), 5.5), dpi=110)
+    floor = 1e-9
+    for r in section["runs"]:
+        if r["status"] != "ok":
+            continue
+        for kind, entries, style in (("fwd", r["values"], "-"), ("bwd", r["grads"], "--")):
+            worst = {}
+            for e in entries:
+                if e["max_rel"] is not None:
+                    worst[e["index"]] = max(worst.get(e["index"], 0.0), e["max_rel"])
+            xs = sorted(worst)
+            if xs:
+                ax.plot(xs, [max(worst[x], floor) for x in xs], style, lw=1.1, marker="." if n < 200 else None,
+                        ms=3, label=f"{r['backend']} {kind}")
+        for key, color in (("first_divergence", "red"), ("first_grad_divergence", "purple")):
+            d = r.get(key)
+            if d:
+                mod = bundle.manifest["nodes"].get(d["node"], {}).get("module", "") or d["node"]
+                ax.axvline(d["index"], color=color, lw=0.8, alpha=0.6)
+                ax.annotate(f"{'culprit' if d.get('culprit') else 'first divergence'}: {mod}",
+                            (d["index"], max(d["max_rel"] or floor, floor)), xytext=(5, 10), textcoords="offset points",
+                            color=color, fontsize=8)
+    blocks = _blocks(bundle.manifest["nodes"], specs)
+    step = max(1, len(blocks) // 24)
+    for i, (x, label) in enumerate(blocks):
+        ax.axvline(x, color="0.85", lw=0.6, zorder=0)
+        if i % step == 0:
+            ax.text(x, 1.01, label, rotation=60, fontsize=7, transform=ax.get_xaxis_transform(), ha="left", va="bottom")
+    ax.set_yscale("log")
+    ax.set_xlim(-1, n)
+    ax.set_xlabel("node (topological order)")
+    ax.set_ylabel("max relative error vs torch (chained)")
+    ax.set_title(f"chained replay of {bundle.manifest.get('name', '')}, {section['loss']} loss", pad=60, fontsize=10)
+    ax.grid(True, which="major", axis="y", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return Path(path)
+
+
+def html_section(section, png):
+    img = base64.b64encode(Path(png).read_bytes()).decode() if png and Path(png).exists() else ""
+    rows = []
+    for r in section["runs"]:
+        for e in r["parameters"]:
+            rows.append(f"<tr><td>{html.escape(r['backend'])}</td><td>{html.escape(e['value'])}</td>"
+                        f"<td>{e['verdict']}</td><td>{_fmt(e['max_abs'])}</td><td>{_fmt(e['max_rel'])}</td></tr>")
+    text = "<br>".join(html.escape(x) for x in lines(section))
+    return (f"<h2>Chained replay</h2><p>{text}</p>" + (f'<img alt="chained error" src="data:image/png;base64,{img}" '
+                                                        f'style="max-width:100%">' if img else "") +
+            "<h3>Parameter gradients, worst first</h3><table><tr><th>backend</th><th>parameter</th><th>verdict</th>"
+            "<th>max abs</th><th>max rel</th></tr>" + "".join(rows) + "</table>")
