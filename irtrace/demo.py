@@ -25,10 +25,19 @@ def demo(out, names):
         bundle = irtrace.export(e.build(), e.inputs(), out / f"{name}.irt", train=e.train, force=True)
         print(f"== {name}: {e.doc}")
         print(f"   exported {bundle.path} ({len(bundle.model.graph.node)} nodes, {bundle.manifest['mode']} mode)")
+        chained = name == "stylegan2" and "megengine" in available  # the gradient-penalty port of seeds/000
         report, where = run_replay(bundle.path, ",".join(available), "fwd,vjp,vjp2", out / f"{name}.replay",
-                                   quiet=True)
+                                   quiet=True, chained=chained, loss="grad-penalty" if chained else "bundle")
         for line in finding_lines(report):
             print("   " + line)
         print("   " + summary_line(report))
+        if chained:
+            from irtrace.report.chained import lines
+            for line in lines(report["chained"], top=5):
+                print("   " + line)
         print(f"   report: {where / 'report.html'}")
+        if report["findings"]:
+            from irtrace.repro.make import make_repros
+            folders = make_repros(where / "report.json", out / f"{name}.repros")
+            print(f"   repros: {len(folders)} in {out / f'{name}.repros'}")
     return 0

@@ -92,3 +92,27 @@ def planted_target():
 
 def planted_target_inputs():
     return (torch.randn(1, 2, 5, 5, generator=torch.Generator().manual_seed(0)),)
+
+
+class MidConv(nn.Module):
+    """Elementwise ops, then a conv in the middle, then more: for chained-drift tests."""
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Linear(6, 6)
+        self.conv = nn.Conv2d(2, 2, 3, 1, 1)
+        self.head = nn.Linear(18, 3)
+
+    def forward(self, x):
+        y = torch.tanh(self.stem(x)) * 1.5
+        y = torch.sigmoid(y).reshape(2, 2, 3, 3) + 0.25
+        y = torch.relu(self.conv(y))
+        return self.head(torch.tanh(y).reshape(2, 18))
+
+
+def mid_conv():
+    torch.manual_seed(0)
+    return MidConv()
+
+
+def mid_conv_inputs():
+    return (torch.randn(6, 6, generator=torch.Generator().manual_seed(0)),)

@@ -5,6 +5,9 @@ lrelu:  LeakyRelu whose backward is not differentiable in the cotangent (d2g = 0
 relu0:  Relu whose gradient at exactly 0 is 1 (a subgradient convention)
 crash:  Sigmoid segfaults the worker
 hang:   Tanh never returns
+bnbiased:   training BatchNorm updates running_var with the biased variance
+bnmomentum: training BatchNorm applies momentum the other way round
+f64:    every op in float64, rounded back: float32 noise only, no wrong op
 """
 import ctypes
 import os
@@ -60,16 +63,41 @@ def hang(x):
     time.sleep(3600)
 
 
+def bn_biased(x, scale, b, mean, var, *, epsilon, momentum, running_var_estimator):
+    # running_var from the biased (population) variance: the bug OneFlow had (../shared/seeds/001)
+    y, rm, rv = OPS.lookup("ai.irtrace", "TrainBatchNormalization", 1).fn(
+        x, scale, b, mean, var, epsilon=epsilon, momentum=momentum, running_var_estimator="biased")
+    return y, rm, rv
+
+
+def bn_momentum_inverted(x, scale, b, mean, var, *, epsilon, momentum, running_var_estimator):
+    # momentum applied the other way round: running = (1 - m) * running + m * batch
+    return OPS.lookup("ai.irtrace", "TrainBatchNormalization", 1).fn(
+        x, scale, b, mean, var, epsilon=epsilon, momentum=1.0 - momentum, running_var_estimator=running_var_estimator)
+
+
 BUGS = {
+    "bnbiased": ("TrainBatchNormalization", 1, bn_biased, "ai.irtrace"),
+    "bnmomentum": ("TrainBatchNormalization", 1, bn_momentum_inverted, "ai.irtrace"),
     "pad": ("Conv", 11, wrong_side_conv),
     "lrelu": ("LeakyRelu", 6, lambda x, *, alpha=0.01: _LeakyNoDouble.apply(x, alpha)),
     "relu0": ("Relu", 6, lambda x: _ReluOneAtZero.apply(x)),
     "crash": ("Sigmoid", 6, crash),
     "hang": ("Tanh", 6, hang),
 }
-if BUG:
-    op, since, fn = BUGS[BUG]
-    TABLE.replace(op, since)(fn)
+if BUG == "f64":
+    # float32-noise only: every op computed in float64 and rounded back (no op is wrong)
+    for (domain, op_type), versions in TABLE._ops.items():
+        for since, entry in list(versions.items()):
+            def wrapped(*xs, _fn=entry.fn, **kw):
+                up = [x.double() if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x for x in xs]
+                out = _fn(*up, **kw)
+                down = lambda y: y.float() if isinstance(y, torch.Tensor) and y.dtype == torch.float64 else y  # noqa
+                return tuple(down(y) for y in out) if isinstance(out, (tuple, list)) else down(out)
+            TABLE.replace(op_type, since, domain)(wrapped)
+elif BUG:
+    op, since, fn, *domain = BUGS[BUG]
+    TABLE.replace(op, since, *domain)(fn)
 
 
 def make_adapter():

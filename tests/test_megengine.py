@@ -132,3 +132,18 @@ def test_examples_run_to_the_end(example_bundle, name):
         assert any(r.backend == "megengine" and r.mode == "fwd" for r in n.results), n.name
     found = sorted({(f.op_type, f.mode, f.verdict) for f in group(rep)})
     assert found == EXAMPLES[name]
+
+
+def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
+    """The StyleGAN2 port's question: which module's which parameter is off under a gradient penalty."""
+    from irtrace.commands import run_replay
+    report, out = run_replay(example_bundle("stylegan2").path, "megengine", "fwd,vjp,vjp2", tmp_path / "sg",
+                             quiet=True, chained=True, loss="grad-penalty")
+    (run,) = report["chained"]["runs"]
+    assert run["status"] == "ok"
+    assert not [e for e in run["values"] if e["verdict"] in C.FAILING]  # the forward chain agrees
+    params = run["parameters"]
+    assert len(params) == 30 and params[0]["verdict"] == C.DIVERGENT
+    assert params[0]["value"].startswith("synthesis.")  # named by state_dict key
+    assert run["first_grad_divergence"]["explanation"]
+    assert (out / "chained.png").stat().st_size > 10_000
