@@ -55,8 +55,9 @@ def build_parser():
     e.add_argument("--input-file", help="a .npz with the inputs, in the model's argument order")
     e.add_argument("--train", action="store_true", help="training mode (BatchNorm batch stats, recorded dropout)")
     e.add_argument("--seed", type=int, default=0, help="seed of inputs, masks and cotangents (default 0)")
-    e.add_argument("--loss", default="dot", choices=["dot", "sum"],
-                   help="dot: random output cotangents (default); sum: ones")
+    e.add_argument("--loss", default="dot", choices=["dot", "sum", "grad-penalty"],
+                   help="dot: random output cotangents (default); sum: ones; grad-penalty: dot plus the squared "
+                        "input gradient (recorded cotangents then come from a double backward)")
     e.add_argument("-o", "--output", required=True, help="bundle folder to write (NAME.irt)")
     e.add_argument("--force", action="store_true", help="overwrite an existing bundle")
     e.set_defaults(func=_export)

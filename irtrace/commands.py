@@ -101,8 +101,8 @@ def run_replay(bundle_path, backend, modes, out=None, jobs=1, nodes=None, ops=No
         pool = _Pool()
         try:
             # the oracle arbitrates the chains; it is not one of the backends under test there
-            runs = chained_replay(bundle, [n for n in names if n != "oracle"], pool, loss=loss, policy=policy,
-                                  isolated=rep)
+            runs, loss = chained_replay(bundle, [n for n in names if n != "oracle"], pool, loss=loss, policy=policy,
+                                        isolated=rep)
         finally:
             pool.close()
         report["chained"] = json_report._clean(CR.to_json(runs, loss))

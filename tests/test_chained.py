@@ -2,6 +2,8 @@
 gradients and BatchNorm running stats are named."""
 import json
 
+import numpy as np
+
 import pytest
 
 import irtrace
@@ -66,3 +68,15 @@ def test_running_stat_bugs_are_found_and_named(example_bundle, tmp_path, bug):
         assert "layer1.0.bn1.running_var" in bad and "layer1.0.bn1.running_mean" not in bad
     else:
         assert {"layer1.0.bn1.running_var", "layer1.0.bn1.running_mean"} <= bad
+
+
+def test_gradient_penalty_loss_is_defined_in_the_manifest(mid, tmp_path):
+    import models_for_tests as m
+    b = irtrace.export(m.mid_conv(), m.mid_conv_inputs(), tmp_path / "gp.irt", loss="grad-penalty")
+    assert b.manifest["loss"]["kind"] == "grad-penalty" and "||dD/dx||^2" in b.manifest["loss"]["definition"]
+    out = b.manifest["outputs"][0]
+    c = b.values["loss/" + out]
+    assert not np.allclose(b.values["grad/" + out], c)  # the penalty adds to the output cotangent
+    report, _, run = _run(b, "planted-f64", tmp_path)
+    assert report["chained"]["loss"] == "grad-penalty"
+    assert run["status"] == "ok" and run["parameters"]

@@ -11,7 +11,11 @@ from irtrace.store import grad_name
 LOSSES = {
     "dot": "L = sum over outputs o of <y_o, c_o>, c_o ~ N(0, 1) drawn from numpy default_rng(seed + 1) in output order",
     "sum": "L = sum over outputs o of sum(y_o) (every output cotangent is ones)",
+    "grad-penalty": "L = D + sum over float model inputs x of ||dD/dx||^2, D = sum over outputs o of <y_o, c_o>, "
+                    "c_o ~ N(0, 1) from numpy default_rng(seed + 1) (a gradient penalty: the backward runs double "
+                    "backward)",
 }
+SEED_PREFIX = "loss/"   # loss/<output>: the output seed c_o of the loss
 U_PREFIX = "u/"
 
 
@@ -44,13 +48,20 @@ def record(model, inputs, outputs, loss="dot", seed=0):
         raise IrtraceError(f"cannot record values: {e}") from e
     rng = np.random.default_rng(seed + 1)
     total = None
+    seeds = {}
     for o in outputs:
         y = env[o]
         if not (isinstance(y, torch.Tensor) and y.dtype.is_floating_point and y.requires_grad):
             continue
         c = np.ones(y.shape, np.float32) if loss == "sum" else rng.standard_normal(y.shape).astype(np.float32)
+        seeds[SEED_PREFIX + o] = c
         term = (y * torch.from_numpy(c).to(y.dtype)).sum()
         total = term if total is None else total + term
+    if total is not None and loss == "grad-penalty":
+        xs = [env[n] for n in inputs if isinstance(env[n], torch.Tensor) and env[n].requires_grad]
+        if xs:
+            gs = torch.autograd.grad(total, xs, create_graph=True, allow_unused=True, materialize_grads=True)
+            total = total + sum((g * g).sum() for g in gs)
     if total is not None:
         total.backward()
     values = {}
@@ -61,5 +72,6 @@ def record(model, inputs, outputs, loss="dot", seed=0):
             g = t.grad if t.grad is not None else torch.zeros_like(t)
             values[grad_name(name)] = np.array(to_numpy(g), order="C")
             values[u_name(name)] = urng.standard_normal(t.shape).astype(values[name].dtype)
+    values.update(seeds)
     shapes = {k: (v.dtype, v.shape) for k, v in values.items()}
     return values, shapes, env

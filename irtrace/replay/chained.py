@@ -60,7 +60,8 @@ def _entry(name, node, index, verdict, m, extras, kind):
 
 
 def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=C.Policy(), isolated=None):
-    """Chained runs of `backends`; `isolated`: the isolated Replay of the same bundle, to link verdicts."""
+    """(chained runs of `backends`, the loss used); `isolated`: the isolated Replay, to link verdicts.
+    loss="bundle" uses the bundle's own loss (a gradient penalty when it was exported with one)."""
     if loss not in LOSSES:
         raise IrtraceError(f"unknown chained loss {loss!r}; choose from {', '.join(LOSSES)}")
     import base64
@@ -72,8 +73,16 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     for i in model.graph.input:
         feeds[i.name] = np.asarray(bundle.values[i.name])
     outputs = m["outputs"]
-    cots = [np.asarray(bundle.values[grad_name(o)]) if grad_name(o) in bundle.values else None for o in outputs]
-    if loss == "grad-penalty":
+    from irtrace.export.record import SEED_PREFIX
+
+    def seed(o):  # the loss's output seed c_o (older bundles: the output cotangent, the same for "dot")
+        for k in (SEED_PREFIX + o, grad_name(o)):
+            if k in bundle.values:
+                return np.asarray(bundle.values[k])
+        return None
+    cots = [seed(o) for o in outputs]
+    if loss == "grad-penalty" or m["loss"].get("kind") == "grad-penalty":
+        loss = "grad-penalty"
         penalty = [i.name for i in model.graph.input if feeds[i.name].dtype.kind == "f"]
         if m["loss"].get("kind") == "sum":
             cots = [np.ones_like(c) if c is not None else None for c in cots]
@@ -119,7 +128,7 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
             run.first_grad_divergence = _link(list(reversed(run.grads)), specs, isolated, backend,
                                               "vjp2" if penalty else "vjp", "everywhere" if penalty else "downstream")
         runs.append(run)
-    return runs
+    return runs, loss
 
 
 def _isolated(isolated, backend, node, mode):
