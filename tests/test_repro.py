@@ -153,3 +153,16 @@ def test_megengine_stylegan2_one_folder_per_bug_each_runs_in_its_env(example_bun
         else:
             assert "PRELU_GRAD unimplemented" in r.stdout
         assert "import torch" not in r.stdout
+
+
+def test_onnx_reference_grouped_conv_transpose_repro(example_bundle, tmp_path):
+    report, out = run_replay(example_bundle("stylegan2").path, "onnxref", "fwd", tmp_path / "o", quiet=True,
+                             ops="ConvTranspose")
+    (folder,) = make_repros(out / "report.json", tmp_path / "orep")
+    finding = json.loads((folder / "finding.json").read_text())
+    assert finding["framework"] == "onnx"
+    text = (folder / "repro.py").read_text()
+    assert "'op_type': 'ConvTranspose'" in text and "'group': 2" in text  # shrunk to two groups
+    r = _run(folder / "repro.py")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (folder / "issue.md").read_text().startswith("# [onnx.reference] ConvTranspose: raises ValueError")

@@ -73,15 +73,17 @@ def source(adapter, msg):
         entry = adapter.lookup(spec)
     except Unsupported as e:
         return {"status": "unsupported", "message": str(e)}, []
-    if entry is None or entry.fn is None or getattr(adapter, "script", None) is None:
+    if getattr(adapter, "script", None) is None or (
+            not hasattr(adapter, "op_block") and (entry is None or entry.fn is None)):
         return {"status": "unsupported", "message": f"backend {adapter.name!r} writes no repro scripts"}, []
     try:
-        body, imports = op_source(entry.fn)
+        body, imports = adapter.op_block(spec) if hasattr(adapter, "op_block") else op_source(entry.fn)
     except Exception as e:  # a function irtrace cannot lift out: no script, but the worker lives on
         return {"status": "error", "message": f"cannot extract the op's source: {type(e).__name__}: {e}"}, []
     return {"status": "ok", "op": body, "imports": imports, "script": adapter.script(),
-            "versions": adapter.versions(), "nondiff": list(entry.flags.get("nondiff", ())),
-            "defined_in": f"{entry.fn.__module__}.{entry.fn.__name__}"}, []
+            "versions": adapter.versions(), "nondiff": list(entry.flags.get("nondiff", ())) if entry else [],
+            "defined_in": f"the ONNX node as {adapter.name} executes it" if hasattr(adapter, "op_block") else
+            f"{entry.fn.__module__}.{entry.fn.__name__}"}, []
 
 
 def handle(adapter, msg, arrays):

@@ -38,6 +38,19 @@ class ReferenceAdapter(Adapter):
     def lookup(self, spec):
         return lookup_native(self, spec)
 
+    def script(self):
+        import inspect
+        import platform
+
+        from backends import _onnx_script
+        return {"framework": "onnx", "autodiff": inspect.getsource(_onnx_script), "python": platform.python_version()}
+
+    def op_block(self, spec):
+        """The op of a repro script: the node itself, by type and attributes."""
+        op = {"op_type": spec.op_type, "domain": spec.domain, "opset": spec.opset, "n_outputs": len(spec.outputs),
+              "out_dtypes": list(spec.out_dtypes) or [""] * len(spec.outputs), "runtime": "onnxref"}
+        return f"op = {op!r}\n", []
+
     def _run(self, *args, **kwargs):
         raise AssertionError("onnx.reference executes the node itself")
 

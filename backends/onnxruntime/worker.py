@@ -33,6 +33,19 @@ class OrtAdapter(Adapter):
     def lookup(self, spec):
         return lookup_native(self, spec)
 
+    def script(self):
+        import inspect
+        import platform
+
+        from backends import _onnx_script
+        return {"framework": "onnxruntime", "autodiff": inspect.getsource(_onnx_script), "python": platform.python_version()}
+
+    def op_block(self, spec):
+        """The op of a repro script: the node itself, by type and attributes."""
+        op = {"op_type": spec.op_type, "domain": spec.domain, "opset": spec.opset, "n_outputs": len(spec.outputs),
+              "out_dtypes": list(spec.out_dtypes) or [""] * len(spec.outputs), "runtime": "onnxruntime"}
+        return f"op = {op!r}\n", []
+
     def _session(self, spec, inputs, out_dtypes):
         key = signature(spec, inputs)
         if key not in self.cache:

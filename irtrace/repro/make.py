@@ -156,9 +156,11 @@ def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
     inputs = tuple(np.array(v[i]) if i else None for i in spec.inputs)
     us = tuple(np.array(v[u_name(i)]) if i and u_name(i) in v else None for i in spec.inputs)
     cots = [np.array(v[grad_name(o)]) if o and grad_name(o) in v else None for o in spec.outputs]
+    out_dtypes = [v.spec(o)[0].str if o and o in v else "" for o in spec.outputs]
     try:
         pool.get(backend)
-        src = pool.get(backend).call({"kind": "source", "spec": {**spec.to_json(), "proto": proto}}, [], timeout)[0]
+        src = pool.get(backend).call({"kind": "source", "spec": {**spec.to_json(), "proto": proto,
+                                                                 "out_dtypes": out_dtypes}}, [], timeout)[0]
         torch_src = pool.get(REFERENCE).call({"kind": "source", "spec": {**spec.to_json(), "proto": proto}}, [],
                                              timeout)[0]
     except Exception as e:  # a backend that cannot even start writes no repro; say so, go on

@@ -6,7 +6,7 @@ import re
 import irtrace
 
 _MODE_WORDS = {"fwd": "forward", "vjp": "backward (vjp)", "vjp2": "double backward (grad of grad)"}
-_FRAMEWORK = {"megengine": "MegEngine", "torch": "PyTorch"}
+_FRAMEWORK = {"megengine": "MegEngine", "torch": "PyTorch", "onnx": "onnx.reference", "onnxruntime": "onnxruntime"}
 
 
 def safe(text, limit=120):
@@ -15,8 +15,9 @@ def safe(text, limit=120):
 
 
 def framework_name(script_info, backend):
-    return _FRAMEWORK.get(script_info["framework"], script_info["framework"]) + \
-        ("" if backend == script_info["framework"] else f" (irtrace backend {safe(backend)})")
+    fw = script_info["framework"]
+    same = backend == fw or (fw, backend) == ("onnx", "onnxref")
+    return _FRAMEWORK.get(fw, fw) + ("" if same else f" (irtrace backend {safe(backend)})")
 
 
 def symptom(verdict, label, numbers, message):
