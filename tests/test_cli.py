@@ -49,7 +49,7 @@ def _npz(tmp_path):
     (["export", "models_for_tests:tiny", "--input", "x=2by3"], r"bad --input 'x=2by3': expected NAME=DIMxDIM"),
     (["export", "models_for_tests:data_dependent", "--input", "x=3"], r"torch.onnx.export could not export DataDependent"),
     (["export", "models_for_tests:tiny", "-o", "/nonexistent/dir/t.irt"], r"folder /nonexistent/dir does not exist"),
-    (["export", "model.onnx"], r"exporting from an ONNX file is not supported yet"),
+    (["export", "model.onnx"], r"model.onnx: no such file"),
     (["export", "models_for_tests:tiny", "--input-file", "/nope.npz"], r"--input-file /nope.npz: no such file"),
     (["inspect", "/no/such.irt"], r"no such bundle"),
 ])

@@ -18,7 +18,8 @@ def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_esti
                      sources=None):
     """`inputs`: graph input name -> array. `sources`: node name -> source dict for the manifest."""
     graph, original = canonical.canonicalize(model, bn_estimator=bn_estimator)
-    names = [i.name for i in graph.graph.input]
+    inits = {t.name for t in graph.graph.initializer}
+    names = [i.name for i in graph.graph.input if i.name not in inits]
     missing = [n for n in names if n not in inputs]
     if missing:
         raise IrtraceError(f"no value for graph input(s) {', '.join(missing)}")
