@@ -18,6 +18,9 @@ def add_commands(sub):
     r.add_argument("--atol", type=float, help="fixed absolute tolerance (overrides the oracle)")
     r.add_argument("--rtol", type=float, help="fixed relative tolerance (overrides the oracle)")
     r.add_argument("--strict", action="store_true", help="UNSUPPORTED fails too")
+    r.add_argument("--form", default="canonical", choices=["canonical", "original"],
+                   help="original: onnxruntime/onnxref get each node's attributes as before canonicalization "
+                        "(e.g. auto_pad), to test their own handling of them")
     r.add_argument("--chained", action="store_true",
                    help="also run the whole graph chained on each backend: error growth, parameter gradients")
     r.add_argument("--loss", default="bundle", choices=["bundle", "grad-penalty"],
@@ -59,7 +62,7 @@ def add_commands(sub):
 
 
 def run_replay(bundle_path, backend, modes, out=None, jobs=1, nodes=None, ops=None, timeout=60.0, atol=None,
-               rtol=None, strict=False, quiet=False, chained=False, loss="bundle"):
+               rtol=None, strict=False, quiet=False, chained=False, loss="bundle", form="canonical"):
     """Replay + reports; returns (report dict, out folder)."""
     from pathlib import Path
 
@@ -86,7 +89,7 @@ def run_replay(bundle_path, backend, modes, out=None, jobs=1, nodes=None, ops=No
     try:
         rep = replay(bundle, names, parse_modes(modes), nodes_regex=nodes,
                      ops=[o.strip() for o in ops.split(",")] if ops else None, jobs=jobs, timeout=timeout,
-                     policy=policy, progress=progress)
+                     policy=policy, progress=progress, form=form)
     finally:
         if bar is not None:
             bar.stop()
@@ -123,7 +126,8 @@ def run_replay(bundle_path, backend, modes, out=None, jobs=1, nodes=None, ops=No
 def _replay(args):
     from irtrace.report.json_report import exit_code
     report, out = run_replay(args.bundle, args.backend, args.modes, args.out, args.jobs, args.nodes, args.ops,
-                             args.timeout, args.atol, args.rtol, args.strict, chained=args.chained, loss=args.loss)
+                             args.timeout, args.atol, args.rtol, args.strict, chained=args.chained, loss=args.loss,
+                             form=args.form)
     if args.repro and report["findings"]:
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)

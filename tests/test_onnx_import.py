@@ -87,3 +87,20 @@ def test_dynamic_shape_needs_input(tmp_path, capsys):
     b = load(tmp_path / "d.irt")
     assert b.values["x"].shape == (1, 2, 7, 7)
     assert decode_attrs(b.model.graph.node[0])["pads"] == [1, 1, 1, 1]  # 7 at stride 2: total 2, symmetric
+
+
+@pytest.mark.parametrize("size,verdict", [(7, "SHAPE_MISMATCH"), (8, "DIVERGENT")])
+def test_original_form_exposes_onnx_reference_same_lower_bug(tmp_path, size, verdict):
+    """onnx.reference's own auto_pad=SAME_LOWER at stride 2 is wrong (shape for odd sizes, values for
+    even); onnxruntime's own auto_pad agrees with irtrace's resolution of it."""
+    from irtrace.export.onnx_import import export_onnx
+    from irtrace.replay.engine import replay
+    from irtrace.report.findings import group
+    p = tmp_path / "same.onnx"
+    onnx.save(same_pads_model(size=size), str(p))
+    b = export_onnx(p, tmp_path / "same.irt")
+    rep = replay(b, ["onnxref", "onnxruntime"], modes=["fwd"], form="original")
+    found = [(f.backend, f.op_type, f.verdict, f.first_node) for f in group(rep)]
+    assert found == [("onnxref", "MaxPool", verdict, "block/max_same_lower/MaxPool")]
+    canonical = group(replay(b, ["onnxref", "onnxruntime"], modes=["fwd"]))
+    assert not canonical  # the canonical (explicit pads) form is right on both

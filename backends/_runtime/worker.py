@@ -30,6 +30,7 @@ def serve(name):
         kind = msg.get("kind")
         if kind == "hello":
             wire.write(stdout, {"status": "ok", "modes": list(adapter.modes), "versions": adapter.versions(),
+                                "native": bool(getattr(adapter, "native", False)),
                                 "ops": [list(k) for k in adapter.table.keys()], "pid": os.getpid()})
             continue
         if kind == "exit":

@@ -24,6 +24,7 @@ def reference_ops():
 class ReferenceAdapter(Adapter):
     name = "onnxref"
     modes = ("fwd",)
+    native = True  # executes the ONNX node itself: `--form original` gives it the original attributes
     cast = None
 
     def __init__(self):

@@ -20,6 +20,7 @@ def _kernels():
 class OrtAdapter(Adapter):
     name = "onnxruntime"
     modes = ("fwd",)
+    native = True  # executes the ONNX node itself: `--form original` gives it the original attributes
 
     def __init__(self):
         import onnxruntime as ort

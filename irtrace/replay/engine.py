@@ -133,9 +133,23 @@ def _call(pool, backend, msg, arrays, timeout):
     return status, reply, out
 
 
+def original_proto(node, original_attrs):
+    """The node as it was before canonicalization (e.g. auto_pad=SAME_LOWER), for backends that
+    execute ONNX themselves: their own auto_pad handling is code under test too."""
+    from onnx import helper
+    n = type(node)()
+    n.CopyFrom(node)
+    del n.attribute[:]
+    for k, v in original_attrs.items():
+        n.attribute.append(helper.make_attribute(k, v))
+    return base64.b64encode(n.SerializeToString()).decode()
+
+
 def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, timeout=60.0, policy=C.Policy(),
-           progress=None):
-    """Replay every selected node of `bundle` on `backends` (names) in `modes`; returns a Replay."""
+           progress=None, form="canonical"):
+    """Replay every selected node of `bundle` on `backends` (names) in `modes`; returns a Replay.
+    form="original": backends that execute ONNX natively get each node's attributes as they were
+    before canonicalization (the others always get the canonical node)."""
     for b in backends:
         reason = B.get(b).unavailable()
         if reason:
@@ -144,6 +158,14 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
     model = bundle.model
     specs = node_specs(model)
     protos = {n.name: base64.b64encode(n.SerializeToString()).decode() for n in model.graph.node}
+    if form not in ("canonical", "original"):
+        raise IrtraceError(f"unknown --form {form!r}; choose canonical or original")
+    originals = {}
+    if form == "original":
+        for n in model.graph.node:
+            attrs = bundle.node_source(n.name).get("original_attrs")
+            if attrs is not None:
+                originals[n.name] = original_proto(n, attrs)
     selected = _select(specs, nodes_regex, ops)
     use_oracle = B.get(ORACLE).unavailable() is None
     pool = _Pool()
@@ -162,6 +184,19 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                 continue
             msg = _request(spec, mode, protos[spec.name], out_dtypes)
             arrays = inputs if mode == "fwd" else inputs + cots + (us if mode == "vjp2" else [])
+            if spec.name in originals:
+                native = [b for b in backends if pool.get(b).hello.get("native")]
+                other = [b for b in backends if b not in native]
+                if other:
+                    node.results.extend(_run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, other,
+                                                  use_oracle, timeout, policy))
+                if native:
+                    omsg = _request(spec, mode, originals[spec.name], out_dtypes)
+                    for r in _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, native, use_oracle,
+                                       timeout, policy, backend_msg=omsg):
+                        if r.backend in native:
+                            node.results.append(r)
+                continue
             node.results.extend(_run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends,
                                           use_oracle, timeout, policy))
         if progress:
@@ -192,7 +227,7 @@ def _labels(spec, mode, n_out_arrays):
     return [f"d2x:{i}" for i in spec.inputs] + [f"d2g:{o}" for o in spec.outputs]
 
 
-def gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle, timeout):
+def gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle, timeout, backend_msg=None):
     """Run one node in one mode on the reference, the oracle and `backends`. `ref_fwd`: the recorded
     outputs (the fwd reference) or None to use the reference worker's. Returns
     (ref_status, ref_reply, ref, oracle, {backend: (status, reply, out)})."""
@@ -213,7 +248,7 @@ def gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle, timeout
             if mode not in pool.get(backend).hello["modes"]:
                 continue  # e.g. onnxruntime is forward-only: listed once in the report, not per node
             outs[backend] = (ref_status, ref_reply, ref_out) if backend == REFERENCE else \
-                _call(pool, backend, msg, arrays, timeout)
+                _call(pool, backend, backend_msg or msg, arrays, timeout)
     return ref_status, ref_reply, ref, oracle, outs
 
 
@@ -256,7 +291,8 @@ def judge_all(spec, mode, inputs, ref_status, ref_reply, ref, oracle, outs, poli
     return results
 
 
-def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use_oracle, timeout, policy):
+def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use_oracle, timeout, policy,
+              backend_msg=None):
     ref_fwd = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs] if mode == "fwd" else None
     return judge_all(spec, mode, inputs, *gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle,
-                                                 timeout), policy)
+                                                 timeout, backend_msg), policy)
