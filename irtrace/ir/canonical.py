@@ -11,6 +11,7 @@
 """
 import copy
 import math
+import re
 
 import numpy as np
 import onnx
@@ -326,9 +327,25 @@ def canonicalize(model, bn_estimator="biased"):
 
 
 def check(model):
-    """onnx's full check (schemas, types, shape inference) or a clear error."""
+    """onnx's full check (schemas, types, shape inference) or a clear error.
+
+    One exception, logged: onnx's C++ shape inference (1.23) keeps a pooling window that starts in
+    the end padding when ceil_mode=1, while onnx's own reference and its backend tests
+    (test_averagepool_2d_ceil_last_window_starts_on_pad) drop it; the recorded shapes follow the
+    reference, so that one disagreement is not an error."""
+    import logging
     schemas.register_schemas()
     try:
         onnx.checker.check_model(model, full_check=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+    except onnx.shape_inference.InferenceError as e:
+        text = str(e)
+        ceil_nodes = {n.name for n in model.graph.node if n.op_type in POOL_LIKE and decode_attrs(n).get("ceil_mode")}
+        named = set(re.findall(r"node name: ([^)]+)\)", text))
+        if named and named <= ceil_nodes and "Inferred shape and existing shape differ" in text:
+            logging.getLogger(__name__).warning("onnx shape inference disagrees with onnx's reference on ceil_mode "
+                                                "pooling at %s; keeping the reference's shapes", sorted(named))
+            onnx.checker.check_model(model)
+            return
+        raise IrtraceError(f"the canonical graph fails onnx.checker: {text.splitlines()[0]}") from e
+    except onnx.checker.ValidationError as e:
         raise IrtraceError(f"the canonical graph fails onnx.checker: {str(e).splitlines()[0]}") from e
