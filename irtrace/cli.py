@@ -14,6 +14,12 @@ def _export(args):
     from irtrace.export.torch_export import export
     from irtrace.inputs import load_input_file, make_inputs, parse_input_spec, resolve_target
     specs = [parse_input_spec(s) for s in args.input]
+    if args.source == "tensorflow":
+        from irtrace.export.tf_import import export_tf
+        arrays = load_input_file(args.input_file) if args.input_file else None
+        bundle = export_tf(args.target, args.output, specs, arrays, args.seed, args.loss, args.force)
+        print(f"wrote {bundle.path}: {len(bundle.model.graph.node)} nodes, {len(bundle.values)} values, from TensorFlow")
+        return 0
     if args.target.endswith(".onnx"):
         from irtrace.export.onnx_import import export_onnx
         arrays = load_input_file(args.input_file) if args.input_file else None
@@ -54,6 +60,8 @@ def build_parser():
     e = sub.add_parser("export", help="export a model to a bundle (graph + recorded values)")
     e.add_argument("target", help="pkg.module:factory (a callable returning an nn.Module, or an nn.Module), "
                                   "or model.onnx")
+    e.add_argument("--from", dest="source", default="torch", choices=["torch", "onnx", "tensorflow"],
+                   help="the model's framework (default torch; .onnx files are detected)")
     e.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]",
                    help="a seeded random input, e.g. x=2x3x32x32:float32 (repeat for several)")
     e.add_argument("--input-file", help="a .npz with the inputs, in the model's argument order")

@@ -121,6 +121,9 @@ ENVS = {
                             "IRTRACE_PYTHON_MEGENGINE",
                             "import megengine, numpy; assert numpy.__version__ < '2', numpy.__version__",
                             {"MEGENGINE_LOGGING_LEVEL": "ERROR"}),
+    "tensorflow": ManagedEnv("tensorflow", ROOT / "backends" / "tensorflow" / "requirements.txt", "3.11",
+                             "IRTRACE_PYTHON_TENSORFLOW", "import tensorflow, tf2onnx",
+                             {"TF_CPP_MIN_LOG_LEVEL": "3"}),
 }
 
 

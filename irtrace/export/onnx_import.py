@@ -68,7 +68,7 @@ def _input_arrays(model, specs, arrays, seed, path):
                                f"{[d.dim_param or '?' if not d.HasField('dim_value') else d.dim_value for d in t.shape.dim]};"
                                f" pass --input {i.name}=DIMxDIM...[:{dtype.name}] or --input-file")
         out.update(make_inputs([(i.name, tuple(dims), dtype.name)], seed))
-    unknown = set(given) | set(by_spec) - {i.name for i in graph_inputs}
+    unknown = (set(given) | set(by_spec)) - {i.name for i in graph_inputs}
     if unknown:
         raise IrtraceError(f"{path}: no graph input named {', '.join(sorted(unknown))}; inputs are "
                            f"{', '.join(i.name for i in graph_inputs)}")

@@ -1,0 +1,71 @@
+"""`irtrace export --from tensorflow SOURCE`: tf2onnx inside irtrace's TensorFlow environment,
+then the ONNX import; the export check compares TensorFlow's own outputs with the IR's.
+Node sources keep the TF layer names; the NHWC<->NCHW Transposes tf2onnx inserts stay in the
+IR (they are real ops) but are marked layout-only."""
+import json
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from irtrace import envs, store
+from irtrace.errors import IrtraceError
+from irtrace.export.onnx_import import export_onnx
+from irtrace.inputs import make_inputs
+
+CONVERTER = Path(__file__).resolve().parents[2] / "backends" / "tensorflow" / "convert.py"
+LAYOUT_PERMS = ([0, 3, 1, 2], [0, 2, 3, 1], [0, 4, 1, 2, 3], [0, 2, 3, 4, 1])
+
+
+def _layer(node_name, layers):
+    """'functional_1/conv1_1/convolution' -> 'conv1' when the model has a layer named so."""
+    for part in node_name.split("/")[1:] if "/" in node_name else [node_name]:
+        base = re.sub(r"_\d+$", "", part)
+        if base in layers or part in layers:
+            return base if base in layers else part
+    return node_name.rsplit("/", 1)[0] if "/" in node_name else ""
+
+
+def export_tf(source, out, specs=(), arrays=None, seed=0, loss="dot", force=False):
+    python = envs.get("tensorflow").python()
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        if arrays is None:
+            if not specs:
+                raise IrtraceError(f"{source}: pass --input NAME=DIMxDIM...[:DTYPE] (NHWC for TensorFlow) or --input-file")
+            arrays = make_inputs(specs, seed)
+        np.savez(d / "in.npz", **arrays)
+        r = subprocess.run([python, str(CONVERTER), str(source), str(d / "conv"), str(d / "in.npz")],
+                           capture_output=True, text=True, env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        if r.returncode != 0:
+            last = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+            raise IrtraceError(last[-1] if r.returncode == 3 and last else
+                               f"the TensorFlow converter failed (exit {r.returncode}): {last[-1] if last else ''}")
+        meta = json.loads((d / "conv" / "meta.json").read_text())
+        with np.load(d / "conv" / "inputs.npz") as z:
+            feeds = {k: z[k] for k in z.files}
+        with np.load(d / "conv" / "tf_outputs.npz") as z:
+            tf_out = [z[f"output{i}"] for i in range(len(z.files))]
+        bundle = export_onnx(d / "conv" / "model.onnx", out, arrays=feeds, seed=seed, loss=loss, force=force)
+    m = bundle.manifest
+    for i, (name, ref) in enumerate(zip(m["outputs"], tf_out)):
+        mine = np.asarray(bundle.values[name], np.float64)
+        scale = max(float(np.max(np.abs(ref))) if ref.size else 0.0, 1.0)
+        if mine.shape != ref.shape or not np.allclose(mine, ref, rtol=1e-4, atol=1e-4 * scale):
+            raise IrtraceError(f"export check failed: output {name!r} differs from TensorFlow's own (max abs "
+                               f"{float(np.max(np.abs(mine - ref))) if mine.shape == ref.shape else float('inf'):.3g})")
+    m["source"] = {"framework": "tensorflow", "model": str(source)}
+    m["versions"].update({"tensorflow": meta["tensorflow"], "tf2onnx": meta["tf2onnx"]})
+    for n in bundle.model.graph.node:
+        src = m["nodes"].setdefault(n.name, {})
+        layer = _layer(n.name, set(meta["layers"]))
+        if layer:
+            src["module"] = layer
+        if n.op_type == "Transpose":
+            from irtrace.ir.spec import decode_attrs
+            if decode_attrs(n).get("perm") in LAYOUT_PERMS:
+                src["layout_only"] = True
+    (bundle.path / store.MANIFEST).write_text(json.dumps(m, indent=1) + "\n")
+    return store.load(bundle.path)
