@@ -14,6 +14,7 @@ $(STAMP): requirements-host.txt pyproject.toml
 
 env: $(STAMP)
 	$(PY) -m irtrace setup megengine --if-possible
+	$(PY) -m irtrace setup tensorflow --if-possible
 
 demo: env
 	$(PY) -m irtrace demo --out demo-out

@@ -45,6 +45,12 @@ def add_commands(sub):
     c.add_argument("--markdown", metavar="FILE", help="write the pass counts and failures (markdown)")
     c.set_defaults(func=_conformance)
 
+    df = sub.add_parser("diff", help="align two bundles of the same model (e.g. a TF original and its PyTorch port)")
+    df.add_argument("a")
+    df.add_argument("b")
+    df.add_argument("-o", "--out", help="folder for diff.json and diff.html (default: B.diff)")
+    df.set_defaults(func=_diff)
+
     s = sub.add_parser("setup", help="build (or reuse) the managed environment of a backend, e.g. megengine")
     s.add_argument("name")
     s.add_argument("--if-possible", action="store_true",
@@ -162,6 +168,42 @@ def _conformance(args):
     from irtrace.replay import backends as B
     main_run(B.parse_list(args.backend), args.markdown)
     return 0
+
+
+def _diff(args):
+    import html as H
+    import json
+    from pathlib import Path
+
+    from irtrace.diff import diff
+    from irtrace.store import load
+    d = diff(load(args.a), load(args.b))
+    fa, fb = d["a"]["framework"], d["b"]["framework"]
+    for p in d["pairs"]:
+        if p["attr_diffs"] or p["chained"] == "diverge":
+            attrs = "; ".join(f"{k} {vb} vs {va}" for k, (va, vb) in p["attr_diffs"].items())
+            print(f"{p['op_class']:8} {p['b_module'] or p['b']} ({fb}) ~ {p['a_module'] or p['a']} ({fa}): "
+                  f"{attrs or 'same attributes'}; values {p['chained']}"
+                  + (f" (max abs {p['chained_max_abs']:.3g})" if p["chained_max_abs"] is not None else "")
+                  + (f"; isolated {p['isolated']}" if p["isolated"] not in ("", "-") else ""))
+    for side, fw in (("only_a", fa), ("only_b", fb)):
+        if d[side]:
+            print(f"only in {fw}: " + ", ".join(f"{x['op_type']} {x['module'] or x['node']}" for x in d[side]))
+    print(d["verdict"])
+    out = Path(args.out) if args.out else Path(str(Path(args.b)).rstrip("/") + ".diff")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "diff.json").write_text(json.dumps(d, indent=1, default=float) + "\n")
+    rows = "".join(f"<tr><td>{H.escape(p['op_class'])}</td><td>{H.escape(p['b_module'] or p['b'])}</td>"
+                   f"<td>{H.escape(p['a_module'] or p['a'])}</td><td>{H.escape(json.dumps(p['attr_diffs']))}</td>"
+                   f"<td>{p['chained']}</td><td>{p['chained_max_abs']}</td><td>{p['isolated']}</td></tr>"
+                   for p in d["pairs"])
+    (out / "diff.html").write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>irtrace diff</title></head><body>"
+        f"<h1>irtrace diff</h1><p>{H.escape(d['verdict'])}</p><table border='1'><tr><th>op</th><th>{fb}</th>"
+        f"<th>{fa}</th><th>attributes ({fa} vs {fb})</th><th>chained values</th><th>max abs</th><th>isolated</th></tr>"
+        f"{rows}</table></body></html>\n")
+    print(f"wrote {out / 'diff.json'} and {out / 'diff.html'}")
+    return 1 if d["differ"] else 0
 
 
 def _setup(args):

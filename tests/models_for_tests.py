@@ -116,3 +116,56 @@ def mid_conv():
 
 def mid_conv_inputs():
     return (torch.randn(6, 6, generator=torch.Generator().manual_seed(0)),)
+
+
+class KerasBlock(nn.Module):
+    """tf_models.block in PyTorch: BN -> ReLU -> conv3x3 (padding=1), BN -> ReLU -> conv3x3, 1x1 shortcut.
+    fixed=True pads like TensorFlow's 'SAME' at stride 2: F.pad (0, 1, 0, 1), then padding=0."""
+    def __init__(self, cin, cout, stride, fixed=False):
+        super().__init__()
+        self.stride, self.fixed = stride, fixed
+        self.bn1 = nn.BatchNorm2d(cin, eps=1e-3)
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 0 if (fixed and stride == 2) else 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout, eps=1e-3)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.shortcut = nn.Conv2d(cin, cout, 1, stride, 0, bias=False)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(x))
+        y = torch.nn.functional.pad(x, (0, 1, 0, 1)) if (self.fixed and self.stride == 2) else x
+        y = self.conv2(torch.relu(self.bn2(self.conv1(y))))
+        return self.shortcut(x) + y
+
+
+class KerasWRN(nn.Module):
+    def __init__(self, fixed=False):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, 1, 1, bias=False)
+        self.block1 = KerasBlock(4, 8, 1, fixed)
+        self.block2 = KerasBlock(8, 8, 2, fixed)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        x = self.block2(self.block1(self.conv1(x)))
+        return self.fc(x.mean((2, 3)))
+
+
+def keras_wrn(weights, fixed=False):
+    """The port, with the Keras model's weights (name -> array, as tf_models saves them)."""
+    import numpy as np
+    m = KerasWRN(fixed).eval()
+    conv = lambda k: torch.from_numpy(np.transpose(weights[k], (3, 2, 0, 1)).copy())  # noqa: E731  HWIO -> OIHW
+    with torch.no_grad():
+        m.conv1.weight.copy_(conv("conv1/kernel"))
+        for name in ("block1", "block2"):
+            blk = getattr(m, name)
+            for c in ("conv1", "conv2", "shortcut"):
+                getattr(blk, c).weight.copy_(conv(f"{name}_{c}/kernel"))
+            for b in ("bn1", "bn2"):
+                bn = getattr(blk, b)
+                for t, k in (("weight", "gamma"), ("bias", "beta"), ("running_mean", "moving_mean"),
+                             ("running_var", "moving_variance")):
+                    getattr(bn, t).copy_(torch.from_numpy(weights[f"{name}_{b}/{k}"]))
+        m.fc.weight.copy_(torch.from_numpy(weights["fc/kernel"].T.copy()))
+        m.fc.bias.copy_(torch.from_numpy(weights["fc/bias"]))
+    return m

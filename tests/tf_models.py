@@ -32,3 +32,14 @@ def wideresnet():
             layer.set_weights([rng.uniform(0.5, 1.5, c), rng.normal(0, 0.1, c), rng.normal(0, 0.1, c),
                                rng.uniform(0.5, 1.5, c)])
     return model
+
+
+class Expm(tf.keras.layers.Layer):
+    def call(self, t):
+        return tf.linalg.expm(t)  # MatrixExponential: no ONNX conversion in tf2onnx
+
+
+def unconvertible():
+    """A model whose op tf2onnx cannot convert."""
+    inp = tf.keras.Input((3, 3), batch_size=2, name="x")
+    return tf.keras.Model(inp, Expm(name="expm")(inp))

@@ -48,7 +48,13 @@ def export_tf(source, out, specs=(), arrays=None, seed=0, loss="dot", force=Fals
             feeds = {k: z[k] for k in z.files}
         with np.load(d / "conv" / "tf_outputs.npz") as z:
             tf_out = [z[f"output{i}"] for i in range(len(z.files))]
-        bundle = export_onnx(d / "conv" / "model.onnx", out, arrays=feeds, seed=seed, loss=loss, force=force)
+        try:
+            bundle = export_onnx(d / "conv" / "model.onnx", out, arrays=feeds, seed=seed, loss=loss, force=force)
+        except IrtraceError as e:
+            text = str(e).replace(str(d / "conv" / "model.onnx") + ": ", "")
+            if "onnx.checker" in text:  # tf2onnx left TensorFlow ops it could not convert in the graph
+                raise IrtraceError(f"tf2onnx cannot convert {source}: the ONNX it wrote {text}") from e
+            raise IrtraceError(f"{source}: {text}") from e
     m = bundle.manifest
     for i, (name, ref) in enumerate(zip(m["outputs"], tf_out)):
         mine = np.asarray(bundle.values[name], np.float64)
@@ -57,10 +63,13 @@ def export_tf(source, out, specs=(), arrays=None, seed=0, loss="dot", force=Fals
             raise IrtraceError(f"export check failed: output {name!r} differs from TensorFlow's own (max abs "
                                f"{float(np.max(np.abs(mine - ref))) if mine.shape == ref.shape else float('inf'):.3g})")
     m["source"] = {"framework": "tensorflow", "model": str(source)}
+    m["name"] = Path(str(source)).name
     m["versions"].update({"tensorflow": meta["tensorflow"], "tf2onnx": meta["tf2onnx"]})
     for n in bundle.model.graph.node:
         src = m["nodes"].setdefault(n.name, {})
         layer = _layer(n.name, set(meta["layers"]))
+        if "/" not in n.name and len(n.input) > 1:  # tf2onnx renames folded nodes (Conv__29): ask the weight
+            layer = _layer(n.input[1], set(meta["layers"])) or layer
         if layer:
             src["module"] = layer
         if n.op_type == "Transpose":

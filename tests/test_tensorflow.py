@@ -1,0 +1,86 @@
+"""TensorFlow import and `irtrace diff`: the WideResNet of ../shared/seeds/004 in Keras
+(padding='same', stride 2) and in PyTorch (padding=1), same weights."""
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import irtrace
+from irtrace import envs
+from irtrace.cli import main
+from irtrace.errors import IrtraceError
+
+TESTS = Path(__file__).parent
+try:
+    TF = envs.get("tensorflow").python()
+except IrtraceError as e:
+    TF = None
+    REASON = str(e)
+pytestmark = pytest.mark.skipif(TF is None, reason="tensorflow environment unavailable")
+
+
+@pytest.fixture(scope="module")
+def keras(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tf")
+    script = ("import sys; sys.path.insert(0, sys.argv[3]); import numpy as np, tf_models; m = tf_models.wideresnet(); "
+              "m.save(sys.argv[1]); np.savez(sys.argv[2], **{v.path: v.numpy() for v in m.weights})")
+    subprocess.run([TF, "-c", script, str(d / "wrn.keras"), str(d / "w.npz"), str(TESTS)], check=True,
+                   capture_output=True, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
+    x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)
+    np.savez(d / "x.npz", x=x)
+    assert main(["export", "--from", "tensorflow", str(d / "wrn.keras"), "--input-file", str(d / "x.npz"),
+                 "-o", str(d / "tf.irt")]) == 0
+    return d, dict(np.load(d / "w.npz")), x
+
+
+def _port(keras, fixed):
+    import models_for_tests as m
+    d, w, x = keras
+    path = d / f"torch{int(fixed)}.irt"
+    return irtrace.export(m.keras_wrn(w, fixed), (torch.from_numpy(x.transpose(0, 3, 1, 2).copy()),), path, force=True)
+
+
+def test_tf_bundle_keeps_layer_names_and_tf_pads(keras):
+    d, _, _ = keras
+    b = irtrace.load(d / "tf.irt")
+    assert b.manifest["source"]["framework"] == "tensorflow" and b.manifest["versions"]["tf2onnx"] == "1.17.0"
+    convs = {b.node_source(n.name).get("module"): n for n in b.model.graph.node if n.op_type == "Conv"}
+    from irtrace.ir.spec import decode_attrs
+    assert decode_attrs(convs["block2_conv1"])["pads"] == [0, 0, 1, 1]  # TF 'SAME' at stride 2
+    layout = [n for n in b.model.graph.node if b.node_source(n.name).get("layout_only")]
+    assert layout and all(n.op_type == "Transpose" for n in layout)
+
+
+def test_diff_names_the_first_stride2_conv_and_its_pads(keras, capsys):
+    d, _, _ = keras
+    b = _port(keras, fixed=False)
+    rc = main(["diff", str(d / "tf.irt"), str(b.path), "-o", str(d / "diff0")])
+    out = capsys.readouterr().out
+    assert rc == 1
+    verdict = out.strip().splitlines()[-2]
+    assert verdict.startswith("block2.conv1 (torch) ~ block2_conv1 (tensorflow): pads [1, 1, 1, 1] vs [0, 0, 1, 1]"
+                              " — values diverge from here")
+    report = json.loads((d / "diff0" / "diff.json").read_text())
+    assert report["first_divergence"]["b_module"] == "block2.conv1" and report["differ"]
+    before = report["pairs"][:[p["b_module"] for p in report["pairs"]].index("block2.conv1")]
+    assert before and all(p["chained"] == "equal" for p in before)  # block1 and the stem agree
+
+
+def test_diff_after_the_fix_finds_no_numeric_divergence(keras, capsys):
+    d, _, _ = keras
+    b = _port(keras, fixed=True)
+    assert main(["diff", str(d / "tf.irt"), str(b.path), "-o", str(d / "diff1")]) == 0
+    assert "no numeric divergence" in capsys.readouterr().out
+    report = json.loads((d / "diff1" / "diff.json").read_text())
+    assert not report["differ"] and any(x["op_type"] == "Pad" for x in report["only_b"])
+
+
+def test_unconvertible_tf_model(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(TESTS)
+    assert main(["export", "--from", "tensorflow", "tf_models:unconvertible", "--input", "x=2x3x3",
+                 "-o", str(tmp_path / "bad.irt")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tf2onnx cannot convert tf_models:unconvertible" in err[0]
