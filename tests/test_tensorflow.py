@@ -26,7 +26,8 @@ pytestmark = pytest.mark.skipif(TF is None, reason="tensorflow environment unava
 def keras(tmp_path_factory):
     d = tmp_path_factory.mktemp("tf")
     script = ("import sys; sys.path.insert(0, sys.argv[3]); import numpy as np, tf_models; m = tf_models.wideresnet(); "
-              "m.save(sys.argv[1]); np.savez(sys.argv[2], **{v.path: v.numpy() for v in m.weights})")
+              "m.save(sys.argv[1]); np.savez(sys.argv[2], **{v.path: v.numpy() for v in m.weights}); "
+              "m.export(sys.argv[1] + '.saved')")
     subprocess.run([TF, "-c", script, str(d / "wrn.keras"), str(d / "w.npz"), str(TESTS)], check=True,
                    capture_output=True, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
     x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)
@@ -84,3 +85,12 @@ def test_unconvertible_tf_model(tmp_path, capsys, monkeypatch):
                  "-o", str(tmp_path / "bad.irt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "tf2onnx cannot convert tf_models:unconvertible" in err[0]
+
+
+def test_saved_model_folder(keras, capsys):
+    d, _, _ = keras
+    assert main(["export", "--from", "tensorflow", str(d / "wrn.keras.saved"), "--input-file", str(d / "x.npz"),
+                 "-o", str(d / "saved.irt")]) == 0
+    b = _port(keras, fixed=False)
+    assert main(["diff", str(d / "saved.irt"), str(b.path), "-o", str(d / "diff2")]) == 1
+    assert "block2.conv1 (torch) ~ block2_conv1 (tensorflow): pads [1, 1, 1, 1] vs [0, 0, 1, 1]" in capsys.readouterr().out

@@ -15,6 +15,9 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
+_KEEP = []
+
+
 def fail(msg):
     print(msg.replace("\n", " ")[:500], file=sys.stderr)
     sys.exit(3)
@@ -24,8 +27,8 @@ def load(source):
     import tensorflow as tf
     if os.path.isdir(source):
         loaded = tf.saved_model.load(source)
-        fn = loaded.signatures["serving_default"]
-        return None, fn
+        _KEEP.append(loaded)  # the signature's variables live as long as the loaded object
+        return None, loaded.signatures["serving_default"]
     if source.endswith((".keras", ".h5")):
         return tf.keras.models.load_model(source, compile=False), None
     if ":" in source:
@@ -62,7 +65,10 @@ def main():
             proto, _ = tf2onnx.convert.from_keras(model, input_signature=spec, opset=opset)
             outs = model(*[tf.constant(a) for a in ordered], training=False)
         else:
-            proto, _ = tf2onnx.convert.from_function(tf.function(fn), input_signature=spec, opset=opset)
+            if len(names) != 1:  # tf2onnx wants the function's own positional parameters
+                fail(f"{source}: a SavedModel signature with {len(names)} inputs; export it from module:factory")
+            call = tf.function(lambda x: fn(**{names[0]: x}))  # signatures take keyword inputs
+            proto, _ = tf2onnx.convert.from_function(call, input_signature=spec, opset=opset)
             outs = fn(**{n: tf.constant(a) for n, a in zip(names, ordered)})
     except Exception as e:
         fail(f"tf2onnx cannot convert {source}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")

@@ -20,11 +20,16 @@ LAYOUT_PERMS = ([0, 3, 1, 2], [0, 2, 3, 1], [0, 4, 1, 2, 3], [0, 2, 3, 4, 1])
 
 
 def _layer(node_name, layers):
-    """'functional_1/conv1_1/convolution' -> 'conv1' when the model has a layer named so."""
-    for part in node_name.split("/")[1:] if "/" in node_name else [node_name]:
+    """'functional_1/conv1_1/convolution' -> 'conv1' when the model has a layer named so (or, for a
+    SavedModel, whose layer list is unknown, the component after Keras' 'functional_N')."""
+    parts = node_name.split("/")
+    for part in parts[1:] if len(parts) > 1 else parts:
         base = re.sub(r"_\d+$", "", part)
         if base in layers or part in layers:
             return base if base in layers else part
+    for k, part in enumerate(parts[:-1]):
+        if re.fullmatch(r"functional(_\d+)?", part) and k + 1 < len(parts) - 1:
+            return re.sub(r"_\d+$", "", parts[k + 1])
     return node_name.rsplit("/", 1)[0] if "/" in node_name else ""
 
 
