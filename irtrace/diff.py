@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 import networkx as nx
 import numpy as np
 
+from irtrace.ir.graph import dag
 from irtrace.ir.spec import node_specs
 
 OP_CLASS = {"Conv": "conv", "ConvTranspose": "convT", "Gemm": "linear", "MatMul": "linear",
@@ -62,13 +63,7 @@ def _compute_nodes(bundle):
 
 def _order(specs, nodes):
     """Compute nodes in a topological order of the graph (networkx), ties by position."""
-    g = nx.DiGraph()
-    made = {o: s.name for s in specs for o in s.outputs if o}
-    for s in specs:
-        g.add_node(s.name)
-        for i in s.inputs:
-            if i in made:
-                g.add_edge(made[i], s.name)
+    g = dag(specs)
     pos = {s.name: i for i, s in enumerate(specs)}
     keep = {s.name for _, s in nodes}
     by_name = {s.name: s for _, s in nodes}

@@ -1,15 +1,10 @@
 """torch adapter: forward, vjp and vjp2 of one op function through torch's own autograd."""
-import numpy as np
 import torch
 
 from backends._runtime.adapter import Adapter
 from backends.torch import autodiff
-from backends.torch.autodiff import as_tuple, to_tensor
+from backends.torch.autodiff import as_tuple
 from backends.torch.ops import OPS
-
-
-def is_diff(t):
-    return isinstance(t, torch.Tensor) and t.dtype.is_floating_point
 
 
 class TorchAdapter(Adapter):
@@ -51,26 +46,10 @@ class TorchAdapter(Adapter):
 
 
 def run_graph(specs, feeds, table=OPS, grad=True):
-    """Run the graph chained from `feeds` (name -> np.ndarray); returns name -> torch.Tensor.
-    With `grad`, float feeds are leaves that require grad and every float value keeps its
-    .grad after a backward."""
-    env = {}
-    for k, v in feeds.items():
-        t = to_tensor(v)
-        if grad and is_diff(t):
-            t.requires_grad_(True)
-        env[k] = t
+    """Run the graph chained from `feeds` (name -> np.ndarray); returns name -> torch.Tensor
+    (see autodiff.forward)."""
+    steps = []
     for s in specs:
         entry = table.lookup(s.domain, s.op_type, s.opset)
-        nondiff = entry.flags.get("nondiff", ())
-        xs = [(env[i].detach() if k in nondiff else env[i]) if i else None for k, i in enumerate(s.inputs)]
-        ys = as_tuple(entry.fn(*xs, **s.attrs))
-        for name, y in zip(s.outputs, ys):
-            if not name:
-                continue
-            if isinstance(y, torch.Tensor) and y.requires_grad:
-                if y.is_leaf or any(y is e for e in xs):
-                    y = y.view_as(y)  # a distinct tensor per value, so each keeps its own .grad
-                y.retain_grad()
-            env[name] = y
-    return env
+        steps.append((entry.fn, s.attrs, s.inputs, s.outputs, entry.flags.get("nondiff", ())))
+    return autodiff.forward(steps, feeds, grad=grad)

@@ -81,17 +81,13 @@ def vjp2(op, inputs, attrs, cots, us, nondiff=(), dtype=None):
     return dx, dg
 
 
-def chained(steps, feeds, outputs, cots, penalty=(), dtype=None):
-    """The whole graph chained from `feeds`, then the loss backpropagated through torch.autograd.
-
-    steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
-    loss = sum_o <y_o, c_o>, plus sum_x ||d(sum_o <y_o, c_o>)/dx||^2 over the `penalty` inputs
-    (a gradient penalty: the backward then runs double backward through every op).
-    Returns (values, grads): name -> array, grads = d loss / d value for every float value."""
+def forward(steps, feeds, dtype=None, grad=True):
+    """Run `steps` chained from `feeds`: name -> tensor. With `grad`, float feeds are leaves that
+    require grad and every float value keeps its own .grad after a backward."""
     env = {}
     for k, v in feeds.items():
         t = to_tensor(v, dtype)
-        if t is not None and t.dtype.is_floating_point:
+        if grad and t is not None and t.dtype.is_floating_point:
             t.requires_grad_(True)
         env[k] = t
     for op, attrs, ins, outs, nondiff in steps:
@@ -104,6 +100,17 @@ def chained(steps, feeds, outputs, cots, penalty=(), dtype=None):
                     y = y.view_as(y)  # a distinct tensor per value, so each keeps its own .grad
                 y.retain_grad()
             env[name] = y
+    return env
+
+
+def chained(steps, feeds, outputs, cots, penalty=(), dtype=None):
+    """The whole graph chained from `feeds`, then the loss backpropagated through torch.autograd.
+
+    steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
+    loss = sum_o <y_o, c_o>, plus sum_x ||d(sum_o <y_o, c_o>)/dx||^2 over the `penalty` inputs
+    (a gradient penalty: the backward then runs double backward through every op).
+    Returns (values, grads): name -> array, grads = d loss / d value for every float value."""
+    env = forward(steps, feeds, dtype)
     base = sum(((env[o] * to_tensor(c, dtype).to(env[o].dtype)).sum() for o, c in zip(outputs, cots)
                 if c is not None and isinstance(env[o], torch.Tensor) and env[o].requires_grad),
                torch.zeros((), dtype=dtype or torch.float32))

@@ -14,6 +14,7 @@ import numpy as np
 from irtrace import compare as C
 from irtrace.errors import IrtraceError
 from irtrace.export.record import initializers
+from irtrace.ir.graph import dag
 from irtrace.ir.spec import node_specs
 from irtrace.replay.engine import ORACLE, REFERENCE
 from irtrace.replay.worker import WorkerFailed
@@ -164,13 +165,7 @@ def _link(entries, specs, isolated, backend, mode, direction):
         out["explanation"] = f"{node} diverges in isolation too ({own.verdict}, max abs {own.metrics.max_abs:.3g})" \
             if own.metrics else f"{node} fails in isolation too ({own.verdict})"
         return out
-    g = nx.DiGraph()
-    made = {o: s.name for s in specs for o in s.outputs if o}
-    for s in specs:
-        g.add_node(s.name)
-        for i in s.inputs:
-            if i in made:
-                g.add_edge(made[i], s.name)
+    g = dag(specs)
     if direction == "everywhere":  # a gradient penalty's backward runs double backward through every op
         upstream = set(g.nodes) - {node}
     else:
