@@ -143,7 +143,7 @@ def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
     assert run["status"] == "ok"
     assert not [e for e in run["values"] if e["verdict"] in C.FAILING]  # the forward chain agrees
     params = run["parameters"]
-    assert len(params) == 30 and params[0]["verdict"] == C.DIVERGENT
+    assert len(params) == 28 and params[0]["verdict"] == C.DIVERGENT  # nn.Parameters only, not buffers
     assert params[0]["value"].startswith("synthesis.")  # named by state_dict key
     assert run["first_grad_divergence"]["explanation"]
     assert (out / "chained.png").stat().st_size > 10_000

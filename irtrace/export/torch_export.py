@@ -190,6 +190,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     t0 = time.perf_counter()
     model.train(bool(train))
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    params = {k for k, _ in model.named_parameters()}
     torch.manual_seed(seed)
     masks = []
     try:
@@ -240,7 +241,8 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
         "inputs": [{"name": n, "dtype": str(feeds[n].dtype), "shape": list(feeds[n].shape)} for n in graph_inputs],
         "outputs": outputs,
         "state_outputs": state_outputs,
-        "parameters": [t.name for t in graph.graph.initializer if t.name in state],
+        "parameters": [t.name for t in graph.graph.initializer if t.name in params],
+        "buffers": [t.name for t in graph.graph.initializer if t.name in state and t.name not in params],
         "timings": {"torch_onnx_export_s": round(t_export, 3)},
         "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": _jsonable(original_attrs[n.name])}
                                                         if n.name in original_attrs else {})}
