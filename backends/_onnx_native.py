@@ -76,3 +76,23 @@ def lookup_native(adapter, spec):
         if schema.has_function or schema.has_context_dependent_function:
             return None
         raise
+
+
+class NativeScript:
+    """Repro scripts of a backend that executes ONNX itself: the op is the node, rebuilt from its type
+    and attributes by backends/_onnx_script.py (inlined verbatim). Set `script_framework`, `runtime`."""
+    script_framework = "onnx"
+    runtime = "onnxref"
+
+    def script(self):
+        import inspect
+        import platform
+
+        from backends import _onnx_script
+        return {"framework": self.script_framework, "autodiff": inspect.getsource(_onnx_script),
+                "python": platform.python_version()}
+
+    def op_block(self, spec):
+        op = {"op_type": spec.op_type, "domain": spec.domain, "opset": spec.opset, "n_outputs": len(spec.outputs),
+              "out_dtypes": list(spec.out_dtypes) or [""] * len(spec.outputs), "runtime": self.runtime}
+        return f"op = {op!r}\n", []

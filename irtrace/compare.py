@@ -157,6 +157,20 @@ def judge(actual, ref, oracle=None, policy=Policy()):
     return (NOISE if b_err <= allowed else DIVERGENT), m, extras
 
 
+def close(actual, expected, rtol=1e-4, atol=1e-5):
+    """(ok, max abs) for export checks and alignment: allclose with `atol` relative to the expected
+    value's scale (at least 1), NaN equal to NaN; a shape mismatch is (False, inf)."""
+    a, e = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    if a.shape != e.shape:
+        return False, float("inf")
+    if e.size == 0:
+        return True, 0.0
+    scale = max(float(np.max(np.abs(np.where(np.isfinite(e), e, 0.0)))), 1.0)
+    with np.errstate(invalid="ignore"):
+        d = np.where(np.isnan(a) & np.isnan(e), 0.0, np.abs(a - e))
+    return bool(np.allclose(a, e, rtol=rtol, atol=atol * scale, equal_nan=True)), float(np.nanmax(d))
+
+
 @dataclass
 class Finding:
     id: str

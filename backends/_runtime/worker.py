@@ -74,7 +74,7 @@ def source(adapter, msg):
         entry = adapter.lookup(spec)
     except Unsupported as e:
         return {"status": "unsupported", "message": str(e)}, []
-    if getattr(adapter, "script", None) is None or (
+    if not callable(getattr(adapter, "script", None)) or (
             not hasattr(adapter, "op_block") and (entry is None or entry.fn is None)):
         return {"status": "unsupported", "message": f"backend {adapter.name!r} writes no repro scripts"}, []
     try:

@@ -2,7 +2,7 @@
 (its known bugs, e.g. grouped ConvTranspose, must show up as findings)."""
 import numpy as np
 
-from backends._onnx_native import lookup_native, native_table, one_node_model, signature
+from backends._onnx_native import NativeScript, lookup_native, native_table, one_node_model, signature
 from backends._runtime.adapter import Adapter
 
 
@@ -21,9 +21,10 @@ def reference_ops():
     return out
 
 
-class ReferenceAdapter(Adapter):
+class ReferenceAdapter(NativeScript, Adapter):
     name = "onnxref"
     modes = ("fwd",)
+    script_framework, runtime = "onnx", "onnxref"
     native = True  # executes the ONNX node itself: `--form original` gives it the original attributes
     cast = None
 
@@ -38,19 +39,6 @@ class ReferenceAdapter(Adapter):
 
     def lookup(self, spec):
         return lookup_native(self, spec)
-
-    def script(self):
-        import inspect
-        import platform
-
-        from backends import _onnx_script
-        return {"framework": "onnx", "autodiff": inspect.getsource(_onnx_script), "python": platform.python_version()}
-
-    def op_block(self, spec):
-        """The op of a repro script: the node itself, by type and attributes."""
-        op = {"op_type": spec.op_type, "domain": spec.domain, "opset": spec.opset, "n_outputs": len(spec.outputs),
-              "out_dtypes": list(spec.out_dtypes) or [""] * len(spec.outputs), "runtime": "onnxref"}
-        return f"op = {op!r}\n", []
 
     def _run(self, *args, **kwargs):
         raise AssertionError("onnx.reference executes the node itself")

@@ -3,7 +3,7 @@ fusions change numerics), one thread without spinning (many cached sessions with
 default spinning pool are slow to run and to destroy)."""
 import numpy as np
 
-from backends._onnx_native import lookup_native, native_table, one_node_model, signature
+from backends._onnx_native import NativeScript, lookup_native, native_table, one_node_model, signature
 from backends._runtime.adapter import Adapter
 from backends._table import Unsupported
 
@@ -17,9 +17,10 @@ def _kernels():
     return out
 
 
-class OrtAdapter(Adapter):
+class OrtAdapter(NativeScript, Adapter):
     name = "onnxruntime"
     modes = ("fwd",)
+    script_framework, runtime = "onnxruntime", "onnxruntime"
     native = True  # executes the ONNX node itself: `--form original` gives it the original attributes
 
     def __init__(self):
@@ -33,19 +34,6 @@ class OrtAdapter(Adapter):
 
     def lookup(self, spec):
         return lookup_native(self, spec)
-
-    def script(self):
-        import inspect
-        import platform
-
-        from backends import _onnx_script
-        return {"framework": "onnxruntime", "autodiff": inspect.getsource(_onnx_script), "python": platform.python_version()}
-
-    def op_block(self, spec):
-        """The op of a repro script: the node itself, by type and attributes."""
-        op = {"op_type": spec.op_type, "domain": spec.domain, "opset": spec.opset, "n_outputs": len(spec.outputs),
-              "out_dtypes": list(spec.out_dtypes) or [""] * len(spec.outputs), "runtime": "onnxruntime"}
-        return f"op = {op!r}\n", []
 
     def _session(self, spec, inputs, out_dtypes):
         key = signature(spec, inputs)

@@ -1,48 +1,25 @@
 """torch adapter: forward, vjp and vjp2 of one op function through torch's own autograd."""
 import torch
 
-from backends._runtime.adapter import Adapter
+from backends._runtime.adapter import AutodiffAdapter
 from backends.torch import autodiff
-from backends.torch.autodiff import as_tuple
 from backends.torch.ops import OPS
 
 
-class TorchAdapter(Adapter):
+class TorchAdapter(AutodiffAdapter):
     """Runs op-table entries on numpy inputs. `dtype=torch.float64` casts float inputs up
     (the float64 oracle's gradients)."""
-    name = "torch"
-    modes = ("fwd", "vjp", "vjp2")
-
+    name = framework = "torch"
     autodiff = autodiff
 
     def __init__(self, table=OPS, dtype=None):
         self.table, self.dtype = table, dtype
 
-    def chained(self, pairs, feeds, outputs, cots, penalty):
-        steps = [(self._op(e, s), s.attrs, s.inputs, s.outputs, e.flags.get("nondiff", ())) for e, s in pairs]
-        return autodiff.chained(steps, feeds, outputs, cots, tuple(penalty), self.dtype)
+    def options(self):
+        return {"dtype": self.dtype}
 
     def versions(self):
         return {"torch": torch.__version__}
-
-    def script(self):
-        """What a repro script needs to run this backend's op without irtrace."""
-        import inspect
-        import platform
-        return {"framework": "torch", "autodiff": inspect.getsource(autodiff), "python": platform.python_version()}
-
-    def _op(self, entry, spec):
-        return lambda *xs, **kw: self.check_outputs(spec, as_tuple(entry.fn(*xs, **kw)))
-
-    def fwd(self, entry, inputs, spec):
-        return autodiff.fwd(self._op(entry, spec), inputs, spec.attrs, self.dtype)
-
-    def vjp(self, entry, inputs, spec, cots):
-        return autodiff.vjp(self._op(entry, spec), inputs, spec.attrs, cots, entry.flags.get("nondiff", ()), self.dtype)
-
-    def vjp2(self, entry, inputs, spec, cots, us):
-        return autodiff.vjp2(self._op(entry, spec), inputs, spec.attrs, cots, us, entry.flags.get("nondiff", ()),
-                             self.dtype)
 
 
 def run_graph(specs, feeds, table=OPS, grad=True):

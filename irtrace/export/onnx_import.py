@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from irtrace.compare import close
 from irtrace.errors import IrtraceError
 from irtrace.export.onnx_bundle import bundle_from_onnx
 from irtrace.inputs import make_inputs
@@ -101,14 +102,11 @@ def _ort_check(path, model, feeds, bundle):
     for name, ref in got.items():
         if name not in bundle.values:
             continue
-        mine = np.asarray(bundle.values[name], np.float64)
-        ref = np.asarray(ref, np.float64)
-        scale = max(float(np.max(np.abs(ref))) if ref.size else 0.0, 1.0)
-        if mine.shape != ref.shape or not np.allclose(mine, ref, rtol=1e-4, atol=1e-5 * scale, equal_nan=True):
-            d = float(np.max(np.abs(mine - ref))) if mine.shape == ref.shape else float("inf")
+        ok, d = close(bundle.values[name], ref)
+        if not ok:
             raise IrtraceError(f"export check failed: output {name!r} of {path} differs between onnxruntime and "
                                f"irtrace's torch replay (max abs {d:.3g})")
-        worst = max(worst, float(np.max(np.abs(mine - ref))) if ref.size else 0.0)
+        worst = max(worst, d)
     return worst
 
 

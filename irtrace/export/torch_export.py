@@ -24,6 +24,7 @@ import onnx
 
 import irtrace
 from irtrace import store
+from irtrace.compare import close
 from irtrace.errors import IrtraceError
 from irtrace.export import dropout as dropout_mod
 from irtrace.export.record import LOSSES, record
@@ -164,14 +165,6 @@ def _compare(a, b):
     return float(np.max(d)), float(np.max(d / (np.abs(b) + 1e-12)))
 
 
-def _close(a, b, rtol=1e-4, atol=1e-5):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if a.shape != b.shape:
-        return False
-    scale = float(np.max(np.abs(b))) if b.size else 0.0
-    return bool(np.allclose(a, b, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True))
-
-
 def export(model, example_inputs, path, train=False, seed=0, loss=None, force=False, input_names=None,
            model_name=None):
     """Export `model` (torch.nn.Module) on `example_inputs` (tuple of tensors) to a bundle at `path`.
@@ -298,9 +291,9 @@ def _export_check(graph, values, outputs, ref_out, submodule_out, sources, state
     if len(ref_out) != len(outputs):
         raise IrtraceError(f"export check: the module returned {len(ref_out)} tensors, the graph has "
                            f"{len(outputs)} outputs")
-    bad = [(o, r) for o, r in zip(outputs, ref_out) if not _close(values[o], r.numpy())]
+    bad = [(o, r) for o, r in zip(outputs, ref_out) if not close(values[o], r.numpy())[0]]
     for key, value in state_outputs.items():
-        if key in state_after and not _close(values[value], state_after[key].numpy()):
+        if key in state_after and not close(values[value], state_after[key].numpy())[0]:
             bad.append((value, state_after[key]))
     worst = ", ".join(f"{o} (max abs {_compare(values[o], r.numpy())[0]:.3g}, max rel {_compare(values[o], r.numpy())[1]:.3g})"
                       for o, r in bad)
@@ -327,7 +320,7 @@ def _first_bad_module(graph, values, submodule_out, sources):
         m = sources.get(n.name, {}).get("module")
         if m in submodule_out and last.get(m) and last[m][-1] in n.output:
             v, ref = values[last[m][-1]], submodule_out[m].numpy()
-            if v.shape == ref.shape and not _close(v, ref):
+            if v.shape == ref.shape and not close(v, ref)[0]:
                 a, r = _compare(v, ref)
                 return f"{last[m][-1]!r} (module {m}, node {n.name}): max abs {a:.3g}, max rel {r:.3g}"
     return None

@@ -1,4 +1,6 @@
 """Op facts the replay needs, as tables (the replay loop never branches on an op name)."""
+import functools
+
 import numpy as np
 
 # Where an op is not differentiable, frameworks pick different subgradients. A gradient
@@ -37,6 +39,7 @@ def kink_tag(op_type, inputs):
     return None
 
 
+@functools.lru_cache(maxsize=None)  # asked once per node, mode and backend: the schema lookup is cached
 def nondifferentiable_inputs(op_type, domain, opset, n_inputs):
     """Input positions the ONNX schema marks NonDifferentiable (shapes, indices, clip bounds, pad
     values...): their gradients are not compared, whatever a framework returns for them."""

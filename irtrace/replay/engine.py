@@ -219,7 +219,8 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
     return Replay(bundle, list(backends), list(modes), nodes, time.perf_counter() - t0, policy, versions, restarts)
 
 
-def _labels(spec, mode, n_out_arrays):
+def labels(spec, mode):
+    """Names of the results of `mode`: fwd outputs; vjp d:<input>; vjp2 d2x:<input> then d2g:<output>."""
     if mode == "fwd":
         return list(spec.outputs)
     if mode == "vjp":
@@ -258,9 +259,9 @@ def judge_all(spec, mode, inputs, ref_status, ref_reply, ref, oracle, outs, poli
     if ref is None:
         return [C.Result(spec.name, spec.op_type, REFERENCE, mode, "*", ref_status,
                          message=f"reference failed: {ref_reply.get('message', '')}")]
-    labels = _labels(spec, mode, None)
+    names = labels(spec, mode)
     ref_time = ref_reply.get("time_s")
-    tag = kink_tag(spec.op_type, inputs) if mode != "fwd" else None
+    tag = None  # computed on the first failing gradient only: it scans the input
     skip = nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))
     for backend, (status, reply, out) in outs.items():
         if status != "ok":
@@ -268,7 +269,7 @@ def judge_all(spec, mode, inputs, ref_status, ref_reply, ref, oracle, outs, poli
                                     message=reply.get("message", "") + (f" ({reply['where']})" if reply.get("where") else ""),
                                     time_s=reply.get("time_s"), ref_time_s=ref_time))
             continue
-        for k, label in enumerate(labels):
+        for k, label in enumerate(names):
             if mode != "fwd" and k < len(spec.inputs) and k in skip:
                 continue
             r = ref[k] if k < len(ref) else None
@@ -283,6 +284,8 @@ def judge_all(spec, mode, inputs, ref_status, ref_reply, ref, oracle, outs, poli
                 continue
             o = oracle[k] if oracle is not None and k < len(oracle) and oracle[k] is not None else None
             verdict, m, extras = C.judge(a, r, o, policy)
+            if verdict in C.FAILING and mode != "fwd" and tag is None:
+                tag = kink_tag(spec.op_type, inputs) or ""
             tags = (tag,) if tag and verdict in C.FAILING else ()
             results.append(C.Result(spec.name, spec.op_type, backend, mode, label, verdict, m,
                                     extras.get("oracle_abs"), extras.get("backend_oracle_abs"),

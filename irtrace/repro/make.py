@@ -18,7 +18,7 @@ from irtrace.errors import IrtraceError, suggest
 from irtrace.export.record import u_name
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as B
-from irtrace.replay.engine import ORACLE, REFERENCE, _Pool, gather, judge_all
+from irtrace.replay.engine import ORACLE, REFERENCE, _Pool, gather, judge_all, labels
 from irtrace.repro import script as S
 from irtrace.repro.shrink import Case, shrink
 from irtrace.store import grad_name, load
@@ -187,8 +187,8 @@ def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
     results, raw = runner.evaluate(small, check=small is not original)
     sspec, sinputs, scots, sus, ref, oracle, outs = raw
     result = next(r for r in results if r.backend == backend and r.output == label)
-    labels = _labels_for(sspec, mode)
-    k = labels.index(label) if label in labels else 0
+    names = labels(sspec, mode)
+    k = names.index(label) if label in names else 0
     status, reply, out = outs[backend]
     data = {}
     for i, a in enumerate(sinputs):
@@ -224,7 +224,7 @@ def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
         "autodiff": src["script"]["autodiff"], "op": src["op"], "imports": src["imports"],
         "defined_in": src["defined_in"], "attrs": _plain_attrs(sspec.attrs), "mode": mode, "nondiff": src["nondiff"],
         "n_inputs": len(sspec.inputs), "n_outputs": len(sspec.outputs), "check_index": k, "label": label,
-        "verdict": verdict, "allowed": float(_allowed(result)), "node": spec.name, "op_type": spec.op_type,
+        "verdict": verdict, "allowed": float(result.allowed if result.allowed is not None else 0.0), "node": spec.name, "op_type": spec.op_type,
         "module": f.get("module", ""), "file_line": f.get("file_line", ""), "model": manifest.get("name", ""),
         "torch_code": _torch_block(torch_src), "numbers": numbers, "message": result.message or f.get("message", ""),
         "torch_version": pool.get(REFERENCE).hello["versions"].get("torch", ""),
@@ -249,20 +249,6 @@ def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
         default=lambda o: None) + "\n")
     print(f"{f['id']}: {folder} (shrunk {original.shapes()} -> {small.shapes()} in {stats.calls} steps)")
     return folder
-
-
-def _labels_for(spec, mode):
-    if mode == "fwd":
-        return list(spec.outputs)
-    if mode == "vjp":
-        return [f"d:{i}" for i in spec.inputs]
-    return [f"d2x:{i}" for i in spec.inputs] + [f"d2g:{o}" for o in spec.outputs]
-
-
-def _allowed(result):
-    if result.allowed is not None:
-        return result.allowed
-    return 0.0
 
 
 def _plain_attrs(attrs):
