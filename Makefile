@@ -13,8 +13,7 @@ $(STAMP): requirements-host.txt pyproject.toml
 	touch $(STAMP)
 
 env: $(STAMP)
-	$(PY) -m irtrace setup megengine --if-possible
-	$(PY) -m irtrace setup tensorflow --if-possible
+	$(PY) -m irtrace setup all --if-possible
 
 demo: env
 	$(PY) -m irtrace demo --out demo-out

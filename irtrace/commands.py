@@ -51,13 +51,13 @@ def add_commands(sub):
     df.add_argument("-o", "--out", help="folder for diff.json and diff.html (default: B.diff)")
     df.set_defaults(func=_diff)
 
-    s = sub.add_parser("setup", help="build (or reuse) the managed environment of a backend, e.g. megengine")
-    s.add_argument("name")
+    s = sub.add_parser("setup", help="build (or reuse) the managed environment of a backend (or `all`)")
+    s.add_argument("name", help="a backend that declares an environment, or `all`")
     s.add_argument("--if-possible", action="store_true",
                    help="exit 0 with a note when the interpreter it needs is missing (make demo/test use this)")
     s.set_defaults(func=_setup)
 
-    e = sub.add_parser("env", help="print the python of a managed environment: $(irtrace env megengine) repro.py")
+    e = sub.add_parser("env", help="print the python of a managed environment: $(irtrace env NAME) repro.py")
     e.add_argument("name")
     e.set_defaults(func=_env)
 
@@ -208,14 +208,16 @@ def _diff(args):
 
 def _setup(args):
     from irtrace import envs
-    env = envs.get(args.name)
-    if args.if_possible:
-        try:
-            env.interpreter()
-        except IrtraceError as e:
-            print(f"irtrace: {args.name} backend unavailable: {e}")
-            return 0
-    env.setup()
+    names = list(envs.all_envs()) if args.name == "all" else [args.name]
+    for name in names:
+        env = envs.get(name)
+        if args.if_possible:
+            try:
+                env.interpreter()
+            except IrtraceError as e:
+                print(f"irtrace: {name} backend unavailable: {e}")
+                continue
+        env.setup()
     return 0
 
 

@@ -16,16 +16,18 @@ def demo(out, names):
     unknown = [n for n in names if n not in EXAMPLES]
     if unknown:
         raise IrtraceError(f"unknown example(s) {', '.join(unknown)}; choose from {', '.join(EXAMPLES)}")
-    available = [n for n, info in B.BACKENDS.items() if info.unavailable() is None and not n.startswith("planted")]
-    for n, info in B.BACKENDS.items():
-        if n not in available and not n.startswith("planted"):
+    shown = {n: info for n, info in B.BACKENDS.items() if info.demo and info.modes}
+    available = [n for n, info in shown.items() if info.unavailable() is None]
+    for n, info in shown.items():
+        if n not in available:
             print(f"backend {n} unavailable: {info.unavailable()} — run: {info.install}")
+    chains = [n for n in available if B.get(n).chained and B.get(n).role == "test"]
     for name in names:
         e = EXAMPLES[name]
         bundle = irtrace.export(e.build(), e.inputs(), out / f"{name}.irt", train=e.train, force=True)
         print(f"== {name}: {e.doc}")
         print(f"   exported {bundle.path} ({len(bundle.model.graph.node)} nodes, {bundle.manifest['mode']} mode)")
-        chained = name == "stylegan2" and "megengine" in available  # the gradient-penalty port of seeds/000
+        chained = name == "stylegan2" and bool(chains)  # the gradient-penalty port of seeds/000
         report, where = run_replay(bundle.path, ",".join(available), "fwd,vjp,vjp2", out / f"{name}.replay",
                                    quiet=True, chained=chained, loss="grad-penalty" if chained else "bundle")
         for line in finding_lines(report):

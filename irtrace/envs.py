@@ -29,6 +29,18 @@ class ManagedEnv:
     override: str                # env var naming an interpreter to use instead
     check: str                   # python code that must run in the env
     check_env: dict = field(default_factory=dict)
+    library_dirs: tuple = ()     # globs under the env root prepended to LD_LIBRARY_PATH
+    pip_args: tuple = ()
+
+    def variables(self, root=None):
+        """Environment variables for a process of this env: the declared ones, and LD_LIBRARY_PATH
+        with the env's own shared-library folders (e.g. CUDA runtime wheels) first."""
+        out = dict(self.check_env)
+        root = Path(root) if root is not None else self.path()
+        libs = [d for g in self.library_dirs for d in sorted(glob.glob(str(root / g)))]
+        if libs:
+            out["LD_LIBRARY_PATH"] = os.pathsep.join(libs + [p for p in [os.environ.get("LD_LIBRARY_PATH")] if p])
+        return out
 
     def cache_root(self):
         base = os.environ.get("IRTRACE_CACHE") or os.path.join(
@@ -81,9 +93,9 @@ class ManagedEnv:
             log(f"{self.name}: building {p} with {base} (pinned: {self.requirements.relative_to(ROOT)})")
             _run([base, "-m", "venv", str(p)], f"creating the {self.name} venv")
             exe = str(p / "bin" / "python")
-            _run([exe, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", str(self.requirements)],
-                 f"installing {self.requirements.name} for {self.name}")
-            _run([exe, "-c", self.check], f"importing {self.name} in its environment", env=self.check_env)
+            _run([exe, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", str(self.requirements),
+                  *self.pip_args], f"installing {self.requirements.name} for {self.name}")
+            _run([exe, "-c", self.check], f"importing {self.name} in its environment", env=self.variables(p))
             (p / MARKER).write_text(_full_version(exe) + "\n")
             log(f"{self.name}: ready: {exe}")
             return exe
@@ -116,21 +128,24 @@ def _natural(path):
     return [int(t) if t.isdigit() else t for t in path.replace("/", ".").split(".")]
 
 
-ENVS = {
-    "megengine": ManagedEnv("megengine", ROOT / "backends" / "megengine" / "requirements.txt", "3.10",
-                            "IRTRACE_PYTHON_MEGENGINE",
-                            "import megengine, numpy; assert numpy.__version__ < '2', numpy.__version__",
-                            {"MEGENGINE_LOGGING_LEVEL": "ERROR"}),
-    "tensorflow": ManagedEnv("tensorflow", ROOT / "backends" / "tensorflow" / "requirements.txt", "3.11",
-                             "IRTRACE_PYTHON_TENSORFLOW", "import tensorflow, tf2onnx",
-                             {"TF_CPP_MIN_LOG_LEVEL": "3"}),
-}
+def _declared():
+    from irtrace.discover import discover
+    out = {}
+    for name, found in discover().items():
+        e = found.declaration.environment
+        if e is not None:
+            out[name] = ManagedEnv(name, found.folder / e.requirements, e.python, f"IRTRACE_PYTHON_{name.upper()}",
+                                   e.check, dict(e.variables), tuple(e.library_dirs), tuple(e.pip_args))
+    return out
+
+
+def all_envs():
+    """{name: ManagedEnv} of every backend that declares an environment."""
+    return _declared()
 
 
 def get(name):
-    if name not in ENVS:
-        raise IrtraceError(f"irtrace manages no environment {name!r}; known: {', '.join(ENVS)}.{suggest(name, ENVS)}")
-    return ENVS[name]
-
-
-
+    envs = _declared()
+    if name not in envs:
+        raise IrtraceError(f"irtrace manages no environment {name!r}; known: {', '.join(envs)}.{suggest(name, envs)}")
+    return envs[name]

@@ -16,7 +16,7 @@ from irtrace.errors import IrtraceError
 from irtrace.export.onnx_import import export_onnx
 from irtrace.inputs import make_inputs
 
-CONVERTER = Path(__file__).resolve().parents[2] / "backends" / "tensorflow" / "convert.py"
+CONVERTER = Path(__file__).resolve().parent / "tf_convert.py"  # run in the TensorFlow env, not imported
 LAYOUT_PERMS = ([0, 3, 1, 2], [0, 2, 3, 1], [0, 4, 1, 2, 3], [0, 2, 3, 4, 1])
 
 

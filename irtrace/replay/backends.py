@@ -1,28 +1,45 @@
-"""The backends irtrace knows: where each one's worker runs and how to make it available."""
+"""The backends irtrace knows, read from their own folders (irtrace/discover.py): where each
+one's worker runs, what it computes, and how to make it available. Nothing here names one."""
 import importlib.util
 import os
 import sys
 from dataclasses import dataclass, field
 
+from backends._runtime.declare import ORACLE, REFERENCE, UNDER_TEST
 from irtrace.errors import IrtraceError, suggest
+
+HOST_INSTALL = "make env  (or: pip install -r requirements-host.txt)"
 
 
 @dataclass(frozen=True)
 class BackendInfo:
     name: str
     worker: str                 # module with make_adapter(), e.g. backends.torch.worker
-    needs: tuple = ()           # modules that must import in its environment
+    needs: tuple = ()           # modules that must import in the host environment
     install: str = ""           # the exact command that makes it available
     description: str = ""
     python: object = None       # callable -> interpreter path; None: this interpreter
     extra_path: tuple = ()      # folders prepended to the worker's PYTHONPATH
     env: dict = field(default_factory=dict)
+    display: str = ""           # the framework's own name ("PyTorch")
+    module: str = ""            # what a repro script imports
+    modes: tuple = ("fwd",)
+    chained: bool = False
+    role: str = UNDER_TEST
+    demo: bool = True
+    env_variables: object = None  # callable -> {var: value} of a managed environment (e.g. LD_LIBRARY_PATH)
 
     def interpreter(self):
         return self.python() if self.python is not None else sys.executable
 
+    def variables(self):
+        """Environment variables of this backend's worker process."""
+        return {**self.env, **(self.env_variables() if self.env_variables is not None else {})}
+
     def unavailable(self):
         """None when available, else the reason."""
+        if not self.modes:
+            return "it declares no modes (an environment only)"
         if self.python is not None:
             try:
                 exe = self.python()
@@ -33,7 +50,6 @@ class BackendInfo:
         return f"cannot import {', '.join(missing)}" if missing else None
 
 
-_HOST = "make env  (or: pip install -r requirements-host.txt)"
 BACKENDS = {}
 
 
@@ -43,15 +59,29 @@ def register(info):
     return info
 
 
-register(BackendInfo("torch", "backends.torch.worker", ("torch",), _HOST,
-                     "PyTorch eager, fwd/vjp/vjp2 through torch.autograd (the reference)"))
-register(BackendInfo("onnxruntime", "backends.onnxruntime.worker", ("onnxruntime", "onnx"), _HOST,
-                     "onnxruntime CPU, one-node sessions, graph optimizations off, fwd only"))
-register(BackendInfo("oracle", "backends.oracle.worker", ("torch", "onnx"), _HOST,
-                     "float64: onnx.reference forward (fixed where it is wrong), torch float64 gradients "
-                     "cross-checked by finite differences"))
-register(BackendInfo("onnxref", "backends.onnxref.worker", ("onnx",), _HOST,
-                     "onnx.reference as shipped, float32, fwd only (a backend under test)"))
+def _info(found):
+    from irtrace import envs
+    d = found.declaration
+    python = install = env_vars = None
+    if d.environment is not None:
+        managed = envs.get(d.name)
+        python, install = managed.python, f"irtrace setup {d.name}"
+        env_vars = managed.variables
+    return BackendInfo(d.name, found.worker, tuple(d.needs), install or HOST_INSTALL, d.description, python,
+                       found.search_path, {**d.variables, **(d.environment.variables if d.environment else {})},
+                       d.display, d.module or d.name, tuple(d.modes), d.chained, d.role, d.demo, env_vars)
+
+
+def _discover():
+    from irtrace.discover import discover
+    found = discover()
+    order = sorted(found, key=lambda n: ({REFERENCE: 0, UNDER_TEST: 1, ORACLE: 2}.get(found[n].declaration.role, 1),
+                                         found[n].declaration.environment is not None, n))
+    for name in order:
+        register(_info(found[name]))
+
+
+_discover()
 
 
 def get(name):
@@ -60,18 +90,25 @@ def get(name):
     return BACKENDS[name]
 
 
+def with_role(role):
+    """Names of the registered backends with this role (reference, oracle, test)."""
+    return [n for n, i in BACKENDS.items() if i.role == role]
+
+
+def reference():
+    (name,) = with_role(REFERENCE) or [None]
+    return name
+
+
+def oracle():
+    (name,) = with_role(ORACLE) or [None]
+    return name
+
+
 def parse_list(text):
     names = [b.strip() for b in text.split(",") if b.strip()]
+    if not names:
+        raise IrtraceError(f"--backend {text!r} names no backend; known: {', '.join(BACKENDS)}")
     for n in names:
         get(n)
     return names
-
-
-def _megengine_python():
-    from irtrace import envs
-    return envs.get("megengine").python()
-
-
-register(BackendInfo("megengine", "backends.megengine.worker", (), "irtrace setup megengine",
-                     "MegEngine 1.13 (Python 3.10 env), fwd/vjp/vjp2 through GradManager", python=_megengine_python,
-                     env={"MEGENGINE_LOGGING_LEVEL": "ERROR"}))

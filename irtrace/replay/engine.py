@@ -24,7 +24,7 @@ from irtrace.store import grad_name
 
 log = logging.getLogger(__name__)
 MODES = ("fwd", "vjp", "vjp2")
-REFERENCE, ORACLE = "torch", "oracle"
+REFERENCE, ORACLE = B.reference(), B.oracle()  # declared roles (backends/*/declare.py)
 
 
 @dataclass

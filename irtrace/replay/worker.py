@@ -39,7 +39,7 @@ class WorkerProxy:
         env = dict(os.environ)
         paths = [str(p) for p in self.info.extra_path] + [str(ROOT)]
         env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        env.update(self.info.env)
+        env.update(self.info.variables())
         env.setdefault("OMP_NUM_THREADS", "1")
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([self.info.interpreter(), "-m", "backends._runtime.worker", self.info.worker],

@@ -6,7 +6,6 @@ import re
 import irtrace
 
 _MODE_WORDS = {"fwd": "forward", "vjp": "backward (vjp)", "vjp2": "double backward (grad of grad)"}
-_FRAMEWORK = {"megengine": "MegEngine", "torch": "PyTorch", "onnx": "onnx.reference", "onnxruntime": "onnxruntime"}
 
 
 def safe(text, limit=120):
@@ -15,9 +14,15 @@ def safe(text, limit=120):
 
 
 def framework_name(script_info, backend):
+    """The framework's own name as its backend declares it ("MegEngine"), and the irtrace backend
+    when that is a variant of it (a planted-bug backend runs PyTorch)."""
+    from irtrace.replay import backends
     fw = script_info["framework"]
-    same = backend == fw or (fw, backend) == ("onnx", "onnxref")
-    return _FRAMEWORK.get(fw, fw) + ("" if same else f" (irtrace backend {safe(backend)})")
+    owners = [i for i in backends.BACKENDS.values() if i.module == fw and i.role != backends.ORACLE]
+    own = next((i for i in owners if i.name == backend), None)
+    display = (own or (owners[0] if owners else None))
+    name = display.display if display is not None else fw
+    return name + ("" if own is not None else f" (irtrace backend {safe(backend)})")
 
 
 def symptom(verdict, label, numbers, message):

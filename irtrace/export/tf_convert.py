@@ -1,7 +1,7 @@
 """Run in irtrace's TensorFlow environment: convert a TensorFlow/Keras model with tf2onnx and
 record TensorFlow's own outputs (the export check compares them with the IR's).
 
-    python convert.py SOURCE OUT_DIR INPUTS.npz [OPSET]
+    python tf_convert.py SOURCE OUT_DIR INPUTS.npz [OPSET]
 
 SOURCE: a .keras/.h5 file, a SavedModel folder, or module:factory (a callable returning a
 tf.keras.Model). INPUTS.npz: the inputs by model input name (or in order). Writes
