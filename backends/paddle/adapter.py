@@ -1,0 +1,18 @@
+"""Paddle adapter: the op table and backends/paddle/autodiff.py (paddle.grad, dynamic graph)."""
+import numpy as np
+import paddle
+
+from backends._runtime.adapter import AutodiffAdapter
+from backends.paddle import autodiff
+from backends.paddle.ops import OPS
+
+paddle.set_device("cpu")
+
+
+class PaddleAdapter(AutodiffAdapter):
+    name = framework = "paddle"
+    table = OPS
+    autodiff = autodiff
+
+    def versions(self):
+        return {"paddle": paddle.__version__, "numpy": np.__version__}

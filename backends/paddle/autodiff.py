@@ -1,0 +1,171 @@
+"""fwd, vjp and vjp2 of one op function through paddle.grad (dynamic graph mode).
+
+Standalone (numpy and paddle only): generated repro scripts inline this file verbatim, so
+what a maintainer reads is exactly what irtrace ran. Paddle facts that shape it: tensors are
+created with stop_gradient=True, so float inputs are made differentiable explicitly;
+paddle.grad with allow_unused=True answers None for an input that no output depends on (Paddle
+saying "no path": that gradient is zero, and only then is it written as zeros); a None
+grad_output means "ones" to Paddle, so outputs without a cotangent are left out, never passed.
+  vjp:  h_i = (df/dx_i)^T g for every float input x_i
+  vjp2: s = sum_i <h_i(x, g), u_i>; returns (ds/dx_i, ds/dg_j) through paddle.grad(create_graph=True)
+"""
+import numpy as np
+import paddle
+
+paddle.disable_static()
+
+
+def to_tensor(a, dtype=None):
+    if a is None:
+        return None
+    a = np.array(a, copy=True)
+    if dtype is not None and a.dtype.kind == "f":
+        a = a.astype(dtype)
+    return paddle.to_tensor(a)
+
+
+def to_numpy(t):
+    return t.numpy() if isinstance(t, paddle.Tensor) else np.asarray(t)
+
+
+def as_tuple(out):
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def is_float(t):
+    return isinstance(t, paddle.Tensor) and t.is_floating_point()
+
+
+def leaves(inputs, nondiff=(), dtype=None):
+    """Tensors of `inputs`; float ones (except positions in `nondiff`) are differentiable."""
+    xs = [to_tensor(a, dtype) for a in inputs]
+    for i, x in enumerate(xs):
+        if is_float(x) and i not in nondiff:
+            x.stop_gradient = False
+    return xs
+
+
+def wanted(x):
+    return is_float(x) and not x.stop_gradient
+
+
+def zeros_for(t):
+    return paddle.zeros(t.shape, dtype=t.dtype)
+
+
+def explicit(gs, targets):
+    """paddle.grad's answer with allow_unused=True: None is Paddle's own "no path to this input"."""
+    return [g if g is not None else zeros_for(t) for g, t in zip(gs, targets)]
+
+
+def pairs(ys, gs):
+    out = []
+    for y, g in zip(ys, gs):
+        if g is None or not wanted(y):
+            continue
+        if tuple(y.shape) != tuple(g.shape):
+            raise ValueError(f"cotangent shape {tuple(g.shape)} does not match output shape {tuple(y.shape)}")
+        out.append((y, g))
+    return out
+
+
+def grads(ys, gs, xs, create_graph=False):
+    ps = pairs(ys, gs)
+    targets = [x for x in xs if wanted(x)]
+    if not ps or not targets:
+        return [zeros_for(x) for x in targets]
+    return explicit(paddle.grad([p[0] for p in ps], targets, [p[1] for p in ps], create_graph=create_graph,
+                                allow_unused=True), targets)
+
+
+def fwd(op, inputs, attrs, dtype=None):
+    with paddle.no_grad():
+        return [to_numpy(y) for y in as_tuple(op(*[to_tensor(a, dtype) for a in inputs], **attrs))]
+
+
+def vjp(op, inputs, attrs, cots, nondiff=(), dtype=None):
+    """Cotangents of every float input (None for the others) given output cotangents."""
+    xs = leaves(inputs, nondiff, dtype)
+    ys = as_tuple(op(*xs, **attrs))
+    hs = iter(grads(ys, [to_tensor(g, dtype) for g in cots], xs))
+    return [to_numpy(next(hs)) if wanted(x) else None for x in xs]
+
+
+def vjp2(op, inputs, attrs, cots, us, nondiff=(), dtype=None):
+    """With h = vjp(x, g) and s = sum_i <h_i, u_i>: (ds/dx per input, ds/dg per output)."""
+    xs = leaves(inputs, nondiff, dtype)
+    ys = as_tuple(op(*xs, **attrs))
+    gs = [to_tensor(g, dtype) for g in cots]
+    for g in gs:
+        if g is not None:
+            g.stop_gradient = False
+    hs = grads(ys, gs, xs, create_graph=True)
+    diff_xs = [x for x in xs if wanted(x)]
+    # an input without a direction u (no gradient path in the model) contributes nothing to s
+    diff_us = [u for u, x in zip(us, xs) if wanted(x)]
+    terms = [(h * to_tensor(u, dtype).astype(h.dtype)).sum() for h, u in zip(hs, diff_us) if u is not None]
+    s = terms[0] if terms else None
+    for t in terms[1:]:
+        s = s + t
+    wrt = diff_xs + [g for g in gs if g is not None]
+    if s is not None and not s.stop_gradient and wrt:
+        d = explicit(paddle.grad([s], wrt, allow_unused=True), wrt)
+    else:  # s does not depend on x or g at all (every h is a constant)
+        d = [zeros_for(w) for w in wrt]
+    d = iter(d)
+    dx = [to_numpy(next(d)) if wanted(x) else None for x in xs]
+    dg = [to_numpy(next(d)) if g is not None else None for g in gs]
+    return dx, dg
+
+
+def forward(steps, feeds, dtype=None, grad=True):
+    """Run `steps` chained from `feeds`: name -> tensor. With `grad`, float feeds are
+    differentiable leaves, and every value is a distinct tensor (so each has its own gradient)."""
+    env = {}
+    for k, v in feeds.items():
+        t = to_tensor(v, dtype)
+        if grad and is_float(t):
+            t.stop_gradient = False
+        env[k] = t
+    for op, attrs, ins, outs, nondiff in steps:
+        xs = [(env[i].detach() if k in nondiff and isinstance(env[i], paddle.Tensor) else env[i]) if i else None
+              for k, i in enumerate(ins)]
+        for name, y in zip(outs, as_tuple(op(*xs, **attrs))):
+            if not name:
+                continue
+            if not isinstance(y, paddle.Tensor):
+                y = paddle.to_tensor(np.asarray(y))
+            if wanted(y) and any(y is x for x in xs):
+                y = y.clone()  # Identity returns its input: a distinct tensor per value, as torch's view_as
+            env[name] = y
+    return env
+
+
+def chained(steps, feeds, outputs, cots, penalty=(), dtype=None):
+    """The whole graph chained from `feeds`, then the loss differentiated by paddle.grad.
+
+    steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
+    loss = sum_o <y_o, c_o>, plus sum_x ||d(sum_o <y_o, c_o>)/dx||^2 over the `penalty` inputs
+    (a gradient penalty: create_graph=True, then the outer paddle.grad runs double backward
+    through every op). Returns (values, grads): name -> array, grads = d loss / d value for
+    every float value that depends on a float feed."""
+    env = forward(steps, feeds, dtype)
+    terms = [(env[o] * to_tensor(c, dtype).astype(env[o].dtype)).sum() for o, c in zip(outputs, cots)
+             if c is not None and wanted(env[o])]
+    if not terms:
+        raise ValueError(f"no output among {list(outputs)} is a float value that depends on a float input")
+    base = terms[0]
+    for t in terms[1:]:
+        base = base + t
+    loss = base
+    if penalty:
+        xs = [env[p] for p in penalty]
+        bad = [p for p, x in zip(penalty, xs) if not wanted(x)]
+        if bad:
+            raise ValueError(f"penalty inputs {bad} are not differentiable float values")
+        for g in explicit(paddle.grad([base], xs, create_graph=True, allow_unused=True), xs):
+            loss = loss + (g * g).sum()
+    names = [k for k, t in env.items() if wanted(t)]
+    ds = explicit(paddle.grad([loss], [env[k] for k in names], allow_unused=True), [env[k] for k in names])
+    values = {k: to_numpy(t) for k, t in env.items() if t is not None}
+    return values, {k: to_numpy(d) for k, d in zip(names, ds)}

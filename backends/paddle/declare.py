@@ -1,0 +1,12 @@
+from backends._runtime.declare import Backend, Environment
+
+# Paddle logs through glog at import and reads its flags from the environment: quiet, one thread.
+_QUIET = {"GLOG_minloglevel": "2", "GLOG_v": "0", "FLAGS_call_stack_level": "1", "OMP_NUM_THREADS": "1",
+          "FLAGS_use_mkldnn": "0"}
+BACKEND = Backend("paddle", "PaddlePaddle", "PaddlePaddle 3.3 CPU (Python 3.11 env), fwd/vjp/vjp2 through paddle.grad",
+                  module="paddle", modes=("fwd", "vjp", "vjp2"), chained=True,
+                  environment=Environment("3.11", check="import paddle, numpy; paddle.disable_static(); "
+                                          "x = paddle.to_tensor([2.0], stop_gradient=False); "
+                                          "(g,) = paddle.grad([x * x], [x], create_graph=True); "
+                                          "assert float(paddle.grad([g], [x])[0]) == 2.0",
+                                          variables=_QUIET))

@@ -1,0 +1,209 @@
+import numpy as np
+import paddle
+from paddle.nn import functional
+
+from backends._table import Unsupported
+from backends.paddle.ops import OPS
+from backends.paddle.ops._util import axis, ints
+
+
+@OPS.register("Reshape", since=14)
+def reshape(x, shape, *, allowzero=0):
+    s = ints(shape)
+    if not allowzero:
+        s = [x.shape[i] if v == 0 else v for i, v in enumerate(s)]  # Paddle's 0 also copies; written out for clarity
+    return paddle.reshape(x, s)
+
+
+@OPS.register("Flatten", since=13)
+def flatten(x, *, axis=1):
+    a = axis + x.ndim if axis < 0 else axis
+    return paddle.reshape(x, [int(np.prod(x.shape[:a])), int(np.prod(x.shape[a:]))])
+
+
+@OPS.register("Transpose", since=13)
+def transpose(x, *, perm=None):
+    return paddle.transpose(x, perm if perm is not None else list(reversed(range(x.ndim))))
+
+
+@OPS.register("Squeeze", since=13)
+def squeeze(x, axes=None):
+    a = ints(axes)
+    if a is None:
+        return paddle.squeeze(x)
+    return paddle.squeeze(x, axis=[axis(v, x.ndim) for v in a])
+
+
+@OPS.register("Unsqueeze", since=13)
+def unsqueeze(x, axes):
+    rank = x.ndim + len(ints(axes))
+    return paddle.unsqueeze(x, axis=sorted(axis(v, rank) for v in ints(axes)))
+
+
+@OPS.register("Expand", since=13)
+def expand(x, shape):
+    # ONNX Expand broadcasts both ways; paddle.expand wants the result shape
+    return paddle.expand(x, list(np.broadcast_shapes(tuple(x.shape), tuple(ints(shape)))))
+
+
+@OPS.register("Shape", since=15)
+def shape(x, *, start=0, end=None):
+    return paddle.to_tensor(np.array(list(x.shape)[start:end], np.int64))
+
+
+@OPS.register("Size", since=13)
+def size(x):
+    return paddle.numel(x)
+
+
+@OPS.register("Concat", since=13)
+def concat(*xs, axis):
+    return paddle.concat(list(xs), axis=axis)
+
+
+@OPS.register("Split", since=18)
+def split(x, split=None, *, axis=0, num_outputs=None):
+    if split is not None:
+        return tuple(paddle.split(x, ints(split), axis=axis))
+    n = x.shape[axis]
+    chunk = -(-n // num_outputs)  # ONNX: equal chunks of ceil(n / num_outputs), the last one smaller
+    sizes = [chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])
+    return tuple(paddle.split(x, sizes, axis=axis))
+
+
+@OPS.register("Slice", since=13)
+def slice_(x, starts, ends, axes=None, steps=None):
+    starts, ends = ints(starts), ints(ends)
+    axes = ints(axes) if axes is not None else list(range(len(starts)))
+    steps = ints(steps) if steps is not None else [1] * len(starts)
+    index = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        # ONNX clamps starts/ends (INT64_MAX / INT64_MIN mean "to the end"): clamp, then index
+        a = axis(a, x.ndim)
+        n = x.shape[a]
+        if st > 0:
+            s, e = min(max(s + n if s < 0 else s, 0), n), min(max(e + n if e < 0 else e, 0), n)
+            index[a] = slice(s, max(s, e), st)
+        else:
+            s = min(max(s + n if s < 0 else s, -1), n - 1)
+            e = min(max(e + n if e < 0 else e, -1), n - 1)
+            index[a] = slice(s, None if e < 0 else e, st)
+    return x[tuple(index)]
+
+
+@OPS.register("Gather", since=13)
+def gather(x, indices, *, axis=0):
+    a = axis + x.ndim if axis < 0 else axis
+    idx = paddle.where(indices < 0, indices + x.shape[a], indices)
+    # paddle.gather takes a 1-D index: gather flat, then restore ONNX's shape
+    y = paddle.gather(x, idx.reshape([-1]), axis=a)
+    return paddle.reshape(y, list(x.shape[:a]) + list(indices.shape) + list(x.shape[a + 1:]))
+
+
+@OPS.register("GatherElements", since=13)
+def gather_elements(x, indices, *, axis=0):
+    idx = paddle.where(indices < 0, indices + x.shape[axis], indices)
+    return paddle.take_along_axis(x, idx, axis)
+
+
+@OPS.register("Tile", since=13)
+def tile(x, repeats):
+    return paddle.tile(x, ints(repeats))
+
+
+@OPS.register("Range", since=11)
+def range_(start, limit, delta):
+    return paddle.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
+
+
+@OPS.register("ConstantOfShape", since=20)
+def constant_of_shape(shape, *, value=None):
+    v = np.asarray(value if value is not None else np.zeros(1, np.float32)).reshape(-1)
+    return paddle.full(ints(shape), v[0].item(), dtype=str(v.dtype))
+
+
+def _pad_list(p, r):
+    """ONNX [b1..bn, e1..en] -> the last-dimension-first [b_n, e_n, ..., b_k, e_k] that Paddle's
+    reflect/replicate/circular pad takes for the trailing (spatial) dimensions."""
+    out = []
+    for i in reversed(range(r)):
+        out += [p[i], p[i + r]]
+    return out
+
+
+@OPS.register("Pad", since=19)
+def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
+    p = ints(pads)
+    r = x.ndim
+    if axes is not None:
+        ax = [axis(a, r) for a in ints(axes)]
+        full = [0] * (2 * r)
+        for i, a in enumerate(ax):
+            full[a], full[a + r] = p[i], p[i + len(ax)]
+        p = full
+    if mode == "constant":
+        value = constant_value.item() if constant_value is not None and constant_value.size else 0.0
+        # a pad list as long as 2 * rank is read first dimension first: [b1, e1, b2, e2, ...]
+        return functional.pad(x, [v for i in range(r) for v in (p[i], p[i + r])], mode="constant", value=value)
+    paddle_mode = {"reflect": "reflect", "edge": "replicate", "wrap": "circular"}.get(mode)
+    if paddle_mode is None:
+        raise Unsupported(f"Paddle's pad has no mode {mode!r}")
+    if r not in (3, 4, 5) or any(p[i] or p[i + r] for i in range(2)):
+        raise Unsupported(f"Paddle's {paddle_mode} pad takes the spatial dimensions of a 3-D to 5-D NC... tensor "
+                          f"only (rank {r}, pads {p})")
+    return functional.pad(x, _pad_list(p, r)[: 2 * (r - 2)], mode=paddle_mode)
+
+
+@OPS.register("DepthToSpace", since=13)
+def depth_to_space(x, *, blocksize, mode="DCR"):
+    if mode == "CRD":
+        return functional.pixel_shuffle(x, blocksize)  # pixel_shuffle is ONNX's CRD order
+    n, c, h, w = x.shape
+    b = blocksize
+    y = paddle.transpose(paddle.reshape(x, [n, b, b, c // (b * b), h, w]), [0, 3, 4, 1, 5, 2])
+    return paddle.reshape(y, [n, c // (b * b), h * b, w * b])
+
+
+@OPS.register("SpaceToDepth", since=13)
+def space_to_depth(x, *, blocksize):
+    n, c, h, w = x.shape
+    b = blocksize
+    y = paddle.transpose(paddle.reshape(x, [n, c, h // b, b, w // b, b]), [0, 3, 5, 1, 2, 4])
+    return paddle.reshape(y, [n, c * b * b, h // b, w // b])
+
+
+@OPS.register("Trilu", since=14)
+def trilu(x, k=None, *, upper=1):
+    kk = ints(k)[0] if k is not None else 0
+    return paddle.triu(x, kk) if upper else paddle.tril(x, kk)
+
+
+
+@OPS.register("Resize", since=19)
+def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
+           cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
+           mode="nearest", nearest_mode="round_prefer_floor"):
+    spatial = x.ndim - 2
+    if antialias or axes is not None or spatial not in (1, 2, 3):
+        raise Unsupported("Paddle's interpolate: 3-D to 5-D NC... input, no antialias, no axes")
+    kw = {}
+    if sizes is not None and sizes.size:
+        kw["size"] = ints(sizes)[-spatial:]
+    else:
+        kw["scale_factor"] = [float(v) for v in scales.numpy().reshape(-1)][-spatial:]
+    ctm = coordinate_transformation_mode
+    if mode == "nearest":
+        if ctm == "asymmetric" and nearest_mode == "floor":
+            return functional.interpolate(x, mode="nearest", **kw)  # Paddle's nearest is asymmetric + floor
+        raise Unsupported(f"Paddle's nearest interpolate is asymmetric/floor only, not {ctm}/{nearest_mode}")
+    paddle_mode = {"linear": {1: "linear", 2: "bilinear", 3: "trilinear"}[spatial], "cubic": "bicubic"}[mode]
+    if mode == "cubic" and (cubic_coeff_a != -0.75 or exclude_outside):
+        raise Unsupported(f"Paddle's bicubic interpolate has a fixed a=-0.75 (asked: {cubic_coeff_a}, "
+                          f"exclude_outside={exclude_outside})")
+    if ctm == "align_corners":
+        return functional.interpolate(x, mode=paddle_mode, align_corners=True, **kw)
+    if ctm in ("half_pixel", "pytorch_half_pixel"):
+        return functional.interpolate(x, mode=paddle_mode, align_corners=False, align_mode=0, **kw)
+    if ctm == "asymmetric" and mode == "linear":
+        return functional.interpolate(x, mode=paddle_mode, align_corners=False, align_mode=1, **kw)
+    raise Unsupported(f"Paddle's interpolate has no {mode}/{ctm}")
