@@ -6,42 +6,42 @@ import time
 
 os.environ.setdefault("MEGENGINE_LOGGING_LEVEL", "ERROR")
 import megengine as mge  # noqa: E402
-import megengine.functional as F  # noqa: E402
-import megengine.module as M  # noqa: E402
+from megengine import functional  # noqa: E402
+from megengine import module  # noqa: E402
 import numpy as np  # noqa: E402
 from megengine.autodiff import GradManager  # noqa: E402
 
 
-class Block(M.Module):
+class Block(module.Module):
     def __init__(self, cin, cout, stride):
         super().__init__()
-        self.conv1 = M.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = M.BatchNorm2d(cout)
-        self.conv2 = M.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = M.BatchNorm2d(cout)
+        self.conv1 = module.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = module.BatchNorm2d(cout)
+        self.conv2 = module.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = module.BatchNorm2d(cout)
         self.down = None
         if stride != 1 or cin != cout:
-            self.down = M.Sequential(M.Conv2d(cin, cout, 1, stride, bias=False), M.BatchNorm2d(cout))
+            self.down = module.Sequential(module.Conv2d(cin, cout, 1, stride, bias=False), module.BatchNorm2d(cout))
 
     def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
+        out = functional.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        return F.relu(out + (x if self.down is None else self.down(x)))
+        return functional.relu(out + (x if self.down is None else self.down(x)))
 
 
-class ResNet(M.Module):
+class ResNet(module.Module):
     def __init__(self):
         super().__init__()
-        self.conv1 = M.Conv2d(3, 8, 3, 1, 1, bias=False)
-        self.bn1 = M.BatchNorm2d(8)
+        self.conv1 = module.Conv2d(3, 8, 3, 1, 1, bias=False)
+        self.bn1 = module.BatchNorm2d(8)
         self.layer1 = Block(8, 8, 1)
         self.layer2 = Block(8, 16, 2)
-        self.fc = M.Linear(16, 10)
+        self.fc = module.Linear(16, 10)
 
     def forward(self, x):
-        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = functional.max_pool2d(functional.relu(self.bn1(self.conv1(x))), 3, 2, 1)
         x = self.layer2(self.layer1(x))
-        return self.fc(F.flatten(F.adaptive_avg_pool2d(x, (1, 1)), 1))
+        return self.fc(functional.flatten(functional.adaptive_avg_pool2d(x, (1, 1)), 1))
 
 
 def step(model, x, c):

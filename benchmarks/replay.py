@@ -71,8 +71,8 @@ def main():
     for name, n, t_ort, t_verify, t_torch, t_model in rows:
         print(f"{name:10} {n:5d} {t_ort:17.2f} {t_verify:22.2f} {t_ort / t_verify:6.2f}   "
               f"{t_torch:28.2f} {t_model:20.4f} {t_torch / t_model:7.0f}")
-    from irtrace.replay import backends as B
-    if B.get("megengine").unavailable() is None:
+    from irtrace.replay import backends
+    if backends.get("megengine").unavailable() is None:
         import subprocess
         with tempfile.TemporaryDirectory() as d:
             e = EXAMPLES["resnet"]
@@ -80,14 +80,14 @@ def main():
             t = time.perf_counter()
             replay(bundle, ["megengine"], modes=["fwd", "vjp", "vjp2"])
             t_mge = time.perf_counter() - t
-        exe = B.get("megengine").interpreter()
+        exe = backends.get("megengine").interpreter()
         r = subprocess.run([exe, str(Path(__file__).with_name("mge_resnet_native.py"))], capture_output=True,
                            text=True, env={**__import__("os").environ, "MEGENGINE_LOGGING_LEVEL": "ERROR"})
         t_native = float(r.stdout.strip().splitlines()[-1])
         print(f"resnet on megengine: irtrace fwd+vjp+vjp2 replay {t_mge:.2f} s, native MegEngine "
               f"fwd+bwd+double-bwd {t_native:.4f} s, ratio {t_mge / t_native:.0f}")
     else:
-        print(f"megengine unavailable: {B.get('megengine').unavailable()}")
+        print(f"megengine unavailable: {backends.get('megengine').unavailable()}")
     self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"peak RSS: host {self_rss:.0f} MB, largest worker {child_rss:.0f} MB")

@@ -10,9 +10,9 @@ import tempfile
 from pathlib import Path
 
 import irtrace
-from irtrace.commands import run_replay
+from irtrace.pipeline import run_replay
 from irtrace.examples import EXAMPLES
-from irtrace.replay import backends as B
+from irtrace.replay import backends
 from irtrace.repro.make import make_repros
 
 
@@ -20,7 +20,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
-        if B.get("megengine").unavailable() is None:
+        if backends.get("megengine").unavailable() is None:
             targets = [(name, "megengine") for name in ("stylegan2", "resnet", "wideresnet", "gpt")]
         else:
             sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

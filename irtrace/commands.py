@@ -1,5 +1,4 @@
 """Subcommands beyond export/inspect: replay, backends, demo. Parsing only; the work is the API."""
-import sys
 
 from irtrace.errors import IrtraceError
 
@@ -48,7 +47,7 @@ def add_commands(sub):
     df = sub.add_parser("diff", help="align two bundles of the same model (e.g. a TF original and its PyTorch port)")
     df.add_argument("a")
     df.add_argument("b")
-    df.add_argument("-o", "--out", help="folder for diff.json and diff.html (default: B.diff)")
+    df.add_argument("-o", "--out", help="folder for diff.json and diff.html (default: backends.diff)")
     df.set_defaults(func=_diff)
 
     s = sub.add_parser("setup", help="build (or reuse) the managed environment of a backend (or `all`)")
@@ -67,73 +66,12 @@ def add_commands(sub):
     d.set_defaults(func=_demo)
 
 
-def run_replay(bundle_path, backend, modes, out=None, jobs=1, nodes=None, ops=None, timeout=60.0, atol=None,
-               rtol=None, strict=False, quiet=False, chained=False, loss="bundle", form="canonical"):
-    """Replay + reports; returns (report dict, out folder)."""
-    from pathlib import Path
-
-    from irtrace import compare as C
-    from irtrace.replay import backends as B
-    from irtrace.replay.engine import parse_modes, replay
-    from irtrace.report import html, json_report, terminal
-    from irtrace.report.findings import group
-    from irtrace.store import load
-    bundle = load(bundle_path)
-    names = B.parse_list(backend)
-    if jobs < 1:
-        raise IrtraceError(f"--jobs {jobs}: must be at least 1")
-    policy = C.Policy()
-    if atol is not None or rtol is not None:
-        policy = C.Policy(atol=atol if atol is not None else 0.0, rtol=rtol if rtol is not None else 0.0, fixed=True)
-    progress, bar = None, None
-    if sys.stderr.isatty() and not quiet:
-        from rich.progress import Progress
-        bar = Progress(transient=True)
-        task = bar.add_task("replaying", total=None)
-        bar.start()
-        progress = lambda: bar.advance(task)  # noqa: E731
-    try:
-        rep = replay(bundle, names, parse_modes(modes), nodes_regex=nodes,
-                     ops=[o.strip() for o in ops.split(",")] if ops else None, jobs=jobs, timeout=timeout,
-                     policy=policy, progress=progress, form=form)
-    finally:
-        if bar is not None:
-            bar.stop()
-    report = json_report.build(rep, group(rep, strict), strict)
-    out = Path(out) if out else Path(str(bundle.path).rstrip("/") + ".replay")
-    out.mkdir(parents=True, exist_ok=True)
-    extra = ""
-    if chained:
-        from irtrace.replay.chained import chained_replay
-        from irtrace.replay.engine import _Pool
-        from irtrace.report import chained as CR
-        pool = _Pool()
-        try:
-            # the oracle arbitrates the chains; it is not one of the backends under test there
-            runs, loss = chained_replay(bundle, [n for n in names if n != "oracle"], pool, loss=loss, policy=policy,
-                                        isolated=rep)
-        finally:
-            pool.close()
-        report["chained"] = json_report._clean(CR.to_json(runs, loss))
-        png = CR.plot(report["chained"], bundle, out / "chained.png")
-        extra = CR.html_section(report["chained"], png)
-    json_report.write(report, out)
-    html.write(report, out, extra)
-    if not quiet:
-        terminal.show(report)
-        if chained:
-            from irtrace.report import chained as CR
-            for line in CR.lines(report["chained"]):
-                print(line)
-        print(f"wrote {out / 'report.json'} and {out / 'report.html'}" + (f" and {out / 'chained.png'}" if chained else ""))
-    return report, out
-
-
 def _replay(args):
     from irtrace.report.json_report import exit_code
-    report, out = run_replay(args.bundle, args.backend, args.modes, args.out, args.jobs, args.nodes, args.ops,
-                             args.timeout, args.atol, args.rtol, args.strict, chained=args.chained, loss=args.loss,
-                             form=args.form)
+    from irtrace.pipeline import run_replay
+    report, out = run_replay(args.bundle, args.backend, args.modes, args.out, jobs=args.jobs, nodes=args.nodes,
+                             ops=args.ops, timeout=args.timeout, atol=args.atol, rtol=args.rtol, strict=args.strict,
+                             chained=args.chained, loss=args.loss, form=args.form)
     if args.repro and report["findings"]:
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)
@@ -165,13 +103,13 @@ def _backends(args):
 
 def _conformance(args):
     from irtrace.conformance import main_run
-    from irtrace.replay import backends as B
-    main_run(B.parse_list(args.backend), args.markdown)
+    from irtrace.replay import backends
+    main_run(backends.parse_list(args.backend), args.markdown)
     return 0
 
 
 def _diff(args):
-    import html as H
+    import html
     import json
     from pathlib import Path
 
@@ -193,13 +131,13 @@ def _diff(args):
     out = Path(args.out) if args.out else Path(str(Path(args.b)).rstrip("/") + ".diff")
     out.mkdir(parents=True, exist_ok=True)
     (out / "diff.json").write_text(json.dumps(d, indent=1, default=float) + "\n")
-    rows = "".join(f"<tr><td>{H.escape(p['op_class'])}</td><td>{H.escape(p['b_module'] or p['b'])}</td>"
-                   f"<td>{H.escape(p['a_module'] or p['a'])}</td><td>{H.escape(json.dumps(p['attr_diffs']))}</td>"
+    rows = "".join(f"<tr><td>{html.escape(p['op_class'])}</td><td>{html.escape(p['b_module'] or p['b'])}</td>"
+                   f"<td>{html.escape(p['a_module'] or p['a'])}</td><td>{html.escape(json.dumps(p['attr_diffs']))}</td>"
                    f"<td>{p['chained']}</td><td>{p['chained_max_abs']}</td><td>{p['isolated']}</td></tr>"
                    for p in d["pairs"])
     (out / "diff.html").write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>irtrace diff</title></head><body>"
-        f"<h1>irtrace diff</h1><p>{H.escape(d['verdict'])}</p><table border='1'><tr><th>op</th><th>{fb}</th>"
+        f"<h1>irtrace diff</h1><p>{html.escape(d['verdict'])}</p><table border='1'><tr><th>op</th><th>{fb}</th>"
         f"<th>{fa}</th><th>attributes ({fa} vs {fb})</th><th>chained values</th><th>max abs</th><th>isolated</th></tr>"
         f"{rows}</table></body></html>\n")
     print(f"wrote {out / 'diff.json'} and {out / 'diff.html'}")

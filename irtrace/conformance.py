@@ -18,7 +18,7 @@ import numpy as np
 from irtrace.errors import IrtraceError
 from irtrace.ir.canonical import canonicalize
 from irtrace.ir.spec import node_specs
-from irtrace.replay import backends as B
+from irtrace.replay import backends as registry
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def _claims(hello):
 
 
 def run(backend, limit=None):
-    info = B.get(backend)
+    info = registry.get(backend)
     w = WorkerProxy(info)
     hello = w.start()
     claims = _claims(hello)

@@ -7,21 +7,21 @@ from irtrace.errors import IrtraceError
 
 def demo(out, names):
     import irtrace
-    from irtrace.commands import run_replay
+    from irtrace.pipeline import run_replay
     from irtrace.examples import EXAMPLES
-    from irtrace.replay import backends as B
+    from irtrace.replay import backends
     from irtrace.report.terminal import finding_lines, summary_line
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     unknown = [n for n in names if n not in EXAMPLES]
     if unknown:
         raise IrtraceError(f"unknown example(s) {', '.join(unknown)}; choose from {', '.join(EXAMPLES)}")
-    shown = {n: info for n, info in B.BACKENDS.items() if info.demo and info.modes}
+    shown = {n: info for n, info in backends.BACKENDS.items() if info.demo and info.modes}
     available = [n for n, info in shown.items() if info.unavailable() is None]
     for n, info in shown.items():
         if n not in available:
             print(f"backend {n} unavailable: {info.unavailable()} — run: {info.install}")
-    chains = [n for n in available if B.get(n).chained and B.get(n).role == "test"]
+    chains = [n for n in available if backends.get(n).chained and backends.get(n).role == "test"]
     for name in names:
         e = EXAMPLES[name]
         bundle = irtrace.export(e.build(), e.inputs(), out / f"{name}.irt", train=e.train, force=True)

@@ -17,7 +17,10 @@ from irtrace.errors import IrtraceError, suggest
 
 SCHEMA = "irtrace.bundle/1"
 GRAPH, VALUES, MANIFEST = "graph.onnx", "values.safetensors", "manifest.json"
-GRAD_PREFIX = "grad/"
+# How values are named in the bundle (docs/bundle.md): recording writes these, replay and repro read them.
+GRAD_PREFIX = "grad/"   # grad/<value>: the cotangent of <value> under the bundle's loss
+SEED_PREFIX = "loss/"   # loss/<output>: the output seed c_o of the loss
+U_PREFIX = "u/"         # u/<value>: the seeded double-backward direction for the cotangent of <value>
 REQUIRED_MANIFEST_KEYS = ("schema", "source", "versions", "mode", "seed", "loss", "inputs", "outputs", "nodes")
 
 # safetensors dtype codes <-> numpy (the format's own table)
@@ -31,6 +34,22 @@ _ST_DTYPES = {
 def grad_name(value):
     """Name of the cotangent of `value` in the bundle."""
     return GRAD_PREFIX + value
+
+
+def u_name(value):
+    """Name of the seeded double-backward direction u for the cotangent of `value`."""
+    return U_PREFIX + value
+
+
+def seed_name(output):
+    """Name of the loss's seed c_o for graph output `output`."""
+    return SEED_PREFIX + output
+
+
+def initializers(model):
+    """{name: array} of the graph's initializers (weights, by state_dict key)."""
+    from onnx import numpy_helper
+    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
 class LazyValues:

@@ -14,7 +14,7 @@ import os
 import time
 
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
 from backends.torch.adapter import TorchAdapter
 from backends.torch.ops import OPS
@@ -27,7 +27,7 @@ TABLE = OPS.derive(f"planted-{BUG}")
 def wrong_side_conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, pads, strides):
     r = len(kernel_shape)
     moved = [0] * r + [p + q for p, q in zip(pads[:r], pads[r:])]  # everything at the end
-    return F.conv2d(F.pad(x, torch_pad_list(moved)), w, b, stride=strides, dilation=dilations, groups=group)
+    return functional.conv2d(functional.pad(x, torch_pad_list(moved)), w, b, stride=strides, dilation=dilations, groups=group)
 
 
 class _LeakyNoDouble(torch.autograd.Function):
@@ -35,7 +35,7 @@ class _LeakyNoDouble(torch.autograd.Function):
     def forward(ctx, x, alpha):
         ctx.save_for_backward(x)
         ctx.alpha = alpha
-        return F.leaky_relu(x, alpha)
+        return functional.leaky_relu(x, alpha)
 
     @staticmethod
     def backward(ctx, g):
@@ -110,7 +110,7 @@ def register(bug):
     """Register backend 'planted-<bug>' with the host (tests call this)."""
     from pathlib import Path
 
-    from irtrace.replay import backends as B
-    return B.register(B.BackendInfo(f"planted-{bug}", "planted_backend", ("torch",), "(test only)",
+    from irtrace.replay import backends
+    return backends.register(backends.BackendInfo(f"planted-{bug}", "planted_backend", ("torch",), "(test only)",
                                     f"torch with a planted bug: {bug}", extra_path=(Path(__file__).parent,),
                                     env={"IRTRACE_PLANTED": bug}))

@@ -7,17 +7,17 @@ import numpy as np
 import pytest
 
 import irtrace
-from irtrace import compare as C
-from irtrace.commands import run_replay
+from irtrace import compare
+from irtrace.pipeline import run_replay
 
 
 @pytest.fixture(scope="module")
 def mid(tmp_path_factory):
-    import models_for_tests as m
+    import models_for_tests
     import planted_backend
     for bug in ("pad", "f64", "bnbiased", "bnmomentum"):
         planted_backend.register(bug)
-    return irtrace.export(m.mid_conv(), m.mid_conv_inputs(), tmp_path_factory.mktemp("mid") / "mid.irt")
+    return irtrace.export(models_for_tests.mid_conv(), models_for_tests.mid_conv_inputs(), tmp_path_factory.mktemp("mid") / "mid.irt")
 
 
 def _run(bundle, backend, tmp_path, **kw):
@@ -33,7 +33,7 @@ def test_drift_starts_at_the_planted_node_and_names_it_culprit(mid, tmp_path):
     assert first["index"] == conv_index and first["node"] == "node_conv2d"
     assert first["culprit"] == "node_conv2d" and "diverges in isolation too" in first["explanation"]
     before = [e for e in run["values"] if e["index"] < conv_index]
-    assert before and all(e["verdict"] in (C.MATCH, C.NOISE) for e in before)  # nothing drifts before it
+    assert before and all(e["verdict"] in (compare.MATCH, compare.NOISE) for e in before)  # nothing drifts before it
     assert (out / "chained.png").stat().st_size > 10_000
     assert "Chained replay" in (out / "report.html").read_text()
     assert json.loads((out / "report.json").read_text())["chained"]["loss"] == "bundle"
@@ -44,7 +44,7 @@ def test_parameter_table_names_the_affected_parameter(mid, tmp_path):
     rels = [p["max_rel"] for p in run["parameters"]]
     assert rels == sorted(rels, reverse=True)  # worst first
     names = {p["value"]: p["verdict"] for p in run["parameters"]}
-    assert names["conv.weight"] == C.DIVERGENT
+    assert names["conv.weight"] == compare.DIVERGENT
     assert set(names) == {"stem.weight", "stem.bias", "conv.weight", "conv.bias", "head.weight", "head.bias"}
 
 
@@ -61,9 +61,9 @@ def test_running_stat_bugs_are_found_and_named(example_bundle, tmp_path, bug):
     b = example_bundle("resnet")
     report, _, run = _run(b, f"planted-{bug}", tmp_path, nodes=None)
     findings = [f for f in report["findings"] if f["op_type"] == "TrainBatchNormalization" and f["mode"] == "fwd"]
-    assert findings and findings[0]["verdict"] == C.DIVERGENT
+    assert findings and findings[0]["verdict"] == compare.DIVERGENT
     assert findings[0]["worst"]["output"].endswith(":updated")
-    bad = {e["state_dict_key"] for e in run["state"] if e["verdict"] == C.DIVERGENT}
+    bad = {e["state_dict_key"] for e in run["state"] if e["verdict"] == compare.DIVERGENT}
     if bug == "bnbiased":
         assert "layer1.0.bn1.running_var" in bad and "layer1.0.bn1.running_mean" not in bad
     else:
@@ -71,8 +71,8 @@ def test_running_stat_bugs_are_found_and_named(example_bundle, tmp_path, bug):
 
 
 def test_gradient_penalty_loss_is_defined_in_the_manifest(mid, tmp_path):
-    import models_for_tests as m
-    b = irtrace.export(m.mid_conv(), m.mid_conv_inputs(), tmp_path / "gp.irt", loss="grad-penalty")
+    import models_for_tests
+    b = irtrace.export(models_for_tests.mid_conv(), models_for_tests.mid_conv_inputs(), tmp_path / "gp.irt", loss="grad-penalty")
     assert b.manifest["loss"]["kind"] == "grad-penalty" and "||dD/dx||^2" in b.manifest["loss"]["definition"]
     out = b.manifest["outputs"][0]
     c = b.values["loss/" + out]

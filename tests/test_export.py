@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 import pytest
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
 import irtrace
 from irtrace.errors import IrtraceError
@@ -88,7 +88,7 @@ def test_train_mode_batchnorm_is_really_training(example_bundle):
     np.testing.assert_allclose(b.values[bn.output[2]], mod.running_var.numpy(), rtol=1e-6)
     np.testing.assert_allclose(b.values[bn.output[1]], mod.running_mean.numpy(), rtol=1e-6, atol=1e-7)
     # normalising with running stats (the torchlib default) would be far off
-    y_eval = F.batch_norm(x, torch.zeros(8), torch.ones(8), mod.weight, mod.bias, training=False)
+    y_eval = functional.batch_norm(x, torch.zeros(8), torch.ones(8), mod.weight, mod.bias, training=False)
     assert np.abs(b.values[bn.output[0]] - y_eval.detach().numpy()).max() > 0.1
     assert b.manifest["state_outputs"]["layer1.0.bn1.running_var"] == "layer1.0.bn1.running_var:updated"
 
@@ -120,15 +120,15 @@ def test_dropout_mask_recorded_and_replayed(example_bundle, tmp_path):
 
 
 def test_export_check_failure_names_the_first_value(tmp_path):
-    import models_for_tests as m
+    import models_for_tests
     with pytest.raises(IrtraceError, match=r"export check failed: .*first value that disagrees is .*module inner"):
-        irtrace.export(m.liar(), m.liar_inputs(), tmp_path / "liar.irt")
+        irtrace.export(models_for_tests.liar(), models_for_tests.liar_inputs(), tmp_path / "liar.irt")
     assert not (tmp_path / "liar.irt").exists()
 
 
 def test_loss_sum_gives_ones(tmp_path):
-    import models_for_tests as m
-    b = irtrace.export(m.tiny(), m.tiny_inputs(), tmp_path / "t.irt", loss="sum")
+    import models_for_tests
+    b = irtrace.export(models_for_tests.tiny(), models_for_tests.tiny_inputs(), tmp_path / "t.irt", loss="sum")
     out = b.manifest["outputs"][0]
     assert np.all(b.values[grad_name(out)] == 1)
     assert b.manifest["loss"]["kind"] == "sum"

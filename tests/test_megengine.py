@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from irtrace import compare as C
-from irtrace.replay import backends as B
+from irtrace import compare
+from irtrace.replay import backends
 from irtrace.replay.engine import replay
 
-REASON = B.get("megengine").unavailable()
+REASON = backends.get("megengine").unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"megengine unavailable: {REASON}")
 
 
@@ -31,7 +31,7 @@ def mge_replay(cases_bundle):
 
 def _observed(rep):
     return {(n.name, r.mode, r.output): r for n in rep.nodes for r in n.results
-            if r.backend == "megengine" and r.verdict in C.FAILING + (C.UNSUPPORTED,)}
+            if r.backend == "megengine" and r.verdict in compare.FAILING + (compare.UNSUPPORTED,)}
 
 
 def test_op_table_against_torch_known_findings_are_strict(mge_replay):
@@ -56,7 +56,7 @@ def test_translation_guards_forward(mge_replay):
     MegEngine's own second-order bugs cannot hide or fake them."""
     v = {(n.name, r.output): r.verdict for n in mge_replay.nodes for r in n.results
          if r.backend == "megengine" and r.mode == "fwd"}
-    ok = (C.MATCH, C.NOISE)
+    ok = (compare.MATCH, compare.NOISE)
     for key in [("batchnorm_train_m07", "batchnorm_train_m07.out1"),   # momentum (keep fraction) -> running_mean
                 ("batchnorm_train_m07", "batchnorm_train_m07.out2"),   # unbiased running_var
                 ("batchnorm_eval", "batchnorm_eval.out0"),
@@ -75,14 +75,14 @@ def test_translation_guards_forward(mge_replay):
                 ("slice_negative_step", "slice_negative_step.out0"), ("prelu", "prelu.out0"),
                 ("depthtospace_dcr", "depthtospace_dcr.out0"), ("topk", "topk.out1")]:
         assert v[key] in ok, (key, v[key])
-    unsupported = {n for (n, o), verdict in v.items() if verdict == C.UNSUPPORTED}
+    unsupported = {n for (n, o), verdict in v.items() if verdict == compare.UNSUPPORTED}
     assert unsupported == {"erf", "einsum", "gelu_tanh"}
-    assert not [k for k, verdict in v.items() if verdict in C.FAILING]
+    assert not [k for k, verdict in v.items() if verdict in compare.FAILING]
 
 
 def test_first_order_gradients_match(mge_replay):
     bad = [(n.name, r.output, r.verdict) for n in mge_replay.nodes for r in n.results
-           if r.backend == "megengine" and r.mode == "vjp" and r.verdict in C.FAILING]
+           if r.backend == "megengine" and r.mode == "vjp" and r.verdict in compare.FAILING]
     assert not bad
 
 
@@ -95,12 +95,12 @@ def test_float64_is_unsupported_not_cast(tmp_path):
     b = bundle_from_onnx(m, {"x": np.array([1.0, -2.0, 3.0])}, tmp_path / "f64.irt")
     rep = replay(b, ["megengine"], modes=["fwd"])
     (r,) = [r for r in rep.nodes[0].results if r.backend == "megengine"]
-    assert r.verdict == C.UNSUPPORTED and "float64" in r.message
+    assert r.verdict == compare.UNSUPPORTED and "float64" in r.message
 
 
 def test_worker_is_quiet_and_env_is_python310(tmp_path):
     from irtrace.replay.worker import WorkerProxy
-    w = WorkerProxy(B.get("megengine"))
+    w = WorkerProxy(backends.get("megengine"))
     hello = w.start()
     assert hello["versions"]["megengine"] == "1.13.0" and hello["versions"]["numpy"].startswith("1.")
     w.close()
@@ -136,14 +136,14 @@ def test_examples_run_to_the_end(example_bundle, name):
 
 def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
     """The StyleGAN2 port's question: which module's which parameter is off under a gradient penalty."""
-    from irtrace.commands import run_replay
+    from irtrace.pipeline import run_replay
     report, out = run_replay(example_bundle("stylegan2").path, "megengine", "fwd,vjp,vjp2", tmp_path / "sg",
                              quiet=True, chained=True, loss="grad-penalty")
     (run,) = report["chained"]["runs"]
     assert run["status"] == "ok"
-    assert not [e for e in run["values"] if e["verdict"] in C.FAILING]  # the forward chain agrees
+    assert not [e for e in run["values"] if e["verdict"] in compare.FAILING]  # the forward chain agrees
     params = run["parameters"]
-    assert len(params) == 28 and params[0]["verdict"] == C.DIVERGENT  # nn.Parameters only, not buffers
+    assert len(params) == 28 and params[0]["verdict"] == compare.DIVERGENT  # nn.Parameters only, not buffers
     assert params[0]["value"].startswith("synthesis.")  # named by state_dict key
     assert run["first_grad_divergence"]["explanation"]
     assert (out / "chained.png").stat().st_size > 10_000

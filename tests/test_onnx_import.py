@@ -49,12 +49,12 @@ def test_import_resolves_auto_pad_and_keeps_the_original(same_bundle):
 
 
 def test_same_pads_replay_without_divergence(same_bundle):
-    from irtrace import compare as C
-    from irtrace.replay import backends as B
+    from irtrace import compare
+    from irtrace.replay import backends
     from irtrace.replay.engine import replay
-    names = ["torch", "onnxruntime", "oracle"] + (["megengine"] if B.get("megengine").unavailable() is None else [])
+    names = ["torch", "onnxruntime", "oracle"] + (["megengine"] if backends.get("megengine").unavailable() is None else [])
     rep = replay(same_bundle, names, modes=["fwd", "vjp"])
-    bad = [(n.name, r.backend, r.mode, r.verdict) for n in rep.nodes for r in n.results if r.verdict in C.FAILING]
+    bad = [(n.name, r.backend, r.mode, r.verdict) for n in rep.nodes for r in n.results if r.verdict in compare.FAILING]
     assert not bad
 
 

@@ -2,12 +2,12 @@
 resolution against onnxruntime's own."""
 import pytest
 
-from irtrace import compare as C
-from irtrace.replay import backends as B
+from irtrace import compare
+from irtrace.replay import backends
 from irtrace.replay.engine import replay
 
 BACKENDS = ["torch", "onnxruntime", "oracle", "onnxref"] + (
-    ["megengine"] if B.get("megengine").unavailable() is None else [])
+    ["megengine"] if backends.get("megengine").unavailable() is None else [])
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def test_every_backend_on_every_padding_case(matrix):
     from padding_known import KNOWN
     rep = replay(matrix, BACKENDS, modes=["fwd"], nodes_regex="^(?!auto_)")
     assert len(rep.nodes) == 234
-    seen = {(n.name, r.backend): r.verdict for n in rep.nodes for r in n.results if r.verdict not in (C.MATCH, C.NOISE)}
+    seen = {(n.name, r.backend): r.verdict for n in rep.nodes for r in n.results if r.verdict not in (compare.MATCH, compare.NOISE)}
     expected = {k: v for k, v in KNOWN.items() if k[1] in BACKENDS}
     assert seen == expected
     # torch, onnxruntime and the oracle itself agree with float64 on every case: begin-heavy and
@@ -31,7 +31,7 @@ def test_every_backend_on_every_padding_case(matrix):
     for n in rep.nodes:
         for r in n.results:
             if r.backend in ("torch", "onnxruntime", "oracle", "megengine") and (n.name, r.backend) not in KNOWN:
-                assert r.verdict in (C.MATCH, C.NOISE), (n.name, r.backend, r.verdict)
+                assert r.verdict in (compare.MATCH, compare.NOISE), (n.name, r.backend, r.verdict)
 
 
 def test_asymmetric_pads_matter(matrix):
@@ -48,6 +48,6 @@ def test_canonical_auto_pad_equals_onnxruntime_own(matrix):
     rep = replay(matrix, ["onnxruntime"], modes=["fwd"], nodes_regex="^auto_", form="original")
     assert len(rep.nodes) == 54
     bad = [(n.name, r.verdict) for n in rep.nodes for r in n.results
-           if r.backend == "onnxruntime" and r.verdict not in (C.MATCH, C.NOISE)]
+           if r.backend == "onnxruntime" and r.verdict not in (compare.MATCH, compare.NOISE)]
     assert not bad
     assert all(any(r.backend == "onnxruntime" for r in n.results) for n in rep.nodes)

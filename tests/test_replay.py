@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import irtrace
-from irtrace import compare as C
+from irtrace import compare
 from irtrace.cli import main
 from irtrace.errors import IrtraceError
 from irtrace.replay.engine import replay
@@ -16,8 +16,8 @@ HOST = ["torch", "onnxruntime", "oracle"]
 
 @pytest.fixture(scope="module")
 def planted_bundle(tmp_path_factory):
-    import models_for_tests as m
-    return irtrace.export(m.planted_target(), m.planted_target_inputs(), tmp_path_factory.mktemp("p") / "p.irt")
+    import models_for_tests
+    return irtrace.export(models_for_tests.planted_target(), models_for_tests.planted_target_inputs(), tmp_path_factory.mktemp("p") / "p.irt")
 
 
 def _verdicts(rep):
@@ -28,10 +28,10 @@ def _verdicts(rep):
 def test_examples_agree_on_torch_onnxruntime_oracle(example_bundle, name):
     rep = replay(example_bundle(name), HOST)
     bad = [(n.name, r.backend, r.mode, r.output, r.verdict, r.message) for n in rep.nodes for r in n.results
-           if r.verdict in C.FAILING]
+           if r.verdict in compare.FAILING]
     assert not bad
-    counts = {v: sum(1 for n in rep.nodes for r in n.results if r.verdict == v) for v in C.VERDICTS}
-    assert counts[C.MATCH] > 100
+    counts = {v: sum(1 for n in rep.nodes for r in n.results if r.verdict == v) for v in compare.VERDICTS}
+    assert counts[compare.MATCH] > 100
     # every node has torch fwd; nodes with float inputs and cotangents have vjp and vjp2
     assert all(any(r.backend == "torch" and r.mode == "fwd" for r in n.results) for n in rep.nodes)
     assert sum(1 for n in rep.nodes for r in n.results if r.mode == "vjp2" and r.backend == "torch") > 20
@@ -40,14 +40,14 @@ def test_examples_agree_on_torch_onnxruntime_oracle(example_bundle, name):
 @pytest.mark.slow
 def test_wideresnet_train_agrees(example_bundle):
     rep = replay(example_bundle("wideresnet-train"), HOST)
-    assert not [r for n in rep.nodes for r in n.results if r.verdict in C.FAILING]
+    assert not [r for n in rep.nodes for r in n.results if r.verdict in compare.FAILING]
 
 
 def test_onnxref_grouped_conv_transpose_is_a_finding(example_bundle):
     rep = replay(example_bundle("stylegan2"), ["onnxref"], modes=["fwd"], ops=["ConvTranspose"])
     (f,) = group(rep)
     assert f.backend == "onnxref" and f.op_type == "ConvTranspose" and f.mode == "fwd"
-    assert f.verdict in (C.ERROR, C.DIVERGENT)
+    assert f.verdict in (compare.ERROR, compare.DIVERGENT)
     assert f.module == "synthesis.b8.conv0"
     assert f.file_line.endswith("stylegan2.py:144")
 
@@ -62,7 +62,7 @@ def _planted(bundle, bug, **kw):
 def test_conv_padding_wrong_side_is_divergent_fwd(planted_bundle):
     rep, findings = _planted(planted_bundle, "pad")
     fwd = [f for f in findings if f.mode == "fwd"]
-    assert [(f.op_type, f.verdict) for f in fwd] == [("Conv", C.DIVERGENT)]
+    assert [(f.op_type, f.verdict) for f in fwd] == [("Conv", compare.DIVERGENT)]
     w = fwd[0].worst
     assert fwd[0].first_node == "node_conv2d" and fwd[0].module == "conv"
     assert w["closer_to_oracle"] == "reference" and w["max_abs"] > 0.1
@@ -72,10 +72,10 @@ def test_conv_padding_wrong_side_is_divergent_fwd(planted_bundle):
 
 def test_leaky_relu_without_second_derivative_found_in_vjp2_only(planted_bundle):
     rep, findings = _planted(planted_bundle, "lrelu")
-    assert [(f.op_type, f.mode, f.verdict) for f in findings] == [("LeakyRelu", "vjp2", C.DIVERGENT)]
+    assert [(f.op_type, f.mode, f.verdict) for f in findings] == [("LeakyRelu", "vjp2", compare.DIVERGENT)]
     assert findings[0].worst["output"].startswith("d2g:")
     v = _verdicts(rep)
-    assert v[("node_leaky_relu", "planted-lrelu", "vjp", "d:conv2d")] == C.MATCH
+    assert v[("node_leaky_relu", "planted-lrelu", "vjp", "d:conv2d")] == compare.MATCH
 
 
 def test_subgradient_at_kink_is_tagged(planted_bundle):
@@ -86,17 +86,17 @@ def test_subgradient_at_kink_is_tagged(planted_bundle):
 
 def test_segfault_is_crash_and_replay_goes_on(planted_bundle):
     rep, findings = _planted(planted_bundle, "crash")
-    crash = [f for f in findings if f.verdict == C.CRASH]
+    crash = [f for f in findings if f.verdict == compare.CRASH]
     assert {f.op_type for f in crash} == {"Sigmoid"}
     assert "SIGSEGV" in crash[0].message
     assert rep.restarts["planted-crash"] >= 1
     v = _verdicts(rep)
-    assert v[("node_tanh", "planted-crash", "fwd", "tanh")] == C.MATCH  # nodes after the crash are compared
+    assert v[("node_tanh", "planted-crash", "fwd", "tanh")] == compare.MATCH  # nodes after the crash are compared
 
 
 def test_hang_is_timeout_and_replay_goes_on(planted_bundle):
     rep, findings = _planted(planted_bundle, "hang", timeout=2, modes=["fwd"])
-    assert [(f.op_type, f.verdict) for f in findings] == [("Tanh", C.TIMEOUT)]
+    assert [(f.op_type, f.verdict) for f in findings] == [("Tanh", compare.TIMEOUT)]
     assert rep.elapsed_s < 30
 
 
@@ -114,8 +114,8 @@ def test_selection_and_bad_selection(example_bundle):
     with pytest.raises(IrtraceError, match=r"--ops 'Conw': no such op in this graph\. Did you mean: Conv"):
         replay(b, ["torch"], ops=["Conw"])
     with pytest.raises(IrtraceError, match=r"unknown backend 'onnxruntim'.*Did you mean: onnxruntime"):
-        from irtrace.replay import backends as B
-        B.parse_list("onnxruntim")
+        from irtrace.replay import backends
+        backends.parse_list("onnxruntim")
 
 
 def test_cli_replay_writes_reports_and_exit_codes(example_bundle, planted_bundle, tmp_path, capsys):

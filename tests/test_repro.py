@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import irtrace
-from irtrace.commands import run_replay
-from irtrace.replay import backends as B
+from irtrace.pipeline import run_replay
+from irtrace.replay import backends
 from irtrace.repro.make import _write_npz, make_repros
 
 
@@ -46,11 +46,11 @@ def _correct_op(folder, op_type):
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
-    import models_for_tests as m
+    import models_for_tests
     import planted_backend
     for bug in ("pad", "lrelu", "crash"):
         planted_backend.register(bug)
-    return irtrace.export(m.planted_target(), m.planted_target_inputs(), tmp_path_factory.mktemp("pl") / "p.irt")
+    return irtrace.export(models_for_tests.planted_target(), models_for_tests.planted_target_inputs(), tmp_path_factory.mktemp("pl") / "p.irt")
 
 
 def test_wrong_side_padding_shrinks_and_reproduces(planted, tmp_path):
@@ -139,11 +139,11 @@ def test_bad_report_and_unknown_finding(planted, tmp_path, capsys):
     assert "Did you mean: planted-pad-Conv-fwd-divergent-" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(B.get("megengine").unavailable() is not None, reason="megengine unavailable")
+@pytest.mark.skipif(backends.get("megengine").unavailable() is not None, reason="megengine unavailable")
 def test_megengine_stylegan2_one_folder_per_bug_each_runs_in_its_env(example_bundle, tmp_path):
     report, folders = _replay_and_repro(example_bundle("stylegan2"), "megengine", "fwd,vjp,vjp2", tmp_path, "sg")
     assert len(folders) == len(report["findings"]) == 2  # LeakyRelu vjp2 (5 nodes) and Pad vjp2 (4 nodes): 2 bugs
-    python = B.get("megengine").interpreter()
+    python = backends.get("megengine").interpreter()
     for folder in folders:
         finding = json.loads((folder / "finding.json").read_text())
         r = _run(folder / "repro.py", python)

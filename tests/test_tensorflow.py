@@ -26,8 +26,8 @@ pytestmark = pytest.mark.skipif(TF is None, reason="tensorflow environment unava
 def keras(tmp_path_factory):
     d = tmp_path_factory.mktemp("tf")
     script = ("import sys; sys.path.insert(0, sys.argv[3]); import numpy as np, tf_models; m = tf_models.wideresnet(); "
-              "m.save(sys.argv[1]); np.savez(sys.argv[2], **{v.path: v.numpy() for v in m.weights}); "
-              "m.export(sys.argv[1] + '.saved')")
+              "models_for_tests.save(sys.argv[1]); np.savez(sys.argv[2], **{v.path: v.numpy() for v in models_for_tests.weights}); "
+              "models_for_tests.export(sys.argv[1] + '.saved')")
     subprocess.run([TF, "-c", script, str(d / "wrn.keras"), str(d / "w.npz"), str(TESTS)], check=True,
                    capture_output=True, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
     x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)
@@ -38,10 +38,10 @@ def keras(tmp_path_factory):
 
 
 def _port(keras, fixed):
-    import models_for_tests as m
+    import models_for_tests
     d, w, x = keras
     path = d / f"torch{int(fixed)}.irt"
-    return irtrace.export(m.keras_wrn(w, fixed), (torch.from_numpy(x.transpose(0, 3, 1, 2).copy()),), path, force=True)
+    return irtrace.export(models_for_tests.keras_wrn(w, fixed), (torch.from_numpy(x.transpose(0, 3, 1, 2).copy()),), path, force=True)
 
 
 def test_tf_bundle_keeps_layer_names_and_tf_pads(keras):

@@ -9,9 +9,9 @@ from backends._table import Unsupported
 
 
 def _kernels():
-    from onnxruntime.capi import _pybind_state as C
+    from onnxruntime.capi import _pybind_state
     out = set()
-    for k in C.get_all_opkernel_def():
+    for k in _pybind_state.get_all_opkernel_def():
         if k.provider == "CPUExecutionProvider" and k.domain in ("", "ai.onnx"):
             out.add(("", k.op_name, int(k.version_range[0])))
     return out

@@ -4,7 +4,7 @@ import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+from torch.nn import functional
 
 
 class CausalSelfAttention(nn.Module):
@@ -25,7 +25,7 @@ class CausalSelfAttention(nn.Module):
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = self.attn_dropout(F.softmax(att, dim=-1))
+        att = self.attn_dropout(functional.softmax(att, dim=-1))
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.c_proj(y))
 
@@ -38,7 +38,7 @@ class MLP(nn.Module):
         self.dropout = nn.Dropout(p)
 
     def forward(self, x):
-        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+        return self.dropout(self.c_proj(functional.gelu(self.c_fc(x))))
 
 
 class Block(nn.Module):

@@ -2,7 +2,7 @@
 two basic blocks (one strided, with a 1x1 projection), global average pool, fc."""
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+from torch.nn import functional
 
 
 class Block(nn.Module):
@@ -17,9 +17,9 @@ class Block(nn.Module):
             self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
 
     def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
+        out = functional.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        return F.relu(out + (x if self.downsample is None else self.downsample(x)))
+        return functional.relu(out + (x if self.downsample is None else self.downsample(x)))
 
 
 class ResNet(nn.Module):
@@ -33,9 +33,9 @@ class ResNet(nn.Module):
         self.fc = nn.Linear(16, num_classes)
 
     def forward(self, x):
-        x = self.maxpool(F.relu(self.bn1(self.conv1(x))))
+        x = self.maxpool(functional.relu(self.bn1(self.conv1(x))))
         x = self.layer2(self.layer1(x))
-        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        x = functional.adaptive_avg_pool2d(x, 1).flatten(1)
         return self.fc(x)
 
 

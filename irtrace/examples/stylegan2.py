@@ -7,7 +7,7 @@ This is the model of ../shared/seeds/000 (a MegEngine port whose gradients disag
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+from torch.nn import functional
 
 
 def normalize_2nd_moment(x, dim=1, eps=1e-8):
@@ -18,7 +18,7 @@ def bias_act(x, b=None, dim=1, act="linear", alpha=0.2, gain=None):
     if b is not None:
         x = x + b.reshape([-1 if i == dim else 1 for i in range(x.ndim)])
     if act == "lrelu":
-        x = F.leaky_relu(x, alpha)
+        x = functional.leaky_relu(x, alpha)
     gain = gain if gain is not None else (np.sqrt(2) if act == "lrelu" else 1.0)
     if gain != 1:
         x = x * gain
@@ -35,16 +35,16 @@ def upfirdn2d(x, f, up=1, down=1, padding=(0, 0, 0, 0), flip_filter=False, gain=
     """The reference upfirdn2d: zero-insertion upsample, pad/crop, depthwise FIR conv, downsample."""
     batch, channels, h, w = x.shape
     x = x.reshape([batch, channels, h, 1, w, 1])
-    x = F.pad(x, [0, up - 1, 0, 0, 0, up - 1])
+    x = functional.pad(x, [0, up - 1, 0, 0, 0, up - 1])
     x = x.reshape([batch, channels, h * up, w * up])
     px0, px1, py0, py1 = padding
-    x = F.pad(x, [max(px0, 0), max(px1, 0), max(py0, 0), max(py1, 0)])
+    x = functional.pad(x, [max(px0, 0), max(px1, 0), max(py0, 0), max(py1, 0)])
     x = x[:, :, max(-py0, 0): x.shape[2] - max(-py1, 0), max(-px0, 0): x.shape[3] - max(-px1, 0)]
     f = f * (gain ** (f.ndim / 2))
     if not flip_filter:
         f = f.flip(list(range(f.ndim)))
     f = f[np.newaxis, np.newaxis].repeat([channels, 1] + [1] * f.ndim)
-    x = F.conv2d(x, f, groups=channels)
+    x = functional.conv2d(x, f, groups=channels)
     return x[:, :, ::down, ::down]
 
 
@@ -72,11 +72,11 @@ def conv2d_resample(x, w, f=None, up=1, padding=0, groups=1, flip_weight=True):
         pxt, pyt = max(min(-px0, -px1), 0), max(min(-py0, -py1), 0)
         if flip_weight:  # the official code passes flip_weight=(not flip_weight) to the transposed conv
             w = w.flip([2, 3])
-        x = F.conv_transpose2d(x, w, stride=up, padding=[pyt, pxt], groups=groups)
+        x = functional.conv_transpose2d(x, w, stride=up, padding=[pyt, pxt], groups=groups)
         return upfirdn2d(x, f, padding=[px0 + pxt, px1 - pxt, py0 + pyt, py1 - pyt], gain=up * up)
     if not flip_weight:
         w = w.flip([2, 3])
-    return F.conv2d(x, w, padding=[py0, px0], groups=groups)
+    return functional.conv2d(x, w, padding=[py0, px0], groups=groups)
 
 
 def modulated_conv2d(x, weight, styles, noise=None, up=1, padding=0, resample_filter=None, demodulate=True,

@@ -4,7 +4,7 @@ import math
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+from torch.nn import functional
 
 
 class BasicBlock(nn.Module):
@@ -28,7 +28,7 @@ class BasicBlock(nn.Module):
             out = self.relu1(self.bn1(x))
         out = self.relu2(self.bn2(self.conv1(out)))
         if self.drop_rate > 0:
-            out = F.dropout(out, p=self.drop_rate, training=self.training)
+            out = functional.dropout(out, p=self.drop_rate, training=self.training)
         out = self.conv2(out)
         return torch.add(x if self.equal_in_out else self.convShortcut(x), out)
 
@@ -74,7 +74,7 @@ class WideResNet(nn.Module):
         out = self.block2(out)
         out = self.block3(out)
         out = self.relu(self.bn1(out))
-        out = F.avg_pool2d(out, out.shape[-1])
+        out = functional.avg_pool2d(out, out.shape[-1])
         out = out.view(-1, self.n_channels)
         return self.fc(out)
 

@@ -9,9 +9,9 @@ uses the mask torch drew.
 import contextlib
 
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
-_ORIGINAL = F.dropout
+_ORIGINAL = functional.dropout
 
 
 @torch.library.custom_op("irtrace::dropout", mutates_args=())
@@ -26,7 +26,7 @@ def _(x, mask, p):
 
 @contextlib.contextmanager
 def patched(masks, record):
-    """While active, F.dropout in training mode records masks into (record=True) or takes them
+    """While active, functional.dropout in training mode records masks into (record=True) or takes them
     from (record=False) the list `masks`, in call order."""
     it = iter(list(masks))
 
@@ -43,8 +43,8 @@ def patched(masks, record):
             raise RuntimeError("the model called dropout more often while exporting than in the reference run") from None
         return torch.ops.irtrace.dropout(input, mask, float(p))
 
-    F.dropout = dropout
+    functional.dropout = dropout
     try:
         yield masks
     finally:
-        F.dropout = _ORIGINAL
+        functional.dropout = _ORIGINAL

@@ -2,11 +2,10 @@
 inputs; record every value, then backpropagate the loss and record every cotangent and
 the seeds of the double-backward pass."""
 import numpy as np
-from onnx import numpy_helper
 
 from irtrace.errors import IrtraceError
 from irtrace.ir.spec import node_specs
-from irtrace.store import grad_name
+from irtrace.store import SEED_PREFIX, grad_name, initializers, u_name  # noqa: F401 - re-exported names
 
 LOSSES = {
     "dot": "L = sum over outputs o of <y_o, c_o>, c_o ~ N(0, 1) drawn from numpy default_rng(seed + 1) in output order",
@@ -15,17 +14,6 @@ LOSSES = {
                     "c_o ~ N(0, 1) from numpy default_rng(seed + 1) (a gradient penalty: the backward runs double "
                     "backward)",
 }
-SEED_PREFIX = "loss/"   # loss/<output>: the output seed c_o of the loss
-U_PREFIX = "u/"
-
-
-def u_name(value):
-    """Name of the seeded double-backward direction u for the cotangent of `value`."""
-    return U_PREFIX + value
-
-
-def initializers(model):
-    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
 
 
 def record(model, inputs, outputs, loss="dot", seed=0):

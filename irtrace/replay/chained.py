@@ -11,14 +11,13 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from irtrace import compare as C
+from irtrace import compare
 from irtrace.errors import IrtraceError
-from irtrace.export.record import initializers
 from irtrace.ir.graph import dag
 from irtrace.ir.spec import node_specs
 from irtrace.replay.engine import ORACLE, REFERENCE
 from irtrace.replay.worker import WorkerFailed
-from irtrace.store import grad_name
+from irtrace.store import grad_name, initializers, seed_name
 
 log = logging.getLogger(__name__)
 LOSSES = ("bundle", "grad-penalty")
@@ -49,7 +48,7 @@ def _run(pool, backend, msg, arrays, timeout):
     except WorkerFailed as e:
         return e.verdict, {"message": e.message}, {}, {}
     if reply["status"] != "ok":
-        return {"unsupported": C.UNSUPPORTED, "error": C.ERROR}[reply["status"]], reply, {}, {}
+        return {"unsupported": compare.UNSUPPORTED, "error": compare.ERROR}[reply["status"]], reply, {}, {}
     nv = len(reply["values"])
     return "ok", reply, dict(zip(reply["values"], out[:nv])), dict(zip(reply["grads"], out[nv:]))
 
@@ -60,7 +59,7 @@ def _entry(name, node, index, verdict, m, extras, kind):
             "closer_to_oracle": extras.get("closer_to_oracle"), "message": extras.get("message", "")}
 
 
-def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=C.Policy(), isolated=None):
+def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=compare.Policy(), isolated=None):
     """(chained runs of `backends`, the loss used); `isolated`: the isolated Replay, to link verdicts.
     loss="bundle" uses the bundle's own loss (a gradient penalty when it was exported with one)."""
     if loss not in LOSSES:
@@ -74,10 +73,9 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     for i in model.graph.input:
         feeds[i.name] = np.asarray(bundle.values[i.name])
     outputs = m["outputs"]
-    from irtrace.export.record import SEED_PREFIX
 
     def seed(o):  # the loss's output seed c_o (older bundles: the output cotangent, the same for "dot")
-        for k in (SEED_PREFIX + o, grad_name(o)):
+        for k in (seed_name(o), grad_name(o)):
             if k in bundle.values:
                 return np.asarray(bundle.values[k])
         return None
@@ -108,19 +106,19 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
         if status == "ok":
             for name in order:
                 if name in vals and name in ref_vals:
-                    verdict, met, ex = C.judge(vals[name], ref_vals[name], o_vals.get(name), policy)
+                    verdict, met, ex = compare.judge(vals[name], ref_vals[name], o_vals.get(name), policy)
                     run.values.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "fwd"))
                 if name in grads and name in ref_grads:
-                    verdict, met, ex = C.judge(grads[name], ref_grads[name], o_grads.get(name), policy)
+                    verdict, met, ex = compare.judge(grads[name], ref_grads[name], o_grads.get(name), policy)
                     run.grads.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "bwd"))
             for p in params:
                 if p in grads and p in ref_grads:
-                    verdict, met, ex = C.judge(grads[p], ref_grads[p], o_grads.get(p), policy)
+                    verdict, met, ex = compare.judge(grads[p], ref_grads[p], o_grads.get(p), policy)
                     run.parameters.append(_entry(p, "", -1, verdict, met, ex, "param_grad"))
-            run.parameters.sort(key=lambda e: (-C.SEVERITY.get(e["verdict"], 0), -(e["max_rel"] or 0.0), e["value"]))
+            run.parameters.sort(key=lambda e: (-compare.SEVERITY.get(e["verdict"], 0), -(e["max_rel"] or 0.0), e["value"]))
             for key, value in state.items():
                 if value in vals and value in ref_vals:
-                    verdict, met, ex = C.judge(vals[value], ref_vals[value], o_vals.get(value), policy)
+                    verdict, met, ex = compare.judge(vals[value], ref_vals[value], o_vals.get(value), policy)
                     run.state.append({**_entry(value, producer[value][1], producer[value][0], verdict, met, ex,
                                                "state"), "state_dict_key": key})
             run.first_divergence = _link(run.values, specs, isolated, backend, "fwd", "upstream")
@@ -140,7 +138,7 @@ def _isolated(isolated, backend, node, mode):
             rs = [r for r in n.results if r.backend == backend and r.mode == mode]
             if not rs:
                 return None
-            worst = max(rs, key=lambda r: (C.SEVERITY.get(r.verdict, 0), r.metrics.max_rel if r.metrics else 0))
+            worst = max(rs, key=lambda r: (compare.SEVERITY.get(r.verdict, 0), r.metrics.max_rel if r.metrics else 0))
             return worst
     return None
 
@@ -148,19 +146,19 @@ def _isolated(isolated, backend, node, mode):
 def _link(entries, specs, isolated, backend, mode, direction):
     """The first value whose chained error is a failing verdict, and what isolated replay says of
     the node(s) that make it: the culprit, or clean (error accumulated: the worst nodes on the way)."""
-    first = next((e for e in entries if e["verdict"] in C.FAILING), None)
+    first = next((e for e in entries if e["verdict"] in compare.FAILING), None)
     if first is None:
         return None
     node = first["node"]
     if direction == "downstream":  # the cotangent of a value comes from its consumers
         consumers = [s.name for s in specs if first["value"] in s.inputs]
         failing = [(c, _isolated(isolated, backend, c, mode)) for c in consumers]
-        failing = [(c, r) for c, r in failing if r is not None and r.verdict in C.FAILING]
+        failing = [(c, r) for c, r in failing if r is not None and r.verdict in compare.FAILING]
         if failing:
             node = failing[0][0]
     own = _isolated(isolated, backend, node, mode)
     out = {**first, "isolated_verdict": own.verdict if own else None, "isolated_mode": mode}
-    if own is not None and own.verdict in C.FAILING:
+    if own is not None and own.verdict in compare.FAILING:
         out["culprit"] = node
         out["explanation"] = f"{node} diverges in isolation too ({own.verdict}, max abs {own.metrics.max_abs:.3g})" \
             if own.metrics else f"{node} fails in isolation too ({own.verdict})"
@@ -173,8 +171,8 @@ def _link(entries, specs, isolated, backend, mode, direction):
     ranked = []
     for u in upstream:
         r = _isolated(isolated, backend, u, mode)
-        if r is not None and (r.metrics is not None or r.verdict in C.FAILING):
-            ranked.append((C.SEVERITY.get(r.verdict, 0), r.metrics.max_rel if r.metrics else 0.0, u, r.verdict))
+        if r is not None and (r.metrics is not None or r.verdict in compare.FAILING):
+            ranked.append((compare.SEVERITY.get(r.verdict, 0), r.metrics.max_rel if r.metrics else 0.0, u, r.verdict))
     ranked.sort(reverse=True)
     ranked = [(rel, u, v) for _, rel, u, v in ranked]
     out["culprit"] = None

@@ -1,11 +1,11 @@
 """What each backend can do, asked of its own worker (its op table's keys are its capability)."""
-from irtrace.replay import backends as B
+from irtrace.replay import backends
 from irtrace.replay.worker import WorkerProxy
 
 
 def describe():
     rows = []
-    for name, info in B.BACKENDS.items():
+    for name, info in backends.BACKENDS.items():
         row = {"name": name, "description": info.description, "install": info.install, "modes": [], "ops": None,
                "op_list": [], "reason": info.unavailable()}
         row["available"] = row["reason"] is None

@@ -13,18 +13,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from irtrace import compare as C
+from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
-from irtrace.export.record import u_name
+from irtrace.store import u_name
 from irtrace.ir.semantics import kink_tag, nondifferentiable_inputs
 from irtrace.ir.spec import node_specs
-from irtrace.replay import backends as B
+from irtrace.replay import backends as registry
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
 from irtrace.store import grad_name
 
 log = logging.getLogger(__name__)
 MODES = ("fwd", "vjp", "vjp2")
-REFERENCE, ORACLE = B.reference(), B.oracle()  # declared roles (backends/*/declare.py)
+REFERENCE, ORACLE = registry.reference(), registry.oracle()  # declared roles (backends/*/declare.py)
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Replay:
     modes: list
     nodes: list
     elapsed_s: float
-    policy: C.Policy
+    policy: compare.Policy
     versions: dict
     restarts: dict
 
@@ -76,7 +76,7 @@ def _select(specs, nodes_regex, ops):
     return out
 
 
-class _Pool:
+class WorkerPool:
     """One worker per backend per thread (thread-local), all closed at the end."""
 
     def __init__(self):
@@ -89,7 +89,7 @@ class _Pool:
         if d is None:
             d = self.local.workers = {}
         if name not in d:
-            w = WorkerProxy(B.get(name))
+            w = WorkerProxy(registry.get(name))
             w.start()
             d[name] = w
             with self.lock:
@@ -102,14 +102,14 @@ class _Pool:
         if d is None:
             d = self.local.workers = {}
         todo = [n for n in names if n not in d]
-        workers = {n: WorkerProxy(B.get(n)) for n in todo}
+        workers = {n: WorkerProxy(registry.get(n)) for n in todo}
         with ThreadPoolExecutor(max(1, len(todo))) as ex:
             list(ex.map(lambda w: w.start(), workers.values()))
         d.update(workers)
         self.all.extend(workers.values())
 
     def available(self):
-        return {w.info.name for w in self.all} | {n for n, i in B.BACKENDS.items() if i.unavailable() is None}
+        return {w.info.name for w in self.all} | {n for n, i in registry.BACKENDS.items() if i.unavailable() is None}
 
     def close(self):
         for w in self.all:
@@ -129,7 +129,7 @@ def _call(pool, backend, msg, arrays, timeout):
         reply, out = pool.get(backend).call(msg, arrays, timeout)
     except WorkerFailed as e:
         return e.verdict, {"message": e.message}, []
-    status = {"ok": "ok", "unsupported": C.UNSUPPORTED, "error": C.ERROR}[reply["status"]]
+    status = {"ok": "ok", "unsupported": compare.UNSUPPORTED, "error": compare.ERROR}[reply["status"]]
     return status, reply, out
 
 
@@ -145,15 +145,15 @@ def original_proto(node, original_attrs):
     return base64.b64encode(n.SerializeToString()).decode()
 
 
-def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, timeout=60.0, policy=C.Policy(),
+def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, timeout=60.0, policy=compare.Policy(),
            progress=None, form="canonical"):
     """Replay every selected node of `bundle` on `backends` (names) in `modes`; returns a Replay.
     form="original": backends that execute ONNX natively get each node's attributes as they were
     before canonicalization (the others always get the canonical node)."""
     for b in backends:
-        reason = B.get(b).unavailable()
+        reason = registry.get(b).unavailable()
         if reason:
-            raise IrtraceError(f"backend {b!r} is unavailable: {reason} — run: {B.get(b).install}")
+            raise IrtraceError(f"backend {b!r} is unavailable: {reason} — run: {registry.get(b).install}")
     t0 = time.perf_counter()
     model = bundle.model
     specs = node_specs(model)
@@ -167,8 +167,8 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
             if attrs is not None:
                 originals[n.name] = original_proto(n, attrs)
     selected = _select(specs, nodes_regex, ops)
-    use_oracle = B.get(ORACLE).unavailable() is None
-    pool = _Pool()
+    use_oracle = registry.get(ORACLE).unavailable() is None
+    pool = WorkerPool()
     values = bundle.values
 
     def run_node(item):
@@ -257,7 +257,7 @@ def judge_all(spec, mode, inputs, ref_status, ref_reply, ref, oracle, outs, poli
     """Results (one per output, or one '*' per whole-node failure) from gather()'s numbers."""
     results = []
     if ref is None:
-        return [C.Result(spec.name, spec.op_type, REFERENCE, mode, "*", ref_status,
+        return [compare.Result(spec.name, spec.op_type, REFERENCE, mode, "*", ref_status,
                          message=f"reference failed: {ref_reply.get('message', '')}")]
     names = labels(spec, mode)
     ref_time = ref_reply.get("time_s")
@@ -265,7 +265,7 @@ def judge_all(spec, mode, inputs, ref_status, ref_reply, ref, oracle, outs, poli
     skip = nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))
     for backend, (status, reply, out) in outs.items():
         if status != "ok":
-            results.append(C.Result(spec.name, spec.op_type, backend, mode, "*", status,
+            results.append(compare.Result(spec.name, spec.op_type, backend, mode, "*", status,
                                     message=reply.get("message", "") + (f" ({reply['where']})" if reply.get("where") else ""),
                                     time_s=reply.get("time_s"), ref_time_s=ref_time))
             continue
@@ -278,16 +278,16 @@ def judge_all(spec, mode, inputs, ref_status, ref_reply, ref, oracle, outs, poli
                 continue
             if a is None:
                 zero = not np.any(np.asarray(r))
-                results.append(C.Result(spec.name, spec.op_type, backend, mode, label, C.MATCH if zero else C.DIVERGENT,
+                results.append(compare.Result(spec.name, spec.op_type, backend, mode, label, compare.MATCH if zero else compare.DIVERGENT,
                                         message="" if zero else f"{backend} computes no gradient for {label[2:]}",
                                         time_s=reply.get("time_s"), ref_time_s=ref_time))
                 continue
             o = oracle[k] if oracle is not None and k < len(oracle) and oracle[k] is not None else None
-            verdict, m, extras = C.judge(a, r, o, policy)
-            if verdict in C.FAILING and mode != "fwd" and tag is None:
+            verdict, m, extras = compare.judge(a, r, o, policy)
+            if verdict in compare.FAILING and mode != "fwd" and tag is None:
                 tag = kink_tag(spec.op_type, inputs) or ""
-            tags = (tag,) if tag and verdict in C.FAILING else ()
-            results.append(C.Result(spec.name, spec.op_type, backend, mode, label, verdict, m,
+            tags = (tag,) if tag and verdict in compare.FAILING else ()
+            results.append(compare.Result(spec.name, spec.op_type, backend, mode, label, verdict, m,
                                     extras.get("oracle_abs"), extras.get("backend_oracle_abs"),
                                     extras.get("closer_to_oracle"), extras.get("allowed"),
                                     extras.get("message", ""), tags, reply.get("time_s"), ref_time))

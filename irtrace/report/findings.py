@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from irtrace import compare as C
+from irtrace import compare
 from irtrace.ir.spec import node_specs
 
 
@@ -17,13 +17,13 @@ def attr_signature(attrs):
 
 
 def _rank(r):
-    return (C.SEVERITY.get(r.verdict, 0), r.metrics.max_rel if r.metrics else 0.0)
+    return (compare.SEVERITY.get(r.verdict, 0), r.metrics.max_rel if r.metrics else 0.0)
 
 
 def group(replay, strict=False):
     """Findings (worst first). UNSUPPORTED is a coverage gap, a finding only with `strict`."""
     attrs = {s.name: s.attrs for s in node_specs(replay.bundle.model)}
-    failing = set(C.FAILING) | ({C.UNSUPPORTED} if strict else set())
+    failing = set(compare.FAILING) | ({compare.UNSUPPORTED} if strict else set())
     groups = {}
     for node in replay.nodes:
         for r in node.results:
@@ -41,10 +41,10 @@ def group(replay, strict=False):
         worst_node, worst = max(g["results"], key=lambda nr: _rank(nr[1]))
         digest = hashlib.sha1(f"{backend}|{op}|{mode}|{sig}|{verdict}".encode()).hexdigest()[:8]
         tags = sorted({t for _, r in g["results"] for t in r.tags})
-        findings.append(C.Finding(
+        findings.append(compare.Finding(
             id=f"{backend}-{op}-{mode}-{verdict.lower()}-{digest}", backend=backend, op_type=op, mode=mode,
             verdict=verdict, signature=sig, nodes=g["nodes"], first_node=first_node.name,
             module=first_node.source.get("module", ""), file_line=first_node.source.get("file_line", ""),
             worst={"node": worst_node.name, **worst.to_json()}, tags=tags, message=worst.message))
-    findings.sort(key=lambda f: (-C.SEVERITY.get(f.verdict, 0), -(f.worst.get("max_rel") or 0.0), f.id))
+    findings.sort(key=lambda f: (-compare.SEVERITY.get(f.verdict, 0), -(f.worst.get("max_rel") or 0.0), f.id))
     return findings

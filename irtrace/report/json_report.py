@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import irtrace
-from irtrace import compare as C
+from irtrace import compare
 
 SCHEMA = "irtrace.report/1"
 
@@ -29,24 +29,24 @@ def speed(replay, top=5):
     return {b: sorted(v, key=lambda e: -e["median_ratio"])[:top] for b, v in out.items()}
 
 
-def _clean(v):
+def clean(v):
     """Strict JSON: non-finite floats become null (a browser's JSON.parse rejects NaN)."""
     if isinstance(v, float):
         return v if math.isfinite(v) else None
     if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
+        return {k: clean(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
+        return [clean(x) for x in v]
     return v
 
 
 def build(replay, findings, strict=False):
-    summary = {v: 0 for v in C.VERDICTS}
+    summary = {v: 0 for v in compare.VERDICTS}
     for node in replay.nodes:
         for r in node.results:
             summary[r.verdict] += 1
     m = replay.bundle.manifest
-    return _clean({
+    return clean({
         "schema": SCHEMA,
         "irtrace": irtrace.__version__,
         "bundle": {"path": str(replay.bundle.path), "name": m.get("name"), "mode": m.get("mode"),
@@ -72,7 +72,7 @@ def build(replay, findings, strict=False):
 def _worst(node):
     if not node.results:
         return None
-    return max((r.verdict for r in node.results), key=lambda v: C.SEVERITY.get(v, 0))
+    return max((r.verdict for r in node.results), key=lambda v: compare.SEVERITY.get(v, 0))
 
 
 def write(report, out_dir):

@@ -1,8 +1,8 @@
 """Terminal output: findings first (worst first), then one summary line with fixed columns."""
-from irtrace import compare as C
+from irtrace import compare
 
-_COLOR = {C.DIVERGENT: "red", C.NAN_MISMATCH: "red", C.SHAPE_MISMATCH: "red", C.ERROR: "magenta",
-          C.CRASH: "magenta", C.TIMEOUT: "magenta", C.UNSUPPORTED: "yellow", C.NOISE: "cyan", C.MATCH: "green"}
+_COLOR = {compare.DIVERGENT: "red", compare.NAN_MISMATCH: "red", compare.SHAPE_MISMATCH: "red", compare.ERROR: "magenta",
+          compare.CRASH: "magenta", compare.TIMEOUT: "magenta", compare.UNSUPPORTED: "yellow", compare.NOISE: "cyan", compare.MATCH: "green"}
 
 
 def _g(v, fmt="{:.3g}"):

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from irtrace import compare as C
+from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
-from irtrace.export.record import u_name
+from irtrace.store import u_name
 from irtrace.ir.spec import node_specs
-from irtrace.replay import backends as B
-from irtrace.replay.engine import ORACLE, REFERENCE, _Pool, gather, judge_all, labels
-from irtrace.repro import script as S
+from irtrace.replay import backends
+from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, gather, judge_all, labels
+from irtrace.repro import script
 from irtrace.repro.shrink import Case, shrink
 from irtrace.store import grad_name, load
 
@@ -43,8 +43,8 @@ class _Runner:
     def __init__(self, pool, spec, proto, backend, mode, original_cots, timeout):
         self.pool, self.spec, self.proto, self.backend, self.mode = pool, spec, proto, backend, mode
         self.original_cots, self.timeout = original_cots, timeout
-        self.use_oracle = B.get(ORACLE).unavailable() is None
-        self.validator = "onnxruntime" if B.get("onnxruntime").unavailable() is None else None
+        self.use_oracle = backends.get(ORACLE).unavailable() is None
+        self.validator = "onnxruntime" if backends.get("onnxruntime").unavailable() is None else None
 
     def valid(self, spec, proto, inputs):
         """onnxruntime checks ONNX's rules strictly (e.g. kernel_shape against W's shape), where torch
@@ -102,7 +102,7 @@ class _Runner:
         ref_status, ref_reply, ref, oracle, outs = raw
         if ref is None:
             return None, None
-        return judge_all(spec, self.mode, inputs, *raw, C.Policy()), (spec, inputs, cots, us, ref, oracle, outs)
+        return judge_all(spec, self.mode, inputs, *raw, compare.Policy()), (spec, inputs, cots, us, ref, oracle, outs)
 
 
 def _pick_label(results, backend, verdict):
@@ -134,7 +134,7 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
     bundle = load(bundle_path)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    pool = _Pool()
+    pool = WorkerPool()
     folders = []
     try:
         for f in findings:
@@ -183,7 +183,7 @@ def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
 
     optional = [i for i in range(len(spec.inputs)) if i > 0 and i == len(spec.inputs) - 1]
     small, stats = shrink(original, predicate, optional=optional, budget=shrink_budget,
-                          seconds=30.0 if verdict in (C.CRASH, C.TIMEOUT) else 90.0)
+                          seconds=30.0 if verdict in (compare.CRASH, compare.TIMEOUT) else 90.0)
     results, raw = runner.evaluate(small, check=small is not original)
     sspec, sinputs, scots, sus, ref, oracle, outs = raw
     result = next(r for r in results if r.backend == backend and r.output == label)
@@ -214,10 +214,10 @@ def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
                if m and "oracle" in data else None,
                "oracle_abs": result.oracle_abs, "allowed": result.allowed}
     fw = src["script"]["framework"]
-    framework_name = S.framework_name(src["script"], backend)
+    framework_name = script.framework_name(src["script"], backend)
     versions = {**src.get("versions", {})}
-    title = f"[{framework_name}] {S.safe(spec.op_type)}: {S.symptom(verdict, label, numbers, result.message)} " \
-            f"in {S._MODE_WORDS[mode]}"
+    title = f"[{framework_name}] {script.safe(spec.op_type)}: {script.symptom(verdict, label, numbers, result.message)} " \
+            f"in {script._MODE_WORDS[mode]}"
     manifest = bundle.manifest
     ctx = {
         "title": title, "framework": fw, "framework_module": fw, "framework_name": framework_name,
@@ -234,11 +234,11 @@ def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
         "n_nodes": len(f["nodes"]), "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),
         "shrink_calls": stats.calls,
     }
-    text = S.render_script(ctx)
+    text = script.render_script(ctx)
     folder = out_dir / re.sub(r"[^\w.\-]", "_", f["id"])
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "repro.py").write_text(text)
-    (folder / "issue.md").write_text(S.render_issue(ctx, text))
+    (folder / "issue.md").write_text(script.render_issue(ctx, text))
     _write_npz(folder / "data.npz", data)
     (folder / "finding.json").write_text(json.dumps({
         "id": f["id"], "backend": backend, "mode": mode, "verdict": verdict, "label": label, "node": spec.name,

@@ -1,64 +1,64 @@
-import megengine.functional as F
+from megengine import functional
 import numpy as np
 
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
 from backends.megengine.ops._util import ONNX_TO_MGE
 
-OPS.register("Add", since=7)(lambda a, b: F.add(a, b))
-OPS.register("Sub", since=7)(lambda a, b: F.sub(a, b))
-OPS.register("Mul", since=7)(lambda a, b: F.mul(a, b))
-OPS.register("Equal", since=7)(lambda a, b: F.equal(a, b))
-OPS.register("Less", since=7)(lambda a, b: F.less(a, b))
-OPS.register("LessOrEqual", since=7)(lambda a, b: F.less_equal(a, b))
-OPS.register("Greater", since=7)(lambda a, b: F.greater(a, b))
-OPS.register("GreaterOrEqual", since=7)(lambda a, b: F.greater_equal(a, b))
-OPS.register("And", since=7)(lambda a, b: F.logical_and(a, b))
-OPS.register("Or", since=7)(lambda a, b: F.logical_or(a, b))
-OPS.register("Xor", since=7)(lambda a, b: F.logical_xor(a, b))
+OPS.register("Add", since=7)(lambda a, b: functional.add(a, b))
+OPS.register("Sub", since=7)(lambda a, b: functional.sub(a, b))
+OPS.register("Mul", since=7)(lambda a, b: functional.mul(a, b))
+OPS.register("Equal", since=7)(lambda a, b: functional.equal(a, b))
+OPS.register("Less", since=7)(lambda a, b: functional.less(a, b))
+OPS.register("LessOrEqual", since=7)(lambda a, b: functional.less_equal(a, b))
+OPS.register("Greater", since=7)(lambda a, b: functional.greater(a, b))
+OPS.register("GreaterOrEqual", since=7)(lambda a, b: functional.greater_equal(a, b))
+OPS.register("And", since=7)(lambda a, b: functional.logical_and(a, b))
+OPS.register("Or", since=7)(lambda a, b: functional.logical_or(a, b))
+OPS.register("Xor", since=7)(lambda a, b: functional.logical_xor(a, b))
 
 
 @OPS.register("Div", since=7)
 def div(a, b):
     if np.dtype(a.dtype).kind == "f":
-        return F.div(a, b)
-    q = F.floor_div(a, b)  # ONNX integer Div truncates; MegEngine has floor division only
-    return F.where(F.logical_and(F.not_equal(F.mod(a, b), 0), F.less(F.mul(a, b), 0)), q + 1, q)
+        return functional.div(a, b)
+    q = functional.floor_div(a, b)  # ONNX integer Div truncates; MegEngine has floor division only
+    return functional.where(functional.logical_and(functional.not_equal(functional.mod(a, b), 0), functional.less(functional.mul(a, b), 0)), q + 1, q)
 
 
 @OPS.register("Pow", since=7)
 def pow_(x, y):
-    return F.pow(x, y.astype(x.dtype))
+    return functional.pow(x, y.astype(x.dtype))
 
 
 @OPS.register("Mod", since=10)
 def mod(a, b, *, fmod=0):
     if fmod:
         raise Unsupported("MegEngine's % is C fmod only for floats; ONNX fmod=1 semantics are not exposed")
-    return F.mod(a, b)
+    return functional.mod(a, b)
 
 
-OPS.register("Sqrt", since=6)(lambda x: F.sqrt(x))
+OPS.register("Sqrt", since=6)(lambda x: functional.sqrt(x))
 OPS.register("Reciprocal", since=6)(lambda x: 1.0 / x)  # MegEngine has no reciprocal: a porter writes 1 / x
-OPS.register("Neg", since=6)(lambda x: F.neg(x))
-OPS.register("Abs", since=6)(lambda x: F.abs(x))
-OPS.register("Exp", since=6)(lambda x: F.exp(x))
-OPS.register("Log", since=6)(lambda x: F.log(x))
-OPS.register("Sin", since=7)(lambda x: F.sin(x))
-OPS.register("Cos", since=7)(lambda x: F.cos(x))
-OPS.register("Tan", since=7)(lambda x: F.tan(x))
-OPS.register("Tanh", since=6)(lambda x: F.tanh(x))
-OPS.register("Sigmoid", since=6)(lambda x: F.sigmoid(x))
-OPS.register("Relu", since=6)(lambda x: F.relu(x))
-OPS.register("Floor", since=6)(lambda x: F.floor(x))
-OPS.register("Ceil", since=6)(lambda x: F.ceil(x))
-OPS.register("Round", since=11)(lambda x: F.round(x))
-OPS.register("Sign", since=9)(lambda x: F.sign(x))
-OPS.register("Not", since=1)(lambda x: F.logical_not(x))
-OPS.register("IsNaN", since=9)(lambda x: F.isnan(x))
+OPS.register("Neg", since=6)(lambda x: functional.neg(x))
+OPS.register("Abs", since=6)(lambda x: functional.abs(x))
+OPS.register("Exp", since=6)(lambda x: functional.exp(x))
+OPS.register("Log", since=6)(lambda x: functional.log(x))
+OPS.register("Sin", since=7)(lambda x: functional.sin(x))
+OPS.register("Cos", since=7)(lambda x: functional.cos(x))
+OPS.register("Tan", since=7)(lambda x: functional.tan(x))
+OPS.register("Tanh", since=6)(lambda x: functional.tanh(x))
+OPS.register("Sigmoid", since=6)(lambda x: functional.sigmoid(x))
+OPS.register("Relu", since=6)(lambda x: functional.relu(x))
+OPS.register("Floor", since=6)(lambda x: functional.floor(x))
+OPS.register("Ceil", since=6)(lambda x: functional.ceil(x))
+OPS.register("Round", since=11)(lambda x: functional.round(x))
+OPS.register("Sign", since=9)(lambda x: functional.sign(x))
+OPS.register("Not", since=1)(lambda x: functional.logical_not(x))
+OPS.register("IsNaN", since=9)(lambda x: functional.isnan(x))
 OPS.register("Identity", since=1)(lambda x: x)
-OPS.register("Softplus", since=1)(lambda x: F.softplus(x))
-OPS.register("HardSwish", since=14)(lambda x: F.hswish(x))
+OPS.register("Softplus", since=1)(lambda x: functional.softplus(x))
+OPS.register("HardSwish", since=14)(lambda x: functional.hswish(x))
 
 
 @OPS.register("Erf", since=9)
@@ -68,44 +68,44 @@ def erf(x):
 
 @OPS.register("IsInf", since=10)
 def is_inf(x, *, detect_negative=1, detect_positive=1):
-    inf = F.isinf(x)
+    inf = functional.isinf(x)
     if detect_negative and detect_positive:
         return inf
-    return F.logical_and(inf, F.greater(x, 0) if detect_positive else F.less(x, 0))
+    return functional.logical_and(inf, functional.greater(x, 0) if detect_positive else functional.less(x, 0))
 
 
 @OPS.register("LeakyRelu", since=6)
 def leaky_relu(x, *, alpha=0.01):
-    return F.leaky_relu(x, alpha)
+    return functional.leaky_relu(x, alpha)
 
 
 @OPS.register("PRelu", since=9)
 def prelu(x, slope):
-    return F.prelu(x, slope)  # F.prelu broadcasts the slope like numpy, as ONNX does (e.g. (C, 1, 1))
+    return functional.prelu(x, slope)  # functional.prelu broadcasts the slope like numpy, as ONNX does (e.g. (C, 1, 1))
 
 
 @OPS.register("Elu", since=6)
 def elu(x, *, alpha=1.0):
-    return F.elu(x, alpha) if hasattr(F, "elu") else F.where(x > 0, x, alpha * (F.exp(x) - 1))
+    return functional.elu(x, alpha) if hasattr(functional, "elu") else functional.where(x > 0, x, alpha * (functional.exp(x) - 1))
 
 
 @OPS.register("Gelu", since=20)
 def gelu(x, *, approximate="none"):
     if approximate != "none":
         raise Unsupported("MegEngine's F.gelu is the exact erf form only (no approximate='tanh')")
-    return F.gelu(x)
+    return functional.gelu(x)
 
 
 @OPS.register("HardSigmoid", since=6)
 def hard_sigmoid(x, *, alpha=0.2, beta=0.5):
     if abs(alpha - 1 / 6) < 1e-7 and beta == 0.5:
-        return F.hsigmoid(x)
-    return F.clip(alpha * x + beta, 0.0, 1.0)  # F.hsigmoid is relu6(x + 3) / 6 only: other slopes need a clip
+        return functional.hsigmoid(x)
+    return functional.clip(alpha * x + beta, 0.0, 1.0)  # functional.hsigmoid is relu6(x + 3) / 6 only: other slopes need a clip
 
 
 @OPS.register("Clip", since=11)
 def clip(x, lo=None, hi=None):
-    return F.clip(x, None if lo is None else float(lo.item()), None if hi is None else float(hi.item()))
+    return functional.clip(x, None if lo is None else float(lo.item()), None if hi is None else float(hi.item()))
 
 
 def _variadic(name, binary):
@@ -119,16 +119,16 @@ def _variadic(name, binary):
     OPS.register(name, since=8)(op)
 
 
-_variadic("Max", F.maximum)
-_variadic("Min", F.minimum)
-_variadic("Sum", F.add)
+_variadic("Max", functional.maximum)
+_variadic("Min", functional.minimum)
+_variadic("Sum", functional.add)
 
 
 @OPS.register("Where", since=9)
 def where(c, x, y):
     shape = np.broadcast_shapes(tuple(c.shape), tuple(x.shape), tuple(y.shape))
-    # F.where wants equal shapes; ONNX broadcasts all three
-    return F.where(F.broadcast_to(c, shape), F.broadcast_to(x, shape), F.broadcast_to(y, shape))
+    # functional.where wants equal shapes; ONNX broadcasts all three
+    return functional.where(functional.broadcast_to(c, shape), functional.broadcast_to(x, shape), functional.broadcast_to(y, shape))
 
 
 @OPS.register("Cast", since=6)
@@ -147,10 +147,10 @@ def cast_like(x, like, *, saturate=1, round_mode="up"):
 def dropout(x, ratio=None, training_mode=None, *, seed=None):
     if training_mode is not None and bool(training_mode.item()):
         raise Unsupported("Dropout with training_mode=1 draws a fresh mask; irtrace replays recorded masks")
-    return x, F.ones(x.shape, dtype="bool")
+    return x, functional.ones(x.shape, dtype="bool")
 
 
 @OPS.register("RecordedDropout", domain="ai.irtrace")
 def recorded_dropout(x, mask, *, ratio):
-    # F.dropout draws its own mask; replaying a recorded one, a porter multiplies by it
+    # functional.dropout draws its own mask; replaying a recorded one, a porter multiplies by it
     return x * (mask.astype(x.dtype) / (1.0 - ratio))

@@ -1,4 +1,4 @@
-import megengine.functional as F
+from megengine import functional
 
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
@@ -6,12 +6,12 @@ from backends.megengine.ops import OPS
 
 @OPS.register("MatMul", since=13)
 def matmul(a, b):
-    return F.matmul(a, b)
+    return functional.matmul(a, b)
 
 
 @OPS.register("Gemm", since=13)
 def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
-    y = F.matmul(a, b, transpose_a=bool(transA), transpose_b=bool(transB))
+    y = functional.matmul(a, b, transpose_a=bool(transA), transpose_b=bool(transB))
     if alpha != 1.0:
         y = y * alpha
     if c is not None:

@@ -1,4 +1,4 @@
-import megengine.functional as F
+from megengine import functional
 
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
@@ -17,9 +17,9 @@ def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations, kernel_shape, pads
     if any(d != 1 for d in dilations):
         raise Unsupported("MegEngine's max_pool2d has no dilation")
     if _symmetric(pads, kernel_shape):
-        return F.max_pool2d(x, tuple(kernel_shape), tuple(strides), tuple(pads[:2]))
-    x = F.pad(x, spatial_only(pads, 2), constant_value=float("-inf"))  # symmetric padding only: pad first
-    return F.max_pool2d(x, tuple(kernel_shape), tuple(strides), 0)
+        return functional.max_pool2d(x, tuple(kernel_shape), tuple(strides), tuple(pads[:2]))
+    x = functional.pad(x, spatial_only(pads, 2), constant_value=float("-inf"))  # symmetric padding only: pad first
+    return functional.max_pool2d(x, tuple(kernel_shape), tuple(strides), 0)
 
 
 @OPS.register("AveragePool", since=19)
@@ -33,26 +33,26 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
     # ONNX count_include_pad=1 is MegEngine's mode='average'; 0 is 'average_count_exclude_padding'
     mode = "average" if count_include_pad else "average_count_exclude_padding"
     if _symmetric(pads, kernel_shape):
-        return F.avg_pool2d(x, tuple(kernel_shape), tuple(strides), tuple(pads[:2]), mode=mode)
+        return functional.avg_pool2d(x, tuple(kernel_shape), tuple(strides), tuple(pads[:2]), mode=mode)
     # symmetric padding only: pad explicitly; excluded pad cells are then divided out by a porter's
     # count map, the average of ones over the same padded window
-    xp = F.pad(x, spatial_only(pads, 2))
-    y = F.avg_pool2d(xp, tuple(kernel_shape), tuple(strides), 0, mode="average")
+    xp = functional.pad(x, spatial_only(pads, 2))
+    y = functional.avg_pool2d(xp, tuple(kernel_shape), tuple(strides), 0, mode="average")
     if count_include_pad:
         return y
-    ones = F.pad(F.ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype), spatial_only(pads, 2))
-    return y / F.avg_pool2d(ones, tuple(kernel_shape), tuple(strides), 0, mode="average")
+    ones = functional.pad(functional.ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype), spatial_only(pads, 2))
+    return y / functional.avg_pool2d(ones, tuple(kernel_shape), tuple(strides), 0, mode="average")
 
 
 @OPS.register("GlobalAveragePool", since=1)
 def global_average_pool(x):
     if x.ndim == 4:
-        return F.adaptive_avg_pool2d(x, (1, 1))
-    return F.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+        return functional.adaptive_avg_pool2d(x, (1, 1))
+    return functional.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True)
 
 
 @OPS.register("GlobalMaxPool", since=1)
 def global_max_pool(x):
     if x.ndim == 4:
-        return F.adaptive_max_pool2d(x, (1, 1))
-    return F.max(x, axis=tuple(range(2, x.ndim)), keepdims=True)
+        return functional.adaptive_max_pool2d(x, (1, 1))
+    return functional.max(x, axis=tuple(range(2, x.ndim)), keepdims=True)

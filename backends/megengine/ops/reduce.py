@@ -1,4 +1,4 @@
-import megengine.functional as F
+from megengine import functional
 
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
@@ -18,44 +18,44 @@ def _reduce(name, fn, since=18):
     return op
 
 
-_reduce("ReduceMean", lambda x, a, k: F.mean(x, axis=a, keepdims=k))
-_reduce("ReduceSum", lambda x, a, k: F.sum(x, axis=a, keepdims=k), since=13)
-_reduce("ReduceMax", lambda x, a, k: F.max(x, axis=a, keepdims=k))
-_reduce("ReduceMin", lambda x, a, k: F.min(x, axis=a, keepdims=k))
-_reduce("ReduceProd", lambda x, a, k: F.prod(x, axis=a, keepdims=k))
-_reduce("ReduceSumSquare", lambda x, a, k: F.sum(F.square(x), axis=a, keepdims=k))
-_reduce("ReduceLogSumExp", lambda x, a, k: F.logsumexp(x, axis=a, keepdims=k))
+_reduce("ReduceMean", lambda x, a, k: functional.mean(x, axis=a, keepdims=k))
+_reduce("ReduceSum", lambda x, a, k: functional.sum(x, axis=a, keepdims=k), since=13)
+_reduce("ReduceMax", lambda x, a, k: functional.max(x, axis=a, keepdims=k))
+_reduce("ReduceMin", lambda x, a, k: functional.min(x, axis=a, keepdims=k))
+_reduce("ReduceProd", lambda x, a, k: functional.prod(x, axis=a, keepdims=k))
+_reduce("ReduceSumSquare", lambda x, a, k: functional.sum(functional.square(x), axis=a, keepdims=k))
+_reduce("ReduceLogSumExp", lambda x, a, k: functional.logsumexp(x, axis=a, keepdims=k))
 
 
 @OPS.register("ArgMax", since=13)
 def arg_max(x, *, axis=0, keepdims=1, select_last_index=0):
     if select_last_index:
         raise Unsupported("MegEngine's argmax has no select_last_index")
-    return F.argmax(x, axis=axis, keepdims=bool(keepdims))
+    return functional.argmax(x, axis=axis, keepdims=bool(keepdims))
 
 
 @OPS.register("ArgMin", since=13)
 def arg_min(x, *, axis=0, keepdims=1, select_last_index=0):
     if select_last_index:
         raise Unsupported("MegEngine's argmin has no select_last_index")
-    return F.argmin(x, axis=axis, keepdims=bool(keepdims))
+    return functional.argmin(x, axis=axis, keepdims=bool(keepdims))
 
 
 @OPS.register("Softmax", since=13)
 def softmax(x, *, axis=-1):
-    return F.softmax(x, axis=axis)  # always pass the axis: without it MegEngine uses a legacy rule
+    return functional.softmax(x, axis=axis)  # always pass the axis: without it MegEngine uses a legacy rule
 
 
 @OPS.register("LogSoftmax", since=13)
 def log_softmax(x, *, axis=-1):
-    return F.logsoftmax(x, axis=axis)
+    return functional.logsoftmax(x, axis=axis)
 
 
 @OPS.register("CumSum", since=14)
 def cumsum(x, axis, *, exclusive=0, reverse=0):
     if exclusive or reverse:
         raise Unsupported("MegEngine's cumsum has no exclusive/reverse")
-    return F.cumsum(x, ints(axis)[0])
+    return functional.cumsum(x, ints(axis)[0])
 
 
 @OPS.register("TopK", since=11)
@@ -64,11 +64,11 @@ def top_k(x, k, *, axis=-1, largest=1, sorted=1):
     last = a == x.ndim - 1
     if not last:  # MegEngine's topk works on the last axis
         perm = [i for i in range(x.ndim) if i != a] + [a]
-        x = F.transpose(x, perm)
-    v, i = F.topk(x, ints(k)[0], descending=bool(largest), no_sort=not sorted)
+        x = functional.transpose(x, perm)
+    v, i = functional.topk(x, ints(k)[0], descending=bool(largest), no_sort=not sorted)
     if not last:
         inv = [0] * x.ndim
         for j, p in enumerate(perm):
             inv[p] = j
-        v, i = F.transpose(v, inv), F.transpose(i, inv)
+        v, i = functional.transpose(v, inv), functional.transpose(i, inv)
     return v, i

@@ -1,5 +1,5 @@
 import megengine as mge
-import megengine.functional as F
+from megengine import functional
 import numpy as np
 
 from backends._table import Unsupported
@@ -12,35 +12,35 @@ def reshape(x, shape, *, allowzero=0):
     s = ints(shape)
     if not allowzero:
         s = [x.shape[i] if v == 0 else v for i, v in enumerate(s)]
-    return F.reshape(x, s)
+    return functional.reshape(x, s)
 
 
 @OPS.register("Flatten", since=13)
 def flatten(x, *, axis=1):
     a = axis + x.ndim if axis < 0 else axis
-    return F.reshape(x, (int(np.prod(x.shape[:a])), int(np.prod(x.shape[a:]))))
+    return functional.reshape(x, (int(np.prod(x.shape[:a])), int(np.prod(x.shape[a:]))))
 
 
 @OPS.register("Transpose", since=13)
 def transpose(x, *, perm=None):
-    return F.transpose(x, perm if perm is not None else list(reversed(range(x.ndim))))
+    return functional.transpose(x, perm if perm is not None else list(reversed(range(x.ndim))))
 
 
 @OPS.register("Squeeze", since=13)
 def squeeze(x, axes=None):
     a = ints(axes)
-    return F.squeeze(x) if a is None else F.squeeze(x, tuple(axis(v, x.ndim) for v in a))
+    return functional.squeeze(x) if a is None else functional.squeeze(x, tuple(axis(v, x.ndim) for v in a))
 
 
 @OPS.register("Unsqueeze", since=13)
 def unsqueeze(x, axes):
     rank = x.ndim + len(ints(axes))
-    return F.expand_dims(x, sorted(axis(v, rank) for v in ints(axes)))
+    return functional.expand_dims(x, sorted(axis(v, rank) for v in ints(axes)))
 
 
 @OPS.register("Expand", since=13)
 def expand(x, shape):
-    return F.broadcast_to(x, np.broadcast_shapes(tuple(x.shape), tuple(ints(shape))))  # ONNX broadcasts both ways
+    return functional.broadcast_to(x, np.broadcast_shapes(tuple(x.shape), tuple(ints(shape))))  # ONNX broadcasts both ways
 
 
 @OPS.register("Shape", since=15)
@@ -55,7 +55,7 @@ def size(x):
 
 @OPS.register("Concat", since=13)
 def concat(*xs, axis):
-    return F.concat(list(xs), axis=axis)
+    return functional.concat(list(xs), axis=axis)
 
 
 @OPS.register("Split", since=18)
@@ -63,8 +63,8 @@ def split(x, split=None, *, axis=0, num_outputs=None):
     n = x.shape[axis]
     sizes = ints(split) if split is not None else [-(-n // num_outputs)] * (n // -(-n // num_outputs)) + (
         [n % -(-n // num_outputs)] if n % -(-n // num_outputs) else [])
-    cuts = list(np.cumsum(sizes)[:-1])  # F.split takes the cut points
-    return tuple(F.split(x, [int(c) for c in cuts], axis=axis)) if cuts else (x,)
+    cuts = list(np.cumsum(sizes)[:-1])  # functional.split takes the cut points
+    return tuple(functional.split(x, [int(c) for c in cuts], axis=axis)) if cuts else (x,)
 
 
 @OPS.register("Slice", since=13)
@@ -95,25 +95,25 @@ def gather(x, indices, *, axis=0):
     if a == 0:
         y = x[flat]  # a porter indexes: x[idx]
     else:
-        y = F.transpose(F.transpose(x, [a] + [i for i in range(x.ndim) if i != a])[flat],
+        y = functional.transpose(functional.transpose(x, [a] + [i for i in range(x.ndim) if i != a])[flat],
                         list(range(1, a + 1)) + [0] + list(range(a + 1, x.ndim)))
-    return F.reshape(y, tuple(x.shape[:a]) + idx.shape + tuple(x.shape[a + 1:]))
+    return functional.reshape(y, tuple(x.shape[:a]) + idx.shape + tuple(x.shape[a + 1:]))
 
 
 @OPS.register("GatherElements", since=13)
 def gather_elements(x, indices, *, axis=0):
-    return F.gather(x, axis, indices)
+    return functional.gather(x, axis, indices)
 
 
 @OPS.register("Tile", since=13)
 def tile(x, repeats):
-    return F.tile(x, ints(repeats))
+    return functional.tile(x, ints(repeats))
 
 
 @OPS.register("Range", since=11)
 def range_(start, limit, delta):
     dtype = start.dtype
-    return F.arange(start.item(), limit.item(), delta.item(), dtype=dtype)
+    return functional.arange(start.item(), limit.item(), delta.item(), dtype=dtype)
 
 
 @OPS.register("ConstantOfShape", since=20)
@@ -121,7 +121,7 @@ def constant_of_shape(shape, *, value=None):
     v = np.asarray(value if value is not None else np.zeros(1, np.float32)).reshape(-1)
     if v.dtype in (np.float64, np.int64):
         v = v.astype(np.float32 if v.dtype == np.float64 else np.int32)
-    return F.full(tuple(ints(shape)), v[0].item(), dtype=v.dtype)
+    return functional.full(tuple(ints(shape)), v[0].item(), dtype=v.dtype)
 
 
 @OPS.register("Pad", since=19)
@@ -140,17 +140,17 @@ def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
     if mge_mode is None:
         raise Unsupported(f"MegEngine's F.pad has no mode {mode!r}")
     value = float(constant_value.item()) if constant_value is not None and constant_value.size else 0.0
-    return F.pad(x, pad_width(p), mode=mge_mode, constant_value=value)
+    return functional.pad(x, pad_width(p), mode=mge_mode, constant_value=value)
 
 
 @OPS.register("DepthToSpace", since=13)
 def depth_to_space(x, *, blocksize, mode="DCR"):
     if mode == "CRD":
-        return F.pixel_shuffle(x, blocksize)  # pixel_shuffle is ONNX's CRD order
+        return functional.pixel_shuffle(x, blocksize)  # pixel_shuffle is ONNX's CRD order
     n, c, h, w = x.shape
     b = blocksize
-    y = F.transpose(F.reshape(x, (n, b, b, c // (b * b), h, w)), (0, 3, 4, 1, 5, 2))
-    return F.reshape(y, (n, c // (b * b), h * b, w * b))
+    y = functional.transpose(functional.reshape(x, (n, b, b, c // (b * b), h, w)), (0, 3, 4, 1, 5, 2))
+    return functional.reshape(y, (n, c // (b * b), h * b, w * b))
 
 
 @OPS.register("Trilu", since=14)
@@ -172,10 +172,10 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
         kw["scale_factor"] = tuple(s)
     if mode == "nearest":
         if coordinate_transformation_mode == "asymmetric" and nearest_mode == "floor":
-            return F.vision.interpolate(x, mode="nearest", **kw)
+            return functional.vision.interpolate(x, mode="nearest", **kw)
         raise Unsupported(f"MegEngine's nearest interpolate is asymmetric/floor only, not "
                           f"{coordinate_transformation_mode}/{nearest_mode}")
     if mode == "linear" and coordinate_transformation_mode in ("align_corners", "half_pixel", "pytorch_half_pixel"):
-        return F.vision.interpolate(x, mode="bilinear", align_corners=coordinate_transformation_mode == "align_corners",
+        return functional.vision.interpolate(x, mode="bilinear", align_corners=coordinate_transformation_mode == "align_corners",
                                     **kw)
     raise Unsupported(f"MegEngine's interpolate has no {mode}/{coordinate_transformation_mode}")

@@ -1,11 +1,11 @@
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
 from backends.torch.ops import OPS
 from backends.torch.ops._util import torch_pad_list
 
-_CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
-_CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+_CONV = {1: functional.conv1d, 2: functional.conv2d, 3: functional.conv3d}
+_CONV_T = {1: functional.conv_transpose1d, 2: functional.conv_transpose2d, 3: functional.conv_transpose3d}
 
 
 @OPS.register("Conv", since=11)
@@ -15,7 +15,7 @@ def conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, p
     if begins == ends:
         return _CONV[r](x, w, b, stride=strides, padding=begins, dilation=dilations, groups=group)
     # torch's conv only takes symmetric padding: pad explicitly first, as a porter would
-    x = F.pad(x, torch_pad_list(pads))
+    x = functional.pad(x, torch_pad_list(pads))
     return _CONV[r](x, w, b, stride=strides, padding=0, dilation=dilations, groups=group)
 
 

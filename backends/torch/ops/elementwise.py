@@ -1,5 +1,5 @@
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
 from backends.torch.ops import OPS
 from backends.torch.ops._util import ONNX_TO_TORCH
@@ -61,7 +61,7 @@ _unary("Ceil", torch.ceil)
 _unary("Sign", torch.sign, since=9)
 _unary("Not", torch.logical_not, since=1)
 _unary("IsNaN", torch.isnan, since=9)
-_unary("Softsign", F.softsign, since=1)
+_unary("Softsign", functional.softsign, since=1)
 _unary("Round", torch.round, since=11)  # ONNX and torch both round half to even
 _unary("Identity", lambda x: x, since=1)
 
@@ -73,17 +73,17 @@ def is_inf(x, *, detect_negative=1, detect_positive=1):
 
 @OPS.register("LeakyRelu", since=6)
 def leaky_relu(x, *, alpha=0.01):
-    return F.leaky_relu(x, alpha)
+    return functional.leaky_relu(x, alpha)
 
 
 @OPS.register("PRelu", since=9)
 def prelu(x, slope):
-    return torch.where(x >= 0, x, x * slope)  # ONNX PRelu broadcasts slope unidirectionally; F.prelu wants 1-D
+    return torch.where(x >= 0, x, x * slope)  # ONNX PRelu broadcasts slope unidirectionally; functional.prelu wants 1-D
 
 
 @OPS.register("Elu", since=6)
 def elu(x, *, alpha=1.0):
-    return F.elu(x, alpha)
+    return functional.elu(x, alpha)
 
 
 @OPS.register("Selu", since=6)
@@ -93,12 +93,12 @@ def selu(x, *, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875)
 
 @OPS.register("Gelu", since=20)
 def gelu(x, *, approximate="none"):
-    return F.gelu(x, approximate=approximate)
+    return functional.gelu(x, approximate=approximate)
 
 
 @OPS.register("Softplus", since=1)
 def softplus(x):
-    return F.softplus(x)
+    return functional.softplus(x)
 
 
 @OPS.register("HardSigmoid", since=6)
@@ -108,7 +108,7 @@ def hard_sigmoid(x, *, alpha=0.2, beta=0.5):
 
 @OPS.register("HardSwish", since=14)
 def hard_swish(x):
-    return F.hardswish(x)
+    return functional.hardswish(x)
 
 
 @OPS.register("Clip", since=11)

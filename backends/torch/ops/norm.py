@@ -1,5 +1,5 @@
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
 from backends.torch.ops import OPS
 
@@ -8,14 +8,14 @@ from backends.torch.ops import OPS
 def batch_norm(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, training_mode=0):
     if training_mode:
         raise ValueError("training-mode BatchNormalization must be canonicalized to ai.irtrace::TrainBatchNormalization")
-    return F.batch_norm(x, mean, var, scale, b, training=False, eps=epsilon)
+    return functional.batch_norm(x, mean, var, scale, b, training=False, eps=epsilon)
 
 
 @OPS.register("TrainBatchNormalization", domain="ai.irtrace", nondiff=(3, 4))
 def batch_norm_train(x, scale, b, mean, var, *, epsilon, momentum, running_var_estimator):
     # torch's momentum is the weight of the batch statistic: 1 - ONNX's keep fraction
     rm, rv = mean.detach().clone(), var.detach().clone()
-    y = F.batch_norm(x, rm, rv, scale, b, training=True, momentum=1.0 - momentum, eps=epsilon)
+    y = functional.batch_norm(x, rm, rv, scale, b, training=True, momentum=1.0 - momentum, eps=epsilon)
     if running_var_estimator == "biased":  # ONNX's own convention; torch updates with the unbiased one
         dims = [0] + list(range(2, x.dim()))
         with torch.no_grad():
@@ -25,10 +25,10 @@ def batch_norm_train(x, scale, b, mean, var, *, epsilon, momentum, running_var_e
 
 @OPS.register("InstanceNormalization", since=6)
 def instance_norm(x, scale, b, *, epsilon=1e-5):
-    return F.instance_norm(x, weight=scale, bias=b, eps=epsilon)
+    return functional.instance_norm(x, weight=scale, bias=b, eps=epsilon)
 
 
 @OPS.register("LayerNormalization", since=17)
 def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1):
     a = axis + x.dim() if axis < 0 else axis
-    return F.layer_norm(x, x.shape[a:], scale, b, epsilon)
+    return functional.layer_norm(x, x.shape[a:], scale, b, epsilon)

@@ -1,11 +1,11 @@
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
 from backends.torch.ops import OPS
 from backends.torch.ops._util import torch_pad_list
 
-_MAX = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
-_AVG = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}
+_MAX = {1: functional.max_pool1d, 2: functional.max_pool2d, 3: functional.max_pool3d}
+_AVG = {1: functional.avg_pool1d, 2: functional.avg_pool2d, 3: functional.avg_pool3d}
 
 
 def _symmetric_ok(pads, kernel, r):
@@ -18,7 +18,7 @@ def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations, kernel_shape, pads
     r = len(kernel_shape)
     if _symmetric_ok(pads, kernel_shape, r):
         return _MAX[r](x, kernel_shape, strides, pads[:r], dilations, ceil_mode=bool(ceil_mode))
-    x = F.pad(x, torch_pad_list(pads), value=float("-inf"))
+    x = functional.pad(x, torch_pad_list(pads), value=float("-inf"))
     return _MAX[r](x, kernel_shape, strides, 0, dilations, ceil_mode=bool(ceil_mode))
 
 
@@ -34,9 +34,9 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
     # asymmetric pads: window sums over the explicitly padded input, divided by the count of
     # cells that ONNX counts (the padded ones too when count_include_pad=1)
     tp = torch_pad_list(pads)
-    sums = _AVG[r](F.pad(x, tp), kernel_shape, strides, 0, ceil_mode=bool(ceil_mode), divisor_override=1)
+    sums = _AVG[r](functional.pad(x, tp), kernel_shape, strides, 0, ceil_mode=bool(ceil_mode), divisor_override=1)
     ones = torch.ones_like(x[:1, :1])
-    counted = F.pad(ones, tp, value=1.0 if count_include_pad else 0.0)
+    counted = functional.pad(ones, tp, value=1.0 if count_include_pad else 0.0)
     count = _AVG[r](counted, kernel_shape, strides, 0, ceil_mode=bool(ceil_mode), divisor_override=1)
     return sums / count
 

@@ -1,6 +1,6 @@
 import numpy as np
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
 from backends.torch.ops import OPS
 from backends.torch.ops._util import axis, ints, torch_pad_list
@@ -136,7 +136,7 @@ def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
         for i, a in enumerate(ax):
             full[a], full[a + r] = p[i], p[i + len(ax)]
         p = full
-    # F.pad pads trailing dims only: drop leading all-zero dims so reflect/replicate accept it
+    # functional.pad pads trailing dims only: drop leading all-zero dims so reflect/replicate accept it
     lead = 0
     while lead < r and p[lead] == 0 and p[lead + r] == 0:
         lead += 1
@@ -144,8 +144,8 @@ def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
     torch_mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}[mode]
     if mode == "constant":
         value = constant_value.item() if constant_value is not None and constant_value.numel() else 0.0
-        return F.pad(x, tp, mode="constant", value=value)
-    return F.pad(x, tp, mode=torch_mode)
+        return functional.pad(x, tp, mode="constant", value=value)
+    return functional.pad(x, tp, mode=torch_mode)
 
 
 @OPS.register("DepthToSpace", since=13)
@@ -185,16 +185,16 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
         kwargs["scale_factor"] = [float(s) for s in scales.reshape(-1).tolist()][-spatial:]
     if mode == "nearest":
         if coordinate_transformation_mode == "asymmetric" and nearest_mode == "floor":
-            return F.interpolate(x, mode="nearest", **kwargs)
+            return functional.interpolate(x, mode="nearest", **kwargs)
         if coordinate_transformation_mode in ("half_pixel", "pytorch_half_pixel") and nearest_mode in (
                 "round_prefer_ceil", "round_prefer_floor"):
-            return F.interpolate(x, mode="nearest-exact", **kwargs)
+            return functional.interpolate(x, mode="nearest-exact", **kwargs)
         raise NotImplementedError(f"nearest Resize with {coordinate_transformation_mode}/{nearest_mode}")
     torch_mode = {"linear": {1: "linear", 2: "bilinear", 3: "trilinear"}[spatial], "cubic": "bicubic"}[mode]
     if coordinate_transformation_mode == "align_corners":
-        return F.interpolate(x, mode=torch_mode, align_corners=True, **kwargs)
+        return functional.interpolate(x, mode=torch_mode, align_corners=True, **kwargs)
     if coordinate_transformation_mode in ("half_pixel", "pytorch_half_pixel"):
-        return F.interpolate(x, mode=torch_mode, align_corners=False, **kwargs)
+        return functional.interpolate(x, mode=torch_mode, align_corners=False, **kwargs)
     raise NotImplementedError(f"linear Resize with coordinate_transformation_mode={coordinate_transformation_mode}")
 
 

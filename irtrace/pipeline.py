@@ -1,0 +1,49 @@
+"""Replay a bundle on disk and write its reports: what `irtrace replay` and `irtrace demo` do,
+as one call (tests and benchmarks use it too)."""
+import sys
+
+from irtrace.replay.api import ReplayOptions, run
+from irtrace.replay.engine import parse_modes
+from irtrace.replay import backends as registry
+from irtrace.report import write as report_writer
+from irtrace.store import load
+
+
+def options_from_text(backend, modes, ops=None, **kw):
+    """ReplayOptions from the CLI's comma-separated texts (--backend, --modes, --ops)."""
+    return ReplayOptions(backends=tuple(registry.parse_list(backend)), modes=tuple(parse_modes(modes)),
+                         ops=tuple(o.strip() for o in ops.split(",") if o.strip()) if ops else None, **kw)
+
+
+def run_replay(bundle_path, backend, modes, out=None, quiet=False, **options):
+    """Replay + reports; returns (report dict, out folder). `options`: the fields of ReplayOptions
+    (jobs, nodes, ops as text, timeout, atol, rtol, strict, chained, loss, form)."""
+    opts = options_from_text(backend, modes, **options)
+    bundle = load(bundle_path)
+    progress, bar = None, None
+    if sys.stderr.isatty() and not quiet:
+        from rich.progress import Progress
+        bar = Progress(transient=True)
+        task = bar.add_task("replaying", total=None)
+        bar.start()
+        progress = lambda: bar.advance(task)  # noqa: E731
+    try:
+        outcome = run(bundle, opts, progress)
+    finally:
+        if bar is not None:
+            bar.stop()
+    out = out if out else report_writer.default_out(bundle)
+    report = report_writer.write(outcome, out)
+    if not quiet:
+        from irtrace.report import terminal
+        terminal.show(report)
+        if opts.chained:
+            from irtrace.report import chained as chained_report
+            for line in chained_report.lines(report["chained"]):
+                print(line)
+        from pathlib import Path
+        out = Path(out)
+        print(f"wrote {out / 'report.json'} and {out / 'report.html'}" +
+              (f" and {out / 'chained.png'}" if opts.chained else ""))
+    from pathlib import Path
+    return report, Path(out)

@@ -1,0 +1,72 @@
+"""The replay API: options in, an Outcome out. The CLI, the demo, tests and benchmarks call this."""
+from dataclasses import dataclass, field
+
+from irtrace import compare
+from irtrace.errors import IrtraceError
+from irtrace.replay import backends as registry
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What to replay and how. Defaults: the reference, onnxruntime and the oracle; all three modes;
+    every node; one worker set; 60 s per node and backend; verdicts from the float64 oracle
+    (atol/rtol set: fixed tolerances instead); no chained run."""
+    backends: tuple = ("torch", "onnxruntime", "oracle")
+    modes: tuple = ("fwd", "vjp", "vjp2")
+    nodes: str = None              # regex on node names
+    ops: tuple = None              # op types
+    jobs: int = 1
+    timeout: float = 60.0
+    atol: float = None
+    rtol: float = None
+    strict: bool = False           # UNSUPPORTED counts as a finding
+    chained: bool = False
+    loss: str = "bundle"           # chained loss: "bundle" or "grad-penalty"
+    form: str = "canonical"        # "original": ONNX-executing backends get the pre-canonical attributes
+
+    def policy(self):
+        if self.atol is None and self.rtol is None:
+            return compare.Policy()
+        return compare.Policy(atol=self.atol if self.atol is not None else 0.0,
+                              rtol=self.rtol if self.rtol is not None else 0.0, fixed=True)
+
+    def check(self):
+        for n in self.backends:
+            registry.get(n)
+        if not self.backends:
+            raise IrtraceError("no backend to replay on")
+        if self.jobs < 1:
+            raise IrtraceError(f"--jobs {self.jobs}: must be at least 1")
+        return self
+
+
+@dataclass
+class Outcome:
+    """An isolated Replay (irtrace.replay.engine.Replay) and, when asked for, the chained runs."""
+    replay: object
+    options: ReplayOptions
+    chained: list = field(default_factory=list)
+    loss: str = None
+
+
+def run(bundle, options, progress=None):
+    """Replay `bundle` (an opened Bundle) as `options` say; returns an Outcome."""
+    from irtrace.replay.engine import replay
+    options.check()
+    policy = options.policy()
+    rep = replay(bundle, list(options.backends), list(options.modes), nodes_regex=options.nodes,
+                 ops=list(options.ops) if options.ops else None, jobs=options.jobs, timeout=options.timeout,
+                 policy=policy, progress=progress, form=options.form)
+    outcome = Outcome(rep, options)
+    if options.chained:
+        from irtrace.replay.chained import chained_replay
+        from irtrace.replay.engine import WorkerPool
+        pool = WorkerPool()
+        try:
+            # the oracle arbitrates the chains; it is not one of the backends under test there
+            under_test = [n for n in options.backends if registry.get(n).role != registry.ORACLE]
+            outcome.chained, outcome.loss = chained_replay(bundle, under_test, pool, loss=options.loss,
+                                                           policy=policy, isolated=rep)
+        finally:
+            pool.close()
+    return outcome

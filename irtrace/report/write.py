@@ -1,0 +1,35 @@
+"""Write an Outcome of a replay: report.json (docs/report.md), report.html and, with a chained
+run, chained.png. Returns the report dict (what report.json holds)."""
+from pathlib import Path
+
+from irtrace.report import html, json_report
+from irtrace.report.findings import group
+
+
+def build(outcome):
+    """The report dict of an Outcome (irtrace.replay.api.Outcome)."""
+    strict = outcome.options.strict
+    report = json_report.build(outcome.replay, group(outcome.replay, strict), strict)
+    if outcome.options.chained:
+        from irtrace.report import chained as chained_report
+        report["chained"] = json_report.clean(chained_report.to_json(outcome.chained, outcome.loss))
+    return report
+
+
+def write(outcome, out):
+    """Write every report file of `outcome` into `out` (created); returns the report dict."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = build(outcome)
+    extra = ""
+    if outcome.options.chained:
+        from irtrace.report import chained as chained_report
+        png = chained_report.plot(report["chained"], outcome.replay.bundle, out / "chained.png")
+        extra = chained_report.html_section(report["chained"], png)
+    json_report.write(report, out)
+    html.write(report, out, extra)
+    return report
+
+
+def default_out(bundle):
+    return Path(str(bundle.path).rstrip("/") + ".replay")
