@@ -114,32 +114,49 @@ def vjp2(op, inputs, attrs, cots, us, nondiff=()):
     return [grad_of(x) for x in diff], [grad_of(g) for g in gs]
 
 
+def run_steps(steps, env):
+    """Run `steps` on `env` (name -> tensor) in order, yielding (output name, value, op inputs);
+    the caller stores each value in `env` (possibly changed) before the next step reads it."""
+    for op, attrs, ins, outs, nondiff in steps:
+        xs = [env[i] if i else None for i in ins]
+        for name, y in zip(outs, as_tuple(op(*xs, **attrs))):
+            if name:
+                if not isinstance(y, mge.Tensor):
+                    y = to_tensor(np.asarray(y))  # e.g. Shape's numpy result feeding the next op
+                yield name, y, xs
+
+
 def chained(steps, feeds, outputs, cots, penalty=()):
     """The whole graph chained from `feeds`, then the loss backpropagated through GradManager.
 
     steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
     loss = sum_o <y_o, c_o>, plus sum_x ||d(sum_o <y_o, c_o>)/dx||^2 over the `penalty` inputs
-    (nested managers: the outer records the inner backward). Every float value is attached so
-    its gradient can be read. Returns (values, grads): name -> array."""
+    (nested managers: the outer records the inner backward). Returns (values, grads): name -> array.
+
+    d loss / d value for every intermediate value comes from a zero "probe" leaf added to it
+    (value + probe), attached to the outer manager before recording starts. Attaching the
+    intermediates themselves to the outer manager while the inner one records makes MegEngine
+    1.13 return no inner gradient at all (x.grad is None), which would silently drop the penalty
+    term; a first, unrecorded run gives the probes their shapes."""
     env = {k: to_tensor(v) for k, v in feeds.items()}
+    shapes = {}
+    dry = dict(env)
+    for name, y, _ in run_steps(steps, dry):
+        dry[name] = y
+        if is_float(y):
+            shapes[name] = (tuple(y.shape), y.dtype)
+    probes = {name: mge.tensor(np.zeros(shape, dtype)) for name, (shape, dtype) in shapes.items()}
     leaves = [t for t in env.values() if is_float(t)]
-    outer = GradManager().attach(leaves)
+    outer = GradManager().attach(leaves + list(probes.values()))
     inner = GradManager().attach([env[p] for p in penalty]) if penalty else None
     with outer:
         if inner is not None:
             inner.__enter__()
-        for op, attrs, ins, outs, nondiff in steps:
-            xs = [env[i] if i else None for i in ins]
-            for name, y in zip(outs, as_tuple(op(*xs, **attrs))):
-                if name:
-                    if not isinstance(y, mge.Tensor):
-                        y = to_tensor(np.asarray(y))  # e.g. Shape's numpy result feeding the next op
-                    if is_float(y) and any(y is x for x in xs):
-                        y = y * 1.0  # a distinct tensor per value (see fed())
-                    env[name] = y
-                    if is_float(y):
-                        outer.attach([y])
+        for name, y, xs in run_steps(steps, env):
+            env[name] = y + probes[name] if name in probes else y
         terms = [(env[o] * to_tensor(c)).sum() for o, c in zip(outputs, cots) if c is not None and is_float(env[o])]
+        if not terms:
+            raise ValueError("the loss has no term: no float graph output with a seed")
         base = terms[0]
         for t in terms[1:]:
             base = base + t
@@ -148,13 +165,16 @@ def chained(steps, feeds, outputs, cots, penalty=()):
             inner.backward(base)
             inner.__exit__(None, None, None)
             gx = [env[p].grad for p in penalty]
-            for t in env.values():
-                if isinstance(t, mge.Tensor):
-                    t.grad = None  # .grad accumulates: the outer backward must start from nothing
+            missing = [p for p, g in zip(penalty, gx) if g is None]
+            if missing:
+                raise ValueError(f"MegEngine computed no gradient of the loss for penalty input(s) {missing}: "
+                                 f"the gradient penalty cannot be formed")
+            for t in leaves + list(probes.values()):
+                t.grad = None  # .grad accumulates: the outer backward must start from nothing
             for g in gx:
-                if g is not None:
-                    loss = loss + (g * g).sum()
+                loss = loss + (g * g).sum()
         outer.backward(loss)
     values = {k: to_numpy(t) for k, t in env.items() if t is not None}
-    grads = {k: grad_of(t) for k, t in env.items() if is_float(t)}
+    grads = {k: grad_of(t) for k, t in env.items() if is_float(t) and k not in probes}
+    grads.update({k: grad_of(p) for k, p in probes.items()})
     return values, grads

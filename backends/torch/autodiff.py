@@ -118,6 +118,9 @@ def chained(steps, feeds, outputs, cots, penalty=(), dtype=None):
     if penalty and base.requires_grad:
         xs = [env[p] for p in penalty]
         gs = torch.autograd.grad(base, xs, create_graph=True, allow_unused=True, materialize_grads=True)
+        for t in env.values():  # retain_grad() hooks fire during autograd.grad too: start the backward from zero
+            if isinstance(t, torch.Tensor) and t.grad is not None:
+                t.grad = None
         loss = base + sum((g * g).sum() for g in gs)
     if loss.requires_grad:
         loss.backward()

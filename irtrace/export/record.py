@@ -49,6 +49,9 @@ def record(model, inputs, outputs, loss="dot", seed=0):
         xs = [env[n] for n in inputs if isinstance(env[n], torch.Tensor) and env[n].requires_grad]
         if xs:
             gs = torch.autograd.grad(total, xs, create_graph=True, allow_unused=True, materialize_grads=True)
+            for t in env.values():  # retain_grad() hooks fire during autograd.grad too: record from zero
+                if isinstance(t, torch.Tensor) and t.grad is not None:
+                    t.grad = None
             total = total + sum((g * g).sum() for g in gs)
     if total is not None:
         total.backward()

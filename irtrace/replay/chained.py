@@ -59,9 +59,21 @@ def _entry(name, node, index, verdict, m, extras, kind):
             "closer_to_oracle": extras.get("closer_to_oracle"), "message": extras.get("message", "")}
 
 
-def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=compare.Policy(), isolated=None):
-    """(chained runs of `backends`, the loss used); `isolated`: the isolated Replay, to link verdicts.
-    loss="bundle" uses the bundle's own loss (a gradient penalty when it was exported with one)."""
+@dataclass(frozen=True)
+class ChainRequest:
+    """One chained run's request, the same for every backend: the graph, its feeds (model inputs and
+    initializers), the loss's output seeds, and the penalty inputs (empty: the plain loss)."""
+    message: dict
+    arrays: list
+    loss: str
+    penalty: tuple
+    feeds: dict
+    specs: list
+
+
+def chain_request(bundle, loss="bundle"):
+    """The ChainRequest of `bundle` for `loss` ("bundle": the bundle's own loss, a gradient penalty
+    when it was exported with one; "grad-penalty": the penalty over every float model input)."""
     if loss not in LOSSES:
         raise IrtraceError(f"unknown chained loss {loss!r}; choose from {', '.join(LOSSES)}")
     import base64
@@ -88,11 +100,24 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     else:
         penalty = []
     msg = _graph_request(specs, protos, feeds, outputs, penalty)
-    arrays = list(feeds.values()) + cots
-    ref_status, ref_reply, ref_vals, ref_grads = _run(pool, REFERENCE, msg, arrays, timeout)
+    return ChainRequest(msg, list(feeds.values()) + cots, loss, tuple(penalty), feeds, specs)
+
+
+def run_chain(pool, backend, request, timeout=600.0):
+    """(status, reply, values, grads) of one backend's chained run: status "ok" or a failing verdict;
+    values and grads map value names to arrays (grads: d loss / d value)."""
+    return _run(pool, backend, request.message, request.arrays, timeout)
+
+
+def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=compare.Policy(), isolated=None):
+    """(chained runs of `backends`, the loss used); `isolated`: the isolated Replay, to link verdicts.
+    loss="bundle" uses the bundle's own loss (a gradient penalty when it was exported with one)."""
+    request = chain_request(bundle, loss)
+    loss, penalty, feeds, specs, m = request.loss, request.penalty, request.feeds, request.specs, bundle.manifest
+    ref_status, ref_reply, ref_vals, ref_grads = run_chain(pool, REFERENCE, request, timeout)
     if ref_status != "ok":
-        raise IrtraceError(f"the torch reference could not run the graph chained: {ref_reply.get('message', '')}")
-    o_status, _, o_vals, o_grads = _run(pool, ORACLE, msg, arrays, timeout) if ORACLE in pool.available() else \
+        raise IrtraceError(f"the reference could not run the graph chained: {ref_reply.get('message', '')}")
+    o_status, _, o_vals, o_grads = run_chain(pool, ORACLE, request, timeout) if ORACLE in pool.available() else \
         ("none", {}, {}, {})
     producer = {o: (i, s.name) for i, s in enumerate(specs) for o in s.outputs if o}
     order = [o for s in specs for o in s.outputs if o]
@@ -101,7 +126,7 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     runs = []
     for backend in backends:
         t0 = time.perf_counter()
-        status, reply, vals, grads = _run(pool, backend, msg, arrays, timeout)
+        status, reply, vals, grads = run_chain(pool, backend, request, timeout)
         run = ChainedRun(backend, status, reply.get("message", ""), time.perf_counter() - t0)
         if status == "ok":
             for name in order:
