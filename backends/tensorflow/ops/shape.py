@@ -1,0 +1,209 @@
+import numpy as np
+import tensorflow as tf
+
+from backends._table import Unsupported
+from backends.tensorflow.ops import OPS
+from backends.tensorflow.ops._util import ONNX_TO_TF, axis, ints, pairs, to_nchw, to_nhwc
+
+
+@OPS.register("Reshape", since=14)
+def reshape(x, shape, *, allowzero=0):
+    s = ints(shape)
+    if not allowzero:  # ONNX's 0 copies the input's dimension; tf.reshape has no such rule
+        s = [x.shape[i] if v == 0 else v for i, v in enumerate(s)]
+    return tf.reshape(x, tf.constant(s, tf.int64))
+
+
+@OPS.register("Flatten", since=13)
+def flatten(x, *, axis=1):
+    a = axis + x.shape.rank if axis < 0 else axis
+    return tf.reshape(x, [int(np.prod(x.shape[:a])), int(np.prod(x.shape[a:]))])
+
+
+@OPS.register("Transpose", since=13)
+def transpose(x, *, perm=None):
+    return tf.transpose(x, perm if perm is not None else list(reversed(range(x.shape.rank))))
+
+
+@OPS.register("Squeeze", since=13)
+def squeeze(x, axes=None):
+    a = ints(axes)
+    return tf.squeeze(x) if a is None else tf.squeeze(x, [axis(v, x.shape.rank) for v in a])
+
+
+@OPS.register("Unsqueeze", since=13)
+def unsqueeze(x, axes):
+    rank = x.shape.rank + len(ints(axes))
+    for a in sorted(axis(v, rank) for v in ints(axes)):
+        x = tf.expand_dims(x, a)
+    return x
+
+
+@OPS.register("Expand", since=13)
+def expand(x, shape):
+    # ONNX Expand broadcasts both ways; tf.broadcast_to only grows x: the common shape first
+    target = tf.broadcast_dynamic_shape(tf.shape(x, out_type=tf.int64), tf.constant(ints(shape), tf.int64))
+    return tf.broadcast_to(x, target)
+
+
+@OPS.register("Shape", since=15)
+def shape(x, *, start=0, end=None):
+    return tf.shape(x, out_type=tf.int64)[start:end]
+
+
+@OPS.register("Size", since=13)
+def size(x):
+    return tf.size(x, out_type=tf.int64)
+
+
+@OPS.register("Concat", since=13)
+def concat(*xs, axis):
+    return tf.concat(list(xs), axis=axis)
+
+
+@OPS.register("Split", since=18)
+def split(x, split=None, *, axis=0, num_outputs=None):
+    if split is not None:
+        return tuple(tf.split(x, ints(split), axis=axis))
+    n = x.shape[axis]
+    chunk = -(-n // num_outputs)  # ONNX: equal chunks of ceil(n / num_outputs), the last one smaller
+    sizes = [chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])
+    return tuple(tf.split(x, sizes, axis=axis))
+
+
+@OPS.register("Slice", since=13)
+def slice_(x, starts, ends, axes=None, steps=None):
+    # ONNX clamps starts/ends (INT64_MAX / INT64_MIN mean "to the end"): resolved in Python ints,
+    # then one strided slice, negative steps included
+    starts, ends = ints(starts), ints(ends)
+    axes = ints(axes) if axes is not None else list(range(len(starts)))
+    steps = ints(steps) if steps is not None else [1] * len(starts)
+    index = [slice(None)] * x.shape.rank
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = axis(a, x.shape.rank)
+        n = x.shape[a]
+        if st > 0:
+            s, e = min(max(s + n if s < 0 else s, 0), n), min(max(e + n if e < 0 else e, 0), n)
+        else:
+            s = min(max(s + n if s < 0 else s, -1), n - 1)
+            e = min(max(e + n if e < 0 else e, -1), n - 1)
+            e = None if e < 0 else e
+        index[a] = slice(s, e, st)
+    return x[tuple(index)]
+
+
+@OPS.register("Gather", since=13)
+def gather(x, indices, *, axis=0):
+    a = axis + x.shape.rank if axis < 0 else axis
+    idx = tf.where(indices < 0, indices + tf.cast(x.shape[a], indices.dtype), indices)  # tf.gather: no negatives
+    return tf.gather(x, idx, axis=a)
+
+
+@OPS.register("GatherElements", since=13)
+def gather_elements(x, indices, *, axis=0):
+    a = axis + x.shape.rank if axis < 0 else axis
+    idx = tf.where(indices < 0, indices + tf.cast(x.shape[a], indices.dtype), indices)
+    return tf.experimental.numpy.take_along_axis(x, idx, axis=a)
+
+
+@OPS.register("Tile", since=13)
+def tile(x, repeats):
+    return tf.tile(x, tf.constant(ints(repeats), tf.int64))
+
+
+@OPS.register("Range", since=11)
+def range_(start, limit, delta):
+    return tf.range(start, limit, delta, dtype=start.dtype)
+
+
+@OPS.register("ConstantOfShape", since=20)
+def constant_of_shape(shape, *, value=None):
+    v = np.asarray(value if value is not None else np.zeros(1, np.float32)).reshape(-1)
+    return tf.fill(tf.constant(ints(shape), tf.int64), tf.constant(v[0], tf.as_dtype(v.dtype)))
+
+
+def _edge_or_wrap(x, p, mode):
+    """tf.pad has no 'edge' or 'wrap': a porter gathers clamped (edge) or wrapped indices per axis."""
+    r = x.shape.rank
+    for a in range(r):
+        b, e = p[a], p[a + r]
+        if b == 0 and e == 0:
+            continue
+        n = x.shape[a]
+        i = tf.range(-b, n + e)
+        i = tf.clip_by_value(i, 0, n - 1) if mode == "edge" else tf.math.floormod(i, n)
+        x = tf.gather(x, i, axis=a)
+    return x
+
+
+@OPS.register("Pad", since=19)
+def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
+    p = ints(pads)
+    r = x.shape.rank
+    if axes is not None:
+        ax = [axis(a, r) for a in ints(axes)]
+        full = [0] * (2 * r)
+        for i, a in enumerate(ax):
+            full[a], full[a + r] = p[i], p[i + len(ax)]
+        p = full
+    if any(v < 0 for v in p):  # ONNX crops with negative pads; tf.pad refuses them: crop first, as a porter would
+        x = x[tuple(slice(-min(p[a], 0), x.shape[a] + min(p[a + r], 0)) for a in range(r))]
+        p = [max(v, 0) for v in p]
+    if mode in ("edge", "wrap"):
+        return _edge_or_wrap(x, p, mode)
+    if mode == "reflect":
+        return tf.pad(x, pairs(p), mode="REFLECT")
+    value = constant_value if constant_value is not None and tf.size(constant_value) > 0 else 0
+    return tf.pad(x, pairs(p), mode="CONSTANT", constant_values=tf.cast(tf.reshape(value, []), x.dtype))
+
+
+@OPS.register("DepthToSpace", since=13)
+def depth_to_space(x, *, blocksize, mode="DCR"):
+    if mode == "DCR":  # tf.nn.depth_to_space is DCR and NHWC only on CPU: transpose in and out
+        return to_nchw(tf.nn.depth_to_space(to_nhwc(x), blocksize))
+    n, c, h, w = x.shape
+    b = blocksize
+    # TF has no CRD (pixel-shuffle) order: a porter reshapes and transposes
+    y = tf.transpose(tf.reshape(x, [n, c // (b * b), b, b, h, w]), [0, 1, 4, 2, 5, 3])
+    return tf.reshape(y, [n, c // (b * b), h * b, w * b])
+
+
+@OPS.register("SpaceToDepth", since=13)
+def space_to_depth(x, *, blocksize):
+    return to_nchw(tf.nn.space_to_depth(to_nhwc(x), blocksize))  # NHWC only on CPU
+
+
+@OPS.register("Trilu", since=14)
+def trilu(x, k=None, *, upper=1):
+    kk = ints(k)[0] if k is not None else 0
+    return tf.experimental.numpy.triu(x, kk) if upper else tf.experimental.numpy.tril(x, kk)
+
+
+@OPS.register("Resize", since=19)
+def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
+           cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
+           mode="nearest", nearest_mode="round_prefer_floor"):
+    if x.shape.rank != 4 or axes is not None:
+        raise Unsupported(f"tf.image.resize is 2-D (NHWC) only: rank {x.shape.rank}, axes {axes}")
+    if sizes is not None and sizes.shape.num_elements():
+        size = ints(sizes)[-2:]
+    else:
+        s = [float(v) for v in scales.numpy().reshape(-1)][-2:]
+        if ints(scales.numpy()[:2]) != [1, 1]:
+            raise Unsupported(f"Resize scales {list(scales.numpy())}: tf.image.resize scales H and W only")
+        size = [int(np.floor(x.shape[2] * s[0])), int(np.floor(x.shape[3] * s[1]))]
+    xt = to_nhwc(x)  # tf.image works on NHWC
+    ct, aa = coordinate_transformation_mode, bool(antialias)
+    if mode == "nearest" and ct == "asymmetric" and nearest_mode == "floor" and not aa:
+        # TF2's tf.image.resize has half-pixel centers only: the v1 op without them is ONNX's asymmetric/floor
+        return to_nchw(tf.compat.v1.image.resize_nearest_neighbor(xt, size, align_corners=False,
+                                                                  half_pixel_centers=False))
+    if mode == "linear" and ct == "align_corners" and not aa:
+        # TF2's tf.image.resize has no align_corners: the v1 op has
+        return to_nchw(tf.compat.v1.image.resize_bilinear(xt, size, align_corners=True))
+    if mode == "linear" and ct in ("half_pixel", "pytorch_half_pixel") and (ct == "half_pixel" or min(size) > 1):
+        return to_nchw(tf.image.resize(xt, size, method="bilinear", antialias=aa))  # half-pixel centers
+    if mode == "cubic" and ct == "half_pixel" and cubic_coeff_a == -0.5 and not exclude_outside:
+        return to_nchw(tf.image.resize(xt, size, method="bicubic", antialias=aa))  # Keys a = -0.5, half-pixel
+    raise Unsupported(f"tf.image.resize has no {mode} Resize with {ct}"
+                      + (f"/{nearest_mode}" if mode == "nearest" else "") + (" antialias" if aa else ""))
