@@ -1,0 +1,322 @@
+"""The real PaddlePaddle in its own environment, against torch, on the shared op-case table, the
+padding matrix and the example models; known answers for vjp2 and the chained losses. No mocks."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from irtrace import compare
+from irtrace.replay import backends
+from irtrace.replay.engine import replay
+
+REASON = backends.get("paddle").unavailable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"paddle unavailable: {REASON}")
+OK = (compare.MATCH, compare.NOISE)
+
+
+def observed(rep, backend="paddle"):
+    """(node, mode, output) -> (verdict, message) for every failing or unsupported result: the
+    message is the framework's own for ERROR/UNSUPPORTED, the worst element for the others."""
+    out = {}
+    for n in rep.nodes:
+        for r in n.results:
+            if r.backend != backend or r.verdict not in compare.FAILING + (compare.UNSUPPORTED,):
+                continue
+            m = r.metrics
+            text = (f"{backend} {m.actual_at_worst:.4g} vs torch {m.ref_at_worst:.4g} at {list(m.worst_index)}, "
+                    f"max abs {m.max_abs:.3g}") if m is not None else " ".join(r.message.split())[:100]
+            out[(n.name, r.mode, r.output)] = (r.verdict, text)
+    return out
+
+
+def _bundle(nodes, feeds, path, inits=(), outputs=None):
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in feeds.items()]
+    outs = [helper.make_empty_tensor_value_info(o) for o in (outputs or nodes[-1].output)]
+    m = helper.make_model(helper.make_graph(nodes, "g", ins, outs, list(inits)),
+                          opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("ai.irtrace", 1)])
+    return bundle_from_onnx(m, feeds, path)
+
+
+@pytest.fixture(scope="module")
+def cases_bundle(tmp_path_factory):
+    import op_cases
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    model, feeds, _ = op_cases.all_cases_model()
+    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases")
+
+
+@pytest.fixture(scope="module")
+def paddle_replay(cases_bundle):
+    return replay(cases_bundle, ["paddle"])
+
+
+def test_op_table_against_torch_known_findings_are_strict(paddle_replay):
+    from paddle_known import KNOWN
+    seen = observed(paddle_replay)
+    new = {k: v for k, v in seen.items() if k not in KNOWN}
+    changed = {k: (v, seen.get(k)) for k, v in KNOWN.items() if seen.get(k) != v}
+    assert not new, f"new Paddle findings (or a translation bug): {new}"
+    assert not changed, f"known Paddle findings that changed or no longer show (fixed? update tests/paddle_known.py): {changed}"
+
+
+def test_every_case_has_fwd_vjp_and_vjp2(paddle_replay):
+    """Every case has a forward result, and every case with a float output that depends on a float
+    input has vjp and vjp2 results too: nothing is fwd-only by omission."""
+    import op_cases
+    modes = {n.name: {r.mode for r in n.results if r.backend == "paddle"} for n in paddle_replay.nodes}
+    fwd_only = sorted(c.id for c in op_cases.CASES if modes[c.id] == {"fwd"})
+    assert all("fwd" in modes[c.id] for c in op_cases.CASES)
+    assert all(modes[c.id] in ({"fwd"}, {"fwd", "vjp", "vjp2"}) for c in op_cases.CASES)
+    # integer or boolean results only, or no float input at all
+    assert fwd_only == ["cast_int", "equal", "greater", "less", "range", "shape"], fwd_only
+
+
+def test_translation_guards_forward(paddle_replay):
+    """Attribute translations (Paddle's keep-fraction momentum, exclusive=, per-dimension padding
+    lists, output_padding, align_corners/align_mode, grouped weights, ...) checked in the forward
+    pass, where Paddle's own double-backward gaps cannot hide or fake them."""
+    v = {(n.name, r.output): r.verdict for n in paddle_replay.nodes for r in n.results
+         if r.backend == "paddle" and r.mode == "fwd"}
+    for key in [("batchnorm_train_m07", "batchnorm_train_m07.out1"),   # momentum (keep fraction) -> running_mean
+                ("batchnorm_train", "batchnorm_train.out1"), ("batchnorm_train", "batchnorm_train.out0"),
+                ("batchnorm_eval", "batchnorm_eval.out0"),
+                ("avgpool_exclude_pad", "avgpool_exclude_pad.out0"), ("avgpool_include_pad", "avgpool_include_pad.out0"),
+                ("avgpool_asym_exclude", "avgpool_asym_exclude.out0"),
+                ("conv_s2_same_upper_pads", "conv_s2_same_upper_pads.out0"),
+                ("conv_begin_heavy_pads", "conv_begin_heavy_pads.out0"), ("conv_depthwise", "conv_depthwise.out0"),
+                ("conv_groups_batch", "conv_groups_batch.out0"), ("conv_dilation2", "conv_dilation2.out0"),
+                ("convtranspose_groups2", "convtranspose_groups2.out0"),
+                ("convtranspose_s2_outpad", "convtranspose_s2_outpad.out0"),
+                ("convtranspose_asym_pads", "convtranspose_asym_pads.out0"),
+                ("pad_constant_asym", "pad_constant_asym.out0"), ("pad_reflect", "pad_reflect.out0"),
+                ("pad_edge", "pad_edge.out0"), ("maxpool_asym", "maxpool_asym.out0"),
+                ("resize_linear_align_corners", "resize_linear_align_corners.out0"),
+                ("resize_linear_half_pixel", "resize_linear_half_pixel.out0"),
+                ("resize_nearest", "resize_nearest.out0"), ("hardsigmoid", "hardsigmoid.out0"),
+                ("slice_negative_step", "slice_negative_step.out0"), ("prelu", "prelu.out0"),
+                ("gelu_tanh", "gelu_tanh.out0"), ("gather_axis0", "gather_axis0.out0"),
+                ("depthtospace_dcr", "depthtospace_dcr.out0"), ("depthtospace_crd", "depthtospace_crd.out0"),
+                ("topk", "topk.out1"), ("shape", "shape.out0"), ("range", "range.out0")]:
+        assert v[key] in OK, (key, v[key])
+    # the one forward finding: Paddle's running_var uses the biased estimator (torch: unbiased)
+    bad = {k: verdict for k, verdict in v.items() if verdict not in OK}
+    assert bad == {("batchnorm_train", "batchnorm_train.out2"): compare.DIVERGENT,
+                   ("batchnorm_train_m07", "batchnorm_train_m07.out2"): compare.DIVERGENT}
+
+
+def test_first_order_gradients_match(paddle_replay):
+    bad = [(n.name, r.output, r.verdict) for n in paddle_replay.nodes for r in n.results
+           if r.backend == "paddle" and r.mode == "vjp" and r.verdict not in OK]
+    assert not bad
+
+
+def test_running_var_is_the_biased_estimator(tmp_path):
+    """Paddle's batch_norm updates running_var with the population variance: a node that asks for
+    the biased estimator matches torch's biased branch exactly, the unbiased one is off by
+    (1 - momentum) * var * 1/(n - 1) -- here n = 4*2*3*3 = 72 values per channel."""
+    rng = np.random.default_rng(3)
+    feeds = {"x": rng.standard_normal((4, 2, 3, 3)).astype(np.float32), "s": rng.standard_normal(2).astype(np.float32),
+             "b": rng.standard_normal(2).astype(np.float32), "m": rng.standard_normal(2).astype(np.float32),
+             "v": (np.abs(rng.standard_normal(2)) + 0.5).astype(np.float32)}
+    nodes = [helper.make_node("TrainBatchNormalization", ["x", "s", "b", "m", "v"], [f"{e}_y", f"{e}_rm", f"{e}_rv"],
+                              name=e, domain="ai.irtrace", epsilon=1e-5, momentum=0.8, running_var_estimator=e)
+             for e in ("biased", "unbiased")]
+    b = _bundle(nodes, feeds, tmp_path / "bn.irt", outputs=[o for n in nodes for o in n.output])
+    rep = replay(b, ["paddle"], modes=["fwd"])
+    v = {r.output: r for n in rep.nodes for r in n.results if r.backend == "paddle"}
+    assert all(v[o].verdict in OK for o in ("biased_y", "biased_rm", "biased_rv", "unbiased_y", "unbiased_rm"))
+    r = v["unbiased_rv"]
+    assert r.verdict == compare.DIVERGENT
+    var_b = feeds["x"].astype(np.float64).var(axis=(0, 2, 3))
+    gap = 0.2 * var_b * (72 / 71 - 1)  # (1 - momentum) * (unbiased - biased)
+    assert r.metrics.max_abs == pytest.approx(gap.max(), rel=1e-3)
+
+
+def test_vjp2_of_matmul_known_answer(tmp_path):
+    """vjp2 of y = a @ b with its answer written out in float64: h_a = g b^T, h_b = a^T g, so
+    s = <g b^T, u_a> + <a^T g, u_b>; ds/da = g u_b^T, ds/db = u_a^T g, ds/dg = u_a b + a u_b."""
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.worker import WorkerProxy
+    rng = np.random.default_rng(7)
+    a, b, g, ua, ub = (rng.standard_normal(s).astype(np.float32) for s in [(3, 4), (4, 5), (3, 5), (3, 4), (4, 5)])
+    bundle = _bundle([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], {"a": a, "b": b}, tmp_path / "mm.irt")
+    (spec,) = node_specs(bundle.model)
+    w = WorkerProxy(backends.get("paddle"))
+    w.start()
+    try:
+        reply, arrays = w.call({"kind": "run", "mode": "vjp2", "spec": spec.to_json()}, [a, b, g, ua, ub], 60)
+    finally:
+        w.close()
+    assert reply["status"] == "ok", reply
+    a64, b64, g64, ua64, ub64 = (t.astype(np.float64) for t in (a, b, g, ua, ub))
+    expected = [g64 @ ub64.T, ua64.T @ g64, ua64 @ b64 + a64 @ ub64]
+    for got, want in zip(arrays, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_chained_grad_penalty_known_answer(tmp_path):
+    """y = x * w with loss "grad-penalty" on x: L = <x*w, c> + ||w*c||^2, so dL/dw = x*c + 2*w*c^2
+    and dL/dx = w*c, computed by hand in float64; Paddle's chained() must give them."""
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.worker import WorkerProxy
+    x = np.array([0.5, -1.25, 2.0], np.float32)
+    w = np.array([1.5, 0.75, -0.5], np.float32)
+    c = np.array([0.25, -2.0, 1.0], np.float32)
+    bundle = _bundle([helper.make_node("Mul", ["x", "w"], ["y"], name="mul")], {"x": x, "w": w}, tmp_path / "xw.irt")
+    specs = [s.to_json() for s in node_specs(bundle.model)]
+    proxy = WorkerProxy(backends.get("paddle"))
+    proxy.start()
+    try:
+        reply, arrays = proxy.call({"kind": "graph", "specs": specs, "feeds": ["x", "w"], "outputs": ["y"],
+                                       "penalty": ["x"]}, [x, w, c], 60)
+        plain, plain_arrays = proxy.call({"kind": "graph", "specs": specs, "feeds": ["x", "w"], "outputs": ["y"],
+                                             "penalty": []}, [x, w, c], 60)
+    finally:
+        proxy.close()
+    assert reply["status"] == "ok", reply
+    got = dict(zip(reply["values"] + [f"grad/{k}" for k in reply["grads"]], arrays))
+    x64, w64, c64 = x.astype(np.float64), w.astype(np.float64), c.astype(np.float64)
+    np.testing.assert_allclose(got["grad/w"], x64 * c64 + 2 * w64 * c64 ** 2, rtol=1e-6)
+    np.testing.assert_allclose(got["grad/x"], w64 * c64, rtol=1e-6)
+    np.testing.assert_allclose(got["grad/y"], c64, rtol=1e-6)
+    np.testing.assert_allclose(got["y"], x64 * w64, rtol=1e-6)
+    plain_got = dict(zip(plain["values"] + [f"grad/{k}" for k in plain["grads"]], plain_arrays))
+    np.testing.assert_allclose(plain_got["grad/w"], x64 * c64, rtol=1e-6)  # without the penalty: <x*w, c> only
+
+
+def test_chained_penalty_raises_rather_than_dropping_a_term(tmp_path):
+    """A gradient Paddle cannot compute (reciprocal has no double grad) is an ERROR naming the op,
+    never a penalty term silently left out."""
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.worker import WorkerProxy
+    x = np.array([0.5, 1.25, 2.0], np.float32)
+    bundle = _bundle([helper.make_node("Reciprocal", ["x"], ["y"], name="rec")], {"x": x}, tmp_path / "r.irt")
+    proxy = WorkerProxy(backends.get("paddle"))
+    proxy.start()
+    try:
+        reply, _ = proxy.call({"kind": "graph", "specs": [s.to_json() for s in node_specs(bundle.model)],
+                                  "feeds": ["x"], "outputs": ["y"], "penalty": ["x"]}, [x, np.ones(3, np.float32)], 60)
+    finally:
+        proxy.close()
+    assert reply["status"] == "error" and "reciprocal_grad doesn't have any grad op" in reply["message"]
+
+
+def test_float64_is_computed_in_float64(tmp_path):
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3])
+    m = helper.make_model(helper.make_graph([helper.make_node("Tanh", ["x"], ["y"], name="t")], "g", [x], [y]),
+                          opset_imports=[helper.make_opsetid("", 20)])
+    b = bundle_from_onnx(m, {"x": np.array([0.1, -2.0, 3.0])}, tmp_path / "f64.irt")
+    rep = replay(b, ["paddle"])
+    verdicts = {r.output: r.verdict for r in rep.nodes[0].results if r.backend == "paddle"}
+    assert len(verdicts) == 4 and set(verdicts.values()) <= set(OK), verdicts  # y, d:x, d2x:x, d2g:y
+    assert max(r.metrics.max_abs for r in rep.nodes[0].results if r.backend == "paddle") < 1e-12  # not float32
+
+
+def test_padding_matrix_against_float64(tmp_path):
+    from paddle_known import PADDING
+    import op_cases
+    import padding_matrix
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    model, feeds, _ = op_cases.all_cases_model(padding_matrix.cases())
+    b = bundle_from_onnx(model, feeds, tmp_path / "pad.irt", name="padding_matrix")
+    rep = replay(b, ["paddle"], modes=["fwd"])
+    assert len(rep.nodes) == 234
+    seen = {}
+    for n in rep.nodes:
+        (r,) = [r for r in n.results if r.backend == "paddle"]
+        if r.verdict not in OK:
+            seen[n.name] = observed(rep)[(n.name, "fwd", r.output)]
+    assert seen == PADDING
+
+
+def test_worker_is_quiet_and_versions_are_pinned():
+    from irtrace.replay.worker import WorkerProxy
+    w = WorkerProxy(backends.get("paddle"))
+    hello = w.start()
+    w.close()
+    assert hello["versions"]["paddle"] == "3.3.1" and hello["versions"]["numpy"] == "2.2.6"
+    assert len(hello["ops"]) >= 100
+    assert "ccache" not in w.stderr_tail() and "I1" not in w.stderr_tail()
+
+
+def test_backends_lists_paddle_with_its_op_count_and_says_how_when_absent(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "irtrace", "backends"], capture_output=True, text=True)
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("paddle"))
+    assert "fwd,vjp,vjp2" in line and "available" in line
+    count = int(line.split("ops")[1].split()[0])
+    assert count >= 100
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "IRTRACE_CACHE": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "irtrace", "backends"], capture_output=True, text=True, env=env)
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("paddle"))
+    assert "unavailable" in line and "irtrace setup paddle" in line
+
+
+@pytest.mark.parametrize("name", ["gpt", pytest.param("resnet", marks=pytest.mark.slow),
+                                  pytest.param("wideresnet", marks=pytest.mark.slow),
+                                  pytest.param("wideresnet-train", marks=pytest.mark.slow),
+                                  pytest.param("stylegan2", marks=pytest.mark.slow)])
+def test_examples_run_to_the_end(example_bundle, name):
+    from paddle_known import EXAMPLES
+    from irtrace.report.findings import group
+    b = example_bundle(name)
+    rep = replay(b, ["paddle"])
+    assert len(rep.nodes) == len(b.model.graph.node)
+    for n in rep.nodes:
+        mine = [r for r in n.results if r.backend == "paddle"]
+        assert any(r.mode == "fwd" for r in mine), n.name
+        assert all(r.verdict != compare.UNSUPPORTED or r.message for r in mine), n.name
+    found = sorted({(f.op_type, f.mode, f.verdict) for f in group(rep)})
+    assert found == EXAMPLES[name]
+
+
+def test_chained_both_losses_on_wideresnet_train(example_bundle, tmp_path):
+    """Training-mode WideResNet chained on Paddle with the bundle's loss and with a gradient
+    penalty (double backward through every op): the chains run; running_var is the finding."""
+    from irtrace.pipeline import run_replay
+    b = example_bundle("wideresnet-train")
+    for loss in ("bundle", "grad-penalty"):
+        report, out = run_replay(b.path, "paddle", "fwd", tmp_path / loss, quiet=True, chained=True, loss=loss,
+                                 nodes="^node_linear$")
+        (run,) = report["chained"]["runs"]
+        assert run["status"] == "ok", run.get("message")
+        assert report["chained"]["loss"] == loss
+        bad = {e["state_dict_key"] for e in run["state"] if e["verdict"] not in OK}
+        assert bad == {f"{blk}.layer.0.{bn}.running_var" for blk in ("block1", "block2", "block3")
+                       for bn in ("bn1", "bn2")} | {"bn1.running_var"}
+        assert len(run["parameters"]) == 25 and all(p["verdict"] in OK for p in run["parameters"])
+        assert (out / "chained.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_stylegan2_gradient_penalty_chain_names_the_missing_double_grad(example_bundle, tmp_path):
+    from irtrace.pipeline import run_replay
+    report, _ = run_replay(example_bundle("stylegan2").path, "paddle", "fwd", tmp_path / "sg", quiet=True,
+                           chained=True, loss="grad-penalty", nodes="^node_linear$")
+    (run,) = report["chained"]["runs"]
+    assert run["status"] == "ERROR" and "reciprocal_grad doesn't have any grad op" in run["message"]
+
+
+def test_pad_double_grad_repro_runs_in_the_paddle_env(cases_bundle, tmp_path):
+    """Paddle's pad double grad fills the padded border of ds/dg with the pad value: the repro
+    script, run by the Paddle env's own interpreter, shows it and exits 1."""
+    from irtrace.pipeline import run_replay
+    from irtrace.repro.make import make_repros
+    report, out = run_replay(cases_bundle.path, "paddle", "vjp2", tmp_path / "r", quiet=True, nodes="^pad_constant_asym$")
+    (finding,) = report["findings"]
+    assert finding["verdict"] == compare.DIVERGENT and finding["op_type"] == "Pad"
+    (folder,) = make_repros(out / "report.json", tmp_path / "repros")
+    meta = json.loads((folder / "finding.json").read_text())
+    assert meta["framework"] == "paddle"
+    r = subprocess.run([backends.get("paddle").interpreter(), "repro.py"], capture_output=True, text=True,
+                       cwd=folder, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "reproduces" in r.stdout.splitlines()[-1] and "import torch" not in r.stdout
+    issue = (folder / "issue.md").read_text()
+    assert issue.startswith("# [PaddlePaddle] Pad") and "paddle.nn.functional" in (folder / "repro.py").read_text()
