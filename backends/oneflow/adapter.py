@@ -1,0 +1,16 @@
+"""OneFlow adapter: the op table and backends/oneflow/autodiff.py (oneflow.autograd.grad, eager)."""
+import numpy as np
+import oneflow
+
+from backends._runtime.adapter import AutodiffAdapter
+from backends.oneflow import autodiff
+from backends.oneflow.ops import OPS
+
+
+class OneFlowAdapter(AutodiffAdapter):
+    name = framework = "oneflow"
+    table = OPS
+    autodiff = autodiff
+
+    def versions(self):
+        return {"oneflow": oneflow.__version__, "numpy": np.__version__}

@@ -1,0 +1,72 @@
+import oneflow
+from oneflow.nn import functional
+
+from backends.oneflow.ops import OPS
+from backends.oneflow.ops._util import ints
+
+
+def _dims(x, axes, noop_with_empty_axes):
+    a = ints(axes)
+    if not a:
+        return None if noop_with_empty_axes else tuple(range(x.dim()))
+    return tuple(a)
+
+
+def _reduce(name, fn, since=18):
+    @OPS.register(name, since=since)
+    def op(x, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+        dims = _dims(x, axes, noop_with_empty_axes)
+        if dims is None:
+            return x
+        return fn(x, dims, bool(keepdims))
+    op.__name__ = name.lower()
+    return op
+
+
+_reduce("ReduceMean", lambda x, d, k: oneflow.mean(x, dim=d, keepdim=k))
+_reduce("ReduceSum", lambda x, d, k: oneflow.sum(x, dim=d, keepdim=k), since=13)
+_reduce("ReduceMax", lambda x, d, k: oneflow.amax(x, dim=d, keepdim=k))
+_reduce("ReduceMin", lambda x, d, k: oneflow.amin(x, dim=d, keepdim=k))
+_reduce("ReduceSumSquare", lambda x, d, k: oneflow.sum(x * x, dim=d, keepdim=k))
+_reduce("ReduceL1", lambda x, d, k: oneflow.sum(oneflow.abs(x), dim=d, keepdim=k))
+_reduce("ReduceLogSumExp", lambda x, d, k: oneflow.logsumexp(x, dim=d, keepdim=k))
+
+
+@OPS.register("ArgMax", since=13)
+def arg_max(x, *, axis=0, keepdims=1, select_last_index=0):
+    if select_last_index:
+        return x.shape[axis] - 1 - oneflow.argmax(oneflow.flip(x, [axis]), dim=axis, keepdim=bool(keepdims))
+    return oneflow.argmax(x, dim=axis, keepdim=bool(keepdims))
+
+
+@OPS.register("ArgMin", since=13)
+def arg_min(x, *, axis=0, keepdims=1, select_last_index=0):
+    if select_last_index:
+        return x.shape[axis] - 1 - oneflow.argmin(oneflow.flip(x, [axis]), dim=axis, keepdim=bool(keepdims))
+    return oneflow.argmin(x, dim=axis, keepdim=bool(keepdims))
+
+
+@OPS.register("Softmax", since=13)
+def softmax(x, *, axis=-1):
+    return functional.softmax(x, dim=axis)
+
+
+@OPS.register("LogSoftmax", since=13)
+def log_softmax(x, *, axis=-1):
+    return functional.log_softmax(x, dim=axis)
+
+
+@OPS.register("CumSum", since=14)
+def cumsum(x, axis, *, exclusive=0, reverse=0):
+    a = ints(axis)[0]
+    y = oneflow.flip(x, [a]) if reverse else x
+    y = oneflow.cumsum(y, dim=a)
+    if exclusive:
+        y = y - (oneflow.flip(x, [a]) if reverse else x)
+    return oneflow.flip(y, [a]) if reverse else y
+
+
+@OPS.register("TopK", since=11)
+def top_k(x, k, *, axis=-1, largest=1, sorted=1):
+    v, i = oneflow.topk(x, ints(k)[0], dim=axis, largest=bool(largest), sorted=bool(sorted))
+    return v, i
