@@ -1,6 +1,7 @@
 """Small models for the export tests, importable as models_for_tests:NAME."""
 import torch
 import torch.nn as nn
+from torch.nn import functional
 
 
 class Tiny(nn.Module):
@@ -169,3 +170,33 @@ def keras_wrn(weights, fixed=False):
         m.fc.weight.copy_(torch.from_numpy(weights["fc/kernel"].T.copy()))
         m.fc.bias.copy_(torch.from_numpy(weights["fc/bias"]))
     return m
+
+
+class SafeStyleBlock(nn.Module):
+    """A StyleGAN2-like block (modulated conv + bias + leaky ReLU + toRGB) written only with ops
+    MegEngine 1.13 gets right in isolation, double backward included: leaky ReLU as a `where`,
+    padding inside the conv (symmetric), no F.pad."""
+
+    def __init__(self, cin=3, cmid=4, wdim=6):
+        super().__init__()
+        g = torch.Generator().manual_seed(3)
+        self.affine = nn.Parameter(torch.randn(cin, wdim, generator=g) * 0.3)
+        self.weight = nn.Parameter(torch.randn(cmid, cin, 3, 3, generator=g) * 0.3)
+        self.bias = nn.Parameter(torch.randn(cmid, generator=g) * 0.1)
+        self.rgb = nn.Parameter(torch.randn(3, cmid, 1, 1, generator=g) * 0.3)
+
+    def forward(self, x, w):
+        styles = w @ self.affine.t()                        # (N, cin)
+        x = x * styles.reshape(1, -1, 1, 1)                 # modulate the input instead of the weight
+        x = functional.conv2d(x, self.weight, self.bias, padding=1)
+        x = torch.where(x >= 0, x, x * 0.2) * 1.4142135     # leaky ReLU as a where, times its gain
+        return functional.conv2d(x, self.rgb)
+
+
+def safe_style_block():
+    return SafeStyleBlock()
+
+
+def safe_style_block_inputs():
+    g = torch.Generator().manual_seed(4)
+    return torch.randn(1, 3, 6, 6, generator=g), torch.randn(1, 6, generator=g)

@@ -151,6 +151,15 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
             # backward pass runs every op's double backward, so isolated vjp2 is the one to ask
             run.first_grad_divergence = _link(list(reversed(run.grads)), specs, isolated, backend,
                                               "vjp2" if penalty else "vjp", "everywhere" if penalty else "downstream")
+        if status != "ok":  # every parameter still gets a row: what could not be computed, and why
+            reason = f"the chained run ended in {status}: {run.message}"
+            verdict = status if status in compare.VERDICTS else compare.ERROR
+            run.parameters = [_entry(p, "", -1, verdict, None, {"message": reason}, "param_grad") for p in params]
+        elif any(p not in grads for p in params):
+            for p in params:
+                if p not in grads:
+                    run.parameters.append(_entry(p, "", -1, compare.ERROR, None,
+                                                 {"message": f"{backend} returned no gradient for {p}"}, "param_grad"))
         runs.append(run)
     return runs, loss
 

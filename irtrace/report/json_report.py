@@ -83,6 +83,19 @@ def write(report, out_dir):
     return p
 
 
+def chained_failures(report):
+    """Chained results that count as findings: a run that failed, and every failing parameter
+    gradient or running statistic of a run (docs/report.md)."""
+    out = []
+    for run in (report.get("chained") or {}).get("runs", []):
+        if run["status"] in compare.FAILING:
+            out.append((run["backend"], "run", run["status"]))
+        for kind in ("parameters", "state"):
+            out += [(run["backend"], e["value"], e["verdict"]) for e in run.get(kind, [])
+                    if e["verdict"] in compare.FAILING]
+    return out
+
+
 def exit_code(report):
-    """0 nothing failing, 1 a finding."""
-    return 1 if report["findings"] else 0
+    """0 nothing failing, 1 a finding (isolated, or chained: see chained_failures)."""
+    return 1 if report["findings"] or chained_failures(report) else 0
