@@ -18,7 +18,7 @@ def axis(a, rank):
     return a + rank if a < 0 else a
 
 
-def pairs(pads):
+def pad_pairs(pads):
     """ONNX [b1..bn, e1..en] -> tf.pad's [[b1, e1], ...]."""
     r = len(pads) // 2
     return [[pads[i], pads[i + r]] for i in range(r)]

@@ -2,7 +2,7 @@ import tensorflow as tf
 
 from backends._table import Unsupported
 from backends.tensorflow.ops import OPS
-from backends.tensorflow.ops._util import pairs, to_nchw, to_nhwc
+from backends.tensorflow.ops._util import pad_pairs, to_nchw, to_nhwc
 
 
 @OPS.register("Conv", since=11)
@@ -11,10 +11,10 @@ def conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, p
     # NHWC only on CPU: transpose in and out; OIHW weights become TF's HWIO (grouped: I/G in, as ONNX)
     xt, wt = to_nhwc(x), tf.transpose(w, list(range(2, 2 + r)) + [1, 0])
     if r == 2:  # tf.nn.conv2d takes explicit (also asymmetric) paddings
-        y = tf.nn.conv2d(xt, wt, strides=list(strides), padding=[[0, 0]] + pairs(pads) + [[0, 0]],
+        y = tf.nn.conv2d(xt, wt, strides=list(strides), padding=[[0, 0]] + pad_pairs(pads) + [[0, 0]],
                          dilations=list(dilations))
     else:  # tf.nn.convolution takes only 'SAME'/'VALID': pad first, as a porter would
-        y = tf.nn.convolution(tf.pad(xt, [[0, 0]] + pairs(pads) + [[0, 0]]), wt, strides=list(strides),
+        y = tf.nn.convolution(tf.pad(xt, [[0, 0]] + pad_pairs(pads) + [[0, 0]]), wt, strides=list(strides),
                               padding="VALID", dilations=list(dilations))
     if b is not None:
         y = tf.nn.bias_add(y, b)  # channels last: the bias adds along the last axis

@@ -3,7 +3,7 @@ import tensorflow as tf
 
 from backends._table import Unsupported
 from backends.tensorflow.ops import OPS
-from backends.tensorflow.ops._util import ONNX_TO_TF, axis, ints, pairs, to_nchw, to_nhwc
+from backends.tensorflow.ops._util import ONNX_TO_TF, axis, ints, pad_pairs, to_nchw, to_nhwc
 
 
 @OPS.register("Reshape", since=14)
@@ -152,9 +152,9 @@ def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
     if mode in ("edge", "wrap"):
         return _edge_or_wrap(x, p, mode)
     if mode == "reflect":
-        return tf.pad(x, pairs(p), mode="REFLECT")
+        return tf.pad(x, pad_pairs(p), mode="REFLECT")
     value = constant_value if constant_value is not None and tf.size(constant_value) > 0 else 0
-    return tf.pad(x, pairs(p), mode="CONSTANT", constant_values=tf.cast(tf.reshape(value, []), x.dtype))
+    return tf.pad(x, pad_pairs(p), mode="CONSTANT", constant_values=tf.cast(tf.reshape(value, []), x.dtype))
 
 
 @OPS.register("DepthToSpace", since=13)
