@@ -64,3 +64,14 @@ def test_ulp_distance_across_zero():
     assert compare._ulp_distance(np.float32([0.0]), np.float32([-0.0])) == 0
     tiny = np.float32(np.finfo(np.float32).tiny)
     assert compare._ulp_distance(np.float32([tiny]), np.float32([-tiny])) > 0
+
+
+def test_report_json_takes_numpy_scalars():
+    """A tolerance or metric that is an np.float32 (softmax over a length-1 axis gives an exactly-zero
+    gradient, whose allowed error came out as np.float32) once crashed the report writer."""
+    import json
+
+    from irtrace.report.json_report import clean
+    out = clean({"allowed": np.float32(1.5e-7), "n": np.int64(3), "bad": np.float64("nan"), "xs": [np.float32(2)]})
+    assert json.loads(json.dumps(out, allow_nan=False)) == {"allowed": float(np.float32(1.5e-7)), "n": 3,
+                                                             "bad": None, "xs": [2.0]}

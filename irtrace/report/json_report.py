@@ -6,6 +6,8 @@ import statistics
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+
 import irtrace
 from irtrace import compare
 
@@ -30,7 +32,10 @@ def speed(replay, top=5):
 
 
 def clean(v):
-    """Strict JSON: non-finite floats become null (a browser's JSON.parse rejects NaN)."""
+    """Strict JSON: numpy scalars become Python numbers, non-finite floats null (a browser's
+    JSON.parse rejects NaN)."""
+    if isinstance(v, np.generic):  # e.g. an np.float32 tolerance: json cannot write numpy scalars
+        v = v.item()
     if isinstance(v, float):
         return v if math.isfinite(v) else None
     if isinstance(v, dict):
