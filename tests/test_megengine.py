@@ -169,3 +169,35 @@ def test_gradient_penalty_chain_matches_torch_with_ops_megengine_gets_right(tmp_
     assert sorted(params) == ["affine", "bias", "rgb", "weight"]
     assert all(p["verdict"] in (compare.MATCH, compare.NOISE) for p in params.values()), params
     assert max(p["max_rel"] or 0.0 for p in params.values()) < 1e-4
+
+
+def test_norms_on_2d_and_3d_inputs(tmp_path):
+    """BatchNorm (eval and train) and InstanceNorm on (N, C) and (N, C, L) inputs, as LeViT and
+    MobileViTv2 use them: MegEngine's functional forms take 4-D only, so the op views the input as
+    4-D like MegEngine's BatchNorm1d does; forward and first-order gradients agree with torch."""
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    rng = np.random.default_rng(5)
+    nodes, inputs, feeds, outs = [], [], {}, []
+    for shape in ([6, 3], [4, 3, 5]):
+        tag = f"r{len(shape)}"
+        names = [f"{tag}_{k}" for k in ("x", "s", "b", "m", "v")]
+        for n, v in zip(names, [rng.standard_normal(shape), rng.standard_normal(3), rng.standard_normal(3),
+                                rng.standard_normal(3), rng.random(3) + 0.5]):
+            feeds[n] = v.astype(np.float32)
+            inputs.append(helper.make_tensor_value_info(n, TensorProto.FLOAT, list(v.shape)))
+        nodes.append(helper.make_node("BatchNormalization", names, [f"{tag}_bn"], name=f"{tag}_bn"))
+        nodes.append(helper.make_node("TrainBatchNormalization", names, [f"{tag}_tbn", f"{tag}_rm", f"{tag}_rv"],
+                                      name=f"{tag}_tbn", domain="ai.irtrace", epsilon=1e-5, momentum=0.9,
+                                      running_var_estimator="unbiased"))
+        outs += [f"{tag}_bn", f"{tag}_tbn", f"{tag}_rm", f"{tag}_rv"]
+        if len(shape) == 3:
+            nodes.append(helper.make_node("InstanceNormalization", names[:3], [f"{tag}_in"], name=f"{tag}_in"))
+            outs.append(f"{tag}_in")
+    graph = helper.make_graph(nodes, "norms", inputs, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                                        for o in outs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.irtrace", 1)])
+    b = bundle_from_onnx(model, feeds, tmp_path / "norms.irt")
+    rep = replay(b, ["megengine"], modes=["fwd", "vjp"])
+    results = [(n.name, r.mode, r.output, r.verdict) for n in rep.nodes for r in n.results if r.backend == "megengine"]
+    assert len({(n, m) for n, m, _, _ in results}) == 10  # 5 nodes x 2 modes, none skipped
+    assert all(v in (compare.MATCH, compare.NOISE) for *_, v in results), results
