@@ -21,7 +21,10 @@ def lines(section, top=10):
         if r["status"] == "UNSUPPORTED":
             continue  # a backend without a chained mode (onnxruntime, onnxref): said in report.json
         if r["status"] != "ok":
-            out.append(f"chained {b}: {r['status']}: {r['message'][:300]}")
+            out.append(f"chained {b} ({section['loss']} loss): {r['status']}: {r['message'][:300]}")
+            if r["parameters"]:
+                out.append(f"  all {len(r['parameters'])} parameter gradients: {r['parameters'][0]['verdict']} "
+                           f"(not computed: the run did not finish)")
             continue
         bad_v = sum(1 for e in r["values"] if e["verdict"] in ("DIVERGENT", "NAN_MISMATCH", "SHAPE_MISMATCH"))
         bad_g = sum(1 for e in r["grads"] if e["verdict"] in ("DIVERGENT", "NAN_MISMATCH", "SHAPE_MISMATCH"))
@@ -99,7 +102,8 @@ def plot(section, bundle, path):
     ax.set_ylabel("max relative error vs torch (chained)")
     ax.set_title(f"chained replay of {bundle.manifest.get('name', '')}, {section['loss']} loss", pad=60, fontsize=10)
     ax.grid(True, which="major", axis="y", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    if ax.get_legend_handles_labels()[0]:  # a run that failed draws no line
+        ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
