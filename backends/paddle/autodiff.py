@@ -9,8 +9,12 @@ grad_output means "ones" to Paddle, so outputs without a cotangent are left out,
   vjp:  h_i = (df/dx_i)^T g for every float input x_i
   vjp2: s = sum_i <h_i(x, g), u_i>; returns (ds/dx_i, ds/dg_j) through paddle.grad(create_graph=True)
 """
+import warnings
+
 import numpy as np
-import paddle
+
+warnings.filterwarnings("ignore", message="No ccache found")  # paddle.utils.cpp_extension warns at import
+import paddle  # noqa: E402
 
 paddle.disable_static()
 
