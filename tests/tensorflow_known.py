@@ -1,0 +1,81 @@
+"""What TensorFlow 2.21 (CPU, eager, deterministic ops) gets wrong on the shared op-case table and
+the example models, as observed against torch and float64.
+
+Strict: each entry must still show this verdict (and, for ERROR, this message; for DIVERGENT, this
+max abs within 1 %), so a TensorFlow fix (or a translation fix) shows up as a failure that asks
+for this table to be updated. Keys: (case, mode, output). Values: (verdict, what was observed).
+
+Why, in TensorFlow's own code:
+- tf.nn.moments computes the variance around tf.stop_gradient(mean): first derivatives are right
+  (the mean's term vanishes), second derivatives are not, so every norm built on it (batch,
+  instance, layer) is off in double backward w.r.t. its input.
+- tf.nn.conv2d's CPU gradient kernels refuse groups (and depthwise) and dilations > 1 while the
+  forward computes them (Keras routes grouped convs through XLA for this reason).
+- tf.nn.max_pool2d with explicit paddings has a gradient, but MaxPoolGradGrad takes SAME/VALID only.
+- ResizeBilinearGrad's gradient w.r.t. the incoming gradient is None, so d2g is a silent zero;
+  ResizeNearestNeighborGrad has no gradient at all.
+"""
+
+KNOWN = {('batchnorm_train', 'vjp2', 'd2x:batchnorm_train.in0'): ('DIVERGENT',
+                                                          'tensorflow 1.581 vs torch 1.585 at [0, 0, 1, 0], max abs '
+                                                          '0.00464'),
+ ('batchnorm_train_m07', 'vjp2', 'd2x:batchnorm_train_m07.in0'): ('DIVERGENT',
+                                                                  'tensorflow -0.09384 vs torch -0.1177 at [0, 1, 0, '
+                                                                  '0], max abs 0.0238'),
+ ('conv_depthwise', 'vjp', '*'): ('ERROR',
+                                  'InvalidArgumentError: Gradients for grouped convolutions are not supported on CPU. '
+                                  'Please '),
+ ('conv_depthwise', 'vjp2', '*'): ('ERROR',
+                                   'InvalidArgumentError: Gradients for grouped convolutions are not supported on CPU. '
+                                   'Please '),
+ ('conv_dilation2', 'vjp', '*'): ('ERROR',
+                                  'InvalidArgumentError: Current CPU implementations do not yet support dilation rates '
+                                  'larger'),
+ ('conv_dilation2', 'vjp2', '*'): ('ERROR',
+                                   'InvalidArgumentError: Current CPU implementations do not yet support dilation '
+                                   'rates larger'),
+ ('conv_groups2', 'vjp', '*'): ('ERROR',
+                                'InvalidArgumentError: Gradients for grouped convolutions are not supported on CPU. '
+                                'Please '),
+ ('conv_groups2', 'vjp2', '*'): ('ERROR',
+                                 'InvalidArgumentError: Gradients for grouped convolutions are not supported on CPU. '
+                                 'Please '),
+ ('conv_groups_batch', 'vjp', '*'): ('ERROR',
+                                     'InvalidArgumentError: Gradients for grouped convolutions are not supported on '
+                                     'CPU. Please '),
+ ('conv_groups_batch', 'vjp2', '*'): ('ERROR',
+                                      'InvalidArgumentError: Gradients for grouped convolutions are not supported on '
+                                      'CPU. Please '),
+ ('instancenorm', 'vjp2', 'd2x:instancenorm.in0'): ('DIVERGENT',
+                                                    'tensorflow 2.421 vs torch 2.529 at [0, 2, 0, 1], max abs 0.109'),
+ ('layernorm', 'vjp2', 'd2x:layernorm.in0'): ('DIVERGENT',
+                                              'tensorflow 0.7718 vs torch 0.5628 at [0, 1, 0], max abs 0.209'),
+ ('maxpool_asym', 'vjp2', '*'): ('ERROR',
+                                 'InvalidArgumentError: Value for attr \'padding\' of "EXPLICIT" is not in the list of '
+                                 'allowed'),
+ ('maxpool_k3s2p1', 'vjp2', '*'): ('ERROR',
+                                   'InvalidArgumentError: Value for attr \'padding\' of "EXPLICIT" is not in the list '
+                                   'of allowed'),
+ ('resize_linear_align_corners', 'vjp2', 'd2g:resize_linear_align_corners.out0'): ('DIVERGENT',
+                                                                                   'tensorflow 0 vs torch 2.83 at [0, '
+                                                                                   '1, 0, 0], max abs 2.83'),
+ ('resize_linear_half_pixel', 'vjp2', 'd2g:resize_linear_half_pixel.out0'): ('DIVERGENT',
+                                                                             'tensorflow 0 vs torch -1.827 at [0, 0, '
+                                                                             '5, 7], max abs 1.83'),
+ ('resize_nearest', 'vjp2', '*'): ('ERROR',
+                                   'LookupError: gradient registry has no entry for: ResizeNearestNeighborGrad '
+                                   '(registry.py:95')}
+
+
+# Distinct findings (op type, mode, verdict) on the example models, as observed. Every node of every
+# example is compared (none UNSUPPORTED). stylegan2: its modulated convs are grouped (groups = batch),
+# so their gradients raise on CPU; Pow's gradient w.r.t. its exponent 2 at negative bases is NaN in
+# torch (log of a negative) and 0 in TensorFlow (it masks log(x) to x > 0), and that NaN reaches
+# every vjp2 output of the node; Mul's scalar-gain gradient sums 1024 products 15 ULP off, above
+# the rounding model's allowance.
+EXAMPLES = {'resnet': [('MaxPool', 'vjp2', 'ERROR'), ('TrainBatchNormalization', 'vjp2', 'DIVERGENT')],
+            'wideresnet': [],
+            'wideresnet-train': [('TrainBatchNormalization', 'vjp2', 'DIVERGENT')],
+            'stylegan2': [('Conv', 'vjp', 'ERROR'), ('Conv', 'vjp2', 'ERROR'), ('Mul', 'vjp', 'DIVERGENT'),
+                          ('Pow', 'vjp', 'NAN_MISMATCH'), ('Pow', 'vjp2', 'NAN_MISMATCH')],
+            'gpt': [('LayerNormalization', 'vjp2', 'DIVERGENT')]}
