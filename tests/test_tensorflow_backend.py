@@ -137,7 +137,8 @@ def test_first_order_gradients_fail_only_where_tf_cpu_refuses(tf_replay):
 def test_float64_is_computed_not_refused(tf_replay, cases_bundle):
     assert cases_bundle.values["f64.y"].dtype == np.float64
     results = [r for n in tf_replay.nodes if n.name.startswith("f64_") for r in n.results if r.backend == "tensorflow"]
-    assert {(r.node, r.mode) for r in results} == {(n, m) for n in ("f64_conv", "f64_softmax") for m in ("fwd", "vjp", "vjp2")}
+    want = {(n, m) for n in ("f64_conv", "f64_softmax") for m in ("fwd", "vjp", "vjp2")}
+    assert {(r.node, r.mode) for r in results} == want
     assert all(r.verdict == compare.MATCH for r in results), [(r.node, r.output, r.verdict, r.message) for r in results]
 
 
@@ -219,7 +220,7 @@ def test_vjp2_known_answer_matmul_and_the_stated_settings(tmp_path):
     hello = json.loads(r.stdout.strip().splitlines()[-1])  # what the worker states: the numerics settings
     v = hello["versions"]
     assert v["tensorflow"] == "2.21.0" and v["eager"] == "True" and v["op_determinism"] == "True"
-    assert v["onednn"].startswith("built in: ") and "TF_ENABLE_ONEDNN_OPTS=" in v["onednn"]
+    assert re.match(r"(on|off) \(TF_ENABLE_ONEDNN_OPTS=", v["onednn"]), v["onednn"]
     assert len(hello["ops"]) == 102 and ["ai.irtrace", "TrainBatchNormalization", 1] in hello["ops"]
     a64, b64, g64, ua64, ub64 = (x.astype(np.float64) for x in (a, b, g, ua, ub))
     for name, want in (("ha", g64 @ b64.T), ("hb", a64.T @ g64), ("da", g64 @ ub64.T), ("db", ua64.T @ g64),

@@ -59,8 +59,10 @@ OPS.register("Softsign", since=1)(lambda x: tf.nn.softsign(x))
 
 @OPS.register("IsInf", since=10)
 def is_inf(x, *, detect_negative=1, detect_positive=1):
-    return tf.math.logical_or(tf.math.logical_and(tf.math.is_inf(x), x < 0) if detect_negative else tf.zeros_like(x, tf.bool),
-                              tf.math.logical_and(tf.math.is_inf(x), x > 0) if detect_positive else tf.zeros_like(x, tf.bool))
+    inf = tf.math.is_inf(x)
+    neg = tf.math.logical_and(inf, x < 0) if detect_negative else tf.zeros_like(inf)
+    pos = tf.math.logical_and(inf, x > 0) if detect_positive else tf.zeros_like(inf)
+    return tf.math.logical_or(neg, pos)
 
 
 @OPS.register("LeakyRelu", since=6)

@@ -12,7 +12,8 @@ def _c(t, x):
 @OPS.register("BatchNormalization", since=15, nondiff=(3, 4))
 def batch_norm(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, training_mode=0):
     if training_mode:
-        raise ValueError("training-mode BatchNormalization must be canonicalized to ai.irtrace::TrainBatchNormalization")
+        raise ValueError("training-mode BatchNormalization must be canonicalized to "
+                         "ai.irtrace::TrainBatchNormalization")
     return tf.nn.batch_normalization(x, _c(mean, x), _c(var, x), _c(b, x), _c(scale, x), epsilon)
 
 
