@@ -12,8 +12,33 @@ A None grad_output means "ones" to OneFlow, so outputs without a cotangent are l
   vjp:  h_i = (df/dx_i)^T g for every float input x_i
   vjp2: s = sum_i <h_i(x, g), u_i>; returns (ds/dx_i, ds/dg_j) through autograd.grad(create_graph=True)
 """
+import ctypes
+import glob
+import os
+import sysconfig
+
 import numpy as np
-import oneflow as flow
+
+# the CUDA libraries OneFlow 0.9's wheel links, dependencies first
+CUDA_LIBS = ("libcublasLt.so.11", "libcublas.so.11", "libcudnn_ops_infer.so.8", "libcudnn_ops_train.so.8",
+             "libcudnn_cnn_infer.so.8", "libcudnn_cnn_train.so.8")
+
+
+def load_cuda_runtime():
+    """OneFlow 0.9's wheel is a CUDA build. On a machine without CUDA the libraries it links come
+    from the nvidia-cudnn-cu11 / nvidia-cublas-cu11 wheels of the same environment: loaded here,
+    unless the library path already has them, so `import oneflow` works in a plain `python`."""
+    folders = glob.glob(os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "*", "lib"))
+    for name in CUDA_LIBS:
+        try:
+            ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            for path in [os.path.join(f, name) for f in folders if os.path.exists(os.path.join(f, name))][:1]:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+
+
+load_cuda_runtime()
+import oneflow as flow  # noqa: E402
 
 
 def to_tensor(a, dtype=None):

@@ -1,0 +1,399 @@
+"""The real OneFlow 0.9 in its own environment (Python 3.10, its CUDA wheel run on the CPU),
+against torch, on the shared op-case table, the padding matrix and the example models; known
+answers for vjp2 and the chained losses; a repro run by the OneFlow env. No mocks."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from irtrace import compare
+from irtrace.replay import backends
+from irtrace.replay.engine import replay
+
+REASON = backends.get("oneflow").unavailable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"oneflow unavailable: {REASON}")
+OK = (compare.MATCH, compare.NOISE)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # OneFlow colours some of its error messages
+
+
+def observed(rep, backend="oneflow"):
+    """(node, mode, output) -> (verdict, message) for every failing or unsupported result: the
+    message is the framework's own for ERROR/UNSUPPORTED (its first line), the worst element for
+    the others."""
+    out = {}
+    for n in rep.nodes:
+        for r in n.results:
+            if r.backend != backend or r.verdict not in compare.FAILING + (compare.UNSUPPORTED,):
+                continue
+            m = r.metrics
+            text = (f"{backend} {m.actual_at_worst:.4g} vs torch {m.ref_at_worst:.4g} at {list(m.worst_index)}, "
+                    f"max abs {m.max_abs:.3g}") if m is not None else " ".join(ANSI.sub("", r.message).split("\n")[0].split())[:100]
+            out[(n.name, r.mode, r.output)] = (r.verdict, text)
+    return out
+
+
+def _bundle(nodes, feeds, path, inits=(), outputs=None):
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in feeds.items()]
+    outs = [helper.make_empty_tensor_value_info(o) for o in (outputs or nodes[-1].output)]
+    m = helper.make_model(helper.make_graph(nodes, "g", ins, outs, list(inits)),
+                          opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("ai.irtrace", 1)])
+    return bundle_from_onnx(m, feeds, path)
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """One OneFlow worker process, spoken to directly (node and graph requests)."""
+    from irtrace.replay.worker import WorkerProxy
+    w = WorkerProxy(backends.get("oneflow"))
+    w.start()
+    yield w
+    w.close()
+
+
+@pytest.fixture(scope="module")
+def cases_bundle(tmp_path_factory):
+    import op_cases
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    model, feeds, _ = op_cases.all_cases_model()
+    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases")
+
+
+@pytest.fixture(scope="module")
+def oneflow_replay(cases_bundle):
+    return replay(cases_bundle, ["oneflow"])
+
+
+def test_op_table_against_torch_known_findings_are_strict(oneflow_replay):
+    from oneflow_known import KNOWN
+    seen = observed(oneflow_replay)
+    new = {k: v for k, v in seen.items() if k not in KNOWN}
+    changed = {k: (v, seen.get(k)) for k, v in KNOWN.items() if seen.get(k) != v}
+    assert not new, f"new OneFlow findings (or a translation bug): {new}"
+    assert not changed, f"known OneFlow findings that changed or no longer show (fixed? update tests/oneflow_known.py): {changed}"
+
+
+def test_every_case_has_fwd_vjp_and_vjp2(oneflow_replay):
+    """Every case has a forward result, and every case with a float output that depends on a float
+    input has vjp and vjp2 results too: nothing is fwd-only by omission."""
+    import op_cases
+    modes = {n.name: {r.mode for r in n.results if r.backend == "oneflow"} for n in oneflow_replay.nodes}
+    fwd_only = sorted(c.id for c in op_cases.CASES if modes[c.id] == {"fwd"})
+    assert all(modes[c.id] in ({"fwd"}, {"fwd", "vjp", "vjp2"}) for c in op_cases.CASES)
+    # integer or boolean results only, or no float input at all
+    assert fwd_only == ["cast_int", "equal", "greater", "less", "range", "shape"], fwd_only
+
+
+def test_translation_guards_forward(oneflow_replay):
+    """Attribute translations (OneFlow's batch-weight momentum, running-var estimator,
+    count_include_pad, pads order, output_padding, align_corners, grouped weights, ...) checked in
+    the forward pass, where OneFlow's own double-backward gaps cannot hide or fake them."""
+    v = {(n.name, r.output): r.verdict for n in oneflow_replay.nodes for r in n.results
+         if r.backend == "oneflow" and r.mode == "fwd"}
+    for key in [("batchnorm_train_m07", "batchnorm_train_m07.out1"),   # momentum (keep fraction) -> running_mean
+                ("batchnorm_train_m07", "batchnorm_train_m07.out2"),   # unbiased running_var
+                ("batchnorm_train", "batchnorm_train.out0"), ("batchnorm_train", "batchnorm_train.out2"),
+                ("batchnorm_eval", "batchnorm_eval.out0"), ("instancenorm", "instancenorm.out0"),
+                ("avgpool_exclude_pad", "avgpool_exclude_pad.out0"), ("avgpool_include_pad", "avgpool_include_pad.out0"),
+                ("avgpool_asym_exclude", "avgpool_asym_exclude.out0"),
+                ("conv_s2_same_upper_pads", "conv_s2_same_upper_pads.out0"),
+                ("conv_begin_heavy_pads", "conv_begin_heavy_pads.out0"), ("conv_depthwise", "conv_depthwise.out0"),
+                ("conv_groups_batch", "conv_groups_batch.out0"), ("conv_dilation2", "conv_dilation2.out0"),
+                ("convtranspose_groups2", "convtranspose_groups2.out0"),
+                ("convtranspose_s2_outpad", "convtranspose_s2_outpad.out0"),
+                ("convtranspose_asym_pads", "convtranspose_asym_pads.out0"),
+                ("pad_constant_asym", "pad_constant_asym.out0"), ("pad_reflect", "pad_reflect.out0"),
+                ("pad_edge", "pad_edge.out0"), ("maxpool_asym", "maxpool_asym.out0"),
+                ("resize_linear_align_corners", "resize_linear_align_corners.out0"),
+                ("resize_linear_half_pixel", "resize_linear_half_pixel.out0"),
+                ("resize_nearest", "resize_nearest.out0"), ("hardsigmoid", "hardsigmoid.out0"),
+                ("slice_negative_step", "slice_negative_step.out0"), ("prelu", "prelu.out0"),
+                ("gelu_tanh", "gelu_tanh.out0"), ("gather_axis0", "gather_axis0.out0"),
+                ("depthtospace_dcr", "depthtospace_dcr.out0"), ("depthtospace_crd", "depthtospace_crd.out0"),
+                ("topk", "topk.out1"), ("shape", "shape.out0"), ("range", "range.out0"), ("einsum", "einsum.out0")]:
+        assert v[key] in OK, (key, v[key])
+    assert not {k: verdict for k, verdict in v.items() if verdict not in OK}
+
+
+def test_first_order_gradients_match(oneflow_replay):
+    bad = [(n.name, r.output, r.verdict) for n in oneflow_replay.nodes for r in n.results
+           if r.backend == "oneflow" and r.mode == "vjp" and r.verdict not in OK]
+    assert not bad
+
+
+@pytest.fixture(scope="module")
+def small_replay(tmp_path_factory):
+    """Two training-mode BatchNorms (running_var estimator biased / unbiased) and a float64 Tanh."""
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    rng = np.random.default_rng(3)
+    feeds = {"x": rng.standard_normal((4, 2, 3, 3)).astype(np.float32), "s": rng.standard_normal(2).astype(np.float32),
+             "b": rng.standard_normal(2).astype(np.float32), "m": rng.standard_normal(2).astype(np.float32),
+             "v": (np.abs(rng.standard_normal(2)) + 0.5).astype(np.float32), "d": np.array([0.1, -2.0, 3.0])}
+    nodes = [helper.make_node("TrainBatchNormalization", ["x", "s", "b", "m", "v"], [f"{e}_y", f"{e}_rm", f"{e}_rv"],
+                              name=e, domain="ai.irtrace", epsilon=1e-5, momentum=0.8, running_var_estimator=e)
+             for e in ("biased", "unbiased")] + [helper.make_node("Tanh", ["d"], ["t"], name="tanh64")]
+    ins = [helper.make_tensor_value_info(k, TensorProto.DOUBLE if k == "d" else TensorProto.FLOAT, list(v.shape))
+           for k, v in feeds.items()]
+    outs = [helper.make_empty_tensor_value_info(o) for n in nodes for o in n.output]
+    m = helper.make_model(helper.make_graph(nodes, "g", ins, outs),
+                          opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("ai.irtrace", 1)])
+    return feeds, replay(bundle_from_onnx(m, feeds, tmp_path_factory.mktemp("small") / "small.irt"), ["oneflow"])
+
+
+def test_running_var_estimator_is_checked_mechanically(small_replay):
+    """The seed's bug class (running_var updated with the wrong estimator) as a mechanical check:
+    OneFlow 0.9's batch_norm updates running_var with the unbiased estimator, as torch does, so the
+    unbiased node matches, and a node asking for ONNX's biased estimator is DIVERGENT by exactly
+    (1 - momentum) * var * (n/(n-1) - 1) -- here n = 4*3*3 = 36 values per channel."""
+    feeds, rep = small_replay
+    v = {r.output: r for n in rep.nodes for r in n.results if r.backend == "oneflow" and r.mode == "fwd"}
+    assert all(v[o].verdict in OK for o in ("biased_y", "biased_rm", "unbiased_y", "unbiased_rm", "unbiased_rv"))
+    r = v["biased_rv"]
+    assert r.verdict == compare.DIVERGENT
+    var_b = feeds["x"].astype(np.float64).var(axis=(0, 2, 3))
+    gap = 0.2 * var_b * (36 / 35 - 1)  # (1 - momentum) * (unbiased - biased)
+    assert r.metrics.max_abs == pytest.approx(gap.max(), rel=1e-3)
+
+
+def test_float64_is_computed_in_float64(small_replay):
+    _, rep = small_replay
+    (node,) = [n for n in rep.nodes if n.name == "tanh64"]
+    mine = [r for r in node.results if r.backend == "oneflow"]
+    assert sorted(r.mode for r in mine) == ["fwd", "vjp", "vjp2", "vjp2"]  # y; d:x; d2x:x and d2g:t
+    assert all(r.verdict in OK for r in mine)
+    assert max(r.metrics.max_abs for r in mine) < 1e-12  # float64 throughout, not float32 cast back
+
+
+def test_vjp2_of_matmul_known_answer(worker, tmp_path):
+    """vjp2 of y = a @ b with its answer written out in float64: h_a = g b^T, h_b = a^T g, so
+    s = <g b^T, u_a> + <a^T g, u_b>; ds/da = g u_b^T, ds/db = u_a^T g, ds/dg = u_a b + a u_b."""
+    from irtrace.ir.spec import node_specs
+    rng = np.random.default_rng(7)
+    a, b, g, ua, ub = (rng.standard_normal(s).astype(np.float32) for s in [(3, 4), (4, 5), (3, 5), (3, 4), (4, 5)])
+    bundle = _bundle([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], {"a": a, "b": b}, tmp_path / "mm.irt")
+    (spec,) = node_specs(bundle.model)
+    reply, arrays = worker.call({"kind": "run", "mode": "vjp2", "spec": spec.to_json()}, [a, b, g, ua, ub], 60)
+    assert reply["status"] == "ok", reply
+    a64, b64, g64, ua64, ub64 = (t.astype(np.float64) for t in (a, b, g, ua, ub))
+    expected = [g64 @ ub64.T, ua64.T @ g64, ua64 @ b64 + a64 @ ub64]
+    assert len(arrays) == 3
+    for got, want in zip(arrays, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_chained_grad_penalty_known_answer(worker, tmp_path):
+    """y = x * w with loss "grad-penalty" on x: L = <x*w, c> + ||w*c||^2, so dL/dw = x*c + 2*w*c^2
+    and dL/dx = w*c, computed by hand in float64; OneFlow's chained() must give them."""
+    from irtrace.ir.spec import node_specs
+    x = np.array([0.5, -1.25, 2.0], np.float32)
+    w = np.array([1.5, 0.75, -0.5], np.float32)
+    c = np.array([0.25, -2.0, 1.0], np.float32)
+    bundle = _bundle([helper.make_node("Mul", ["x", "w"], ["y"], name="mul")], {"x": x, "w": w}, tmp_path / "xw.irt")
+    specs = [s.to_json() for s in node_specs(bundle.model)]
+    msg = {"kind": "graph", "specs": specs, "feeds": ["x", "w"], "outputs": ["y"]}
+    reply, arrays = worker.call({**msg, "penalty": ["x"]}, [x, w, c], 60)
+    plain, plain_arrays = worker.call({**msg, "penalty": []}, [x, w, c], 60)
+    assert reply["status"] == "ok", reply
+    got = dict(zip(reply["values"] + [f"grad/{k}" for k in reply["grads"]], arrays))
+    x64, w64, c64 = x.astype(np.float64), w.astype(np.float64), c.astype(np.float64)
+    np.testing.assert_allclose(got["grad/w"], x64 * c64 + 2 * w64 * c64 ** 2, rtol=1e-6)
+    np.testing.assert_allclose(got["grad/x"], w64 * c64, rtol=1e-6)
+    np.testing.assert_allclose(got["grad/y"], c64, rtol=1e-6)
+    np.testing.assert_allclose(got["y"], x64 * w64, rtol=1e-6)
+    plain_got = dict(zip(plain["values"] + [f"grad/{k}" for k in plain["grads"]], plain_arrays))
+    np.testing.assert_allclose(plain_got["grad/w"], x64 * c64, rtol=1e-6)  # without the penalty: <x*w, c> only
+
+
+def test_chained_penalty_raises_rather_than_dropping_a_term(worker, tmp_path):
+    """A gradient OneFlow cannot compute (clamp has no double grad) is an ERROR naming the op,
+    never a penalty term silently left out."""
+    from irtrace.ir.spec import node_specs
+    x = np.array([0.5, 1.25, 2.0], np.float32)
+    lo, hi = (helper.make_tensor(n, TensorProto.FLOAT, [], [v]) for n, v in (("lo", 0.0), ("hi", 1.5)))
+    bundle = _bundle([helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="clip")], {"x": x}, tmp_path / "c.irt",
+                     inits=[lo, hi])
+    specs = [s.to_json() for s in node_specs(bundle.model)]
+    reply, _ = worker.call({"kind": "graph", "specs": specs, "feeds": ["x", "lo", "hi"], "outputs": ["y"],
+                            "penalty": ["x"]}, [x, np.float32(0.0), np.float32(1.5), np.ones(3, np.float32)], 60)
+    assert reply["status"] == "error" and "gradient function for op clip_by_scalar_grad is not found" in reply["message"]
+
+
+def test_unreached_input_gets_zeros_from_oneflows_graph_not_its_nan(worker, tmp_path):
+    """oneflow.autograd.grad answers a 0-d NaN for an input the output does not depend on; the
+    autodiff reads "no path" from OneFlow's own graph instead: Relu's second derivative with
+    respect to x (h = g * (x > 0) does not depend on x) comes back as exact zeros, as in torch."""
+    from irtrace.ir.spec import node_specs
+    x = np.array([[0.5, -1.25, 2.0]], np.float32)
+    bundle = _bundle([helper.make_node("Relu", ["x"], ["y"], name="relu")], {"x": x}, tmp_path / "r.irt")
+    (spec,) = node_specs(bundle.model)
+    g, u = np.array([[1.0, 2.0, 3.0]], np.float32), np.array([[0.5, 0.25, -1.0]], np.float32)
+    reply, arrays = worker.call({"kind": "run", "mode": "vjp2", "spec": spec.to_json()}, [x, g, u], 60)
+    assert reply["status"] == "ok", reply
+    dx, dg = arrays
+    np.testing.assert_array_equal(dx, np.zeros_like(x))  # h = g * (x > 0) has no path to x
+    np.testing.assert_array_equal(dg, u * (x > 0))
+
+
+def test_padding_matrix_against_float64(tmp_path):
+    from oneflow_known import PADDING
+    import op_cases
+    import padding_matrix
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    model, feeds, _ = op_cases.all_cases_model(padding_matrix.cases())
+    b = bundle_from_onnx(model, feeds, tmp_path / "pad.irt", name="padding_matrix")
+    rep = replay(b, ["oneflow"], modes=["fwd"])
+    assert len(rep.nodes) == 234
+    assert all(any(r.backend == "oneflow" for r in n.results) for n in rep.nodes)
+    seen = {n: v for (n, _, _), v in observed(rep).items()}
+    assert seen == PADDING
+
+
+def test_worker_is_quiet_and_versions_are_pinned(worker):
+    hello = worker.hello
+    assert hello["versions"]["oneflow"] == "0.9.0" and hello["versions"]["numpy"] == "1.26.4"
+    assert len(hello["ops"]) == 100
+    assert "I1" not in worker.stderr_tail() and "W1" not in worker.stderr_tail()
+
+
+def test_without_its_env_oneflow_says_how_to_get_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("IRTRACE_CACHE", str(tmp_path))
+    reason = backends.get("oneflow").unavailable()
+    assert reason == "the oneflow environment is not set up — run: irtrace setup oneflow"
+
+
+def test_env_is_python310_with_the_cuda_runtime_wheels_on_its_library_path():
+    b = backends.get("oneflow")
+    libs = b.variables()["LD_LIBRARY_PATH"].split(os.pathsep)
+    assert any(p.endswith("nvidia/cudnn/lib") for p in libs) and any(p.endswith("nvidia/cublas/lib") for p in libs)
+    r = subprocess.run([b.interpreter(), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                       text=True)
+    assert r.stdout.strip() == "(3, 10)"
+
+
+@pytest.mark.slow
+def test_backends_lists_oneflow_with_its_op_count():
+    r = subprocess.run([sys.executable, "-m", "irtrace", "backends"], capture_output=True, text=True)
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("oneflow"))
+    assert "fwd,vjp,vjp2" in line and "available" in line
+    assert int(line.split("ops")[1].split()[0]) == 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet", "wideresnet", "wideresnet-train", "stylegan2", "gpt"])
+def test_examples_run_to_the_end(example_bundle, name):
+    from oneflow_known import EXAMPLES
+    from irtrace.report.findings import group
+    b = example_bundle(name)
+    rep = replay(b, ["oneflow"])
+    assert len(rep.nodes) == len(b.model.graph.node)
+    for n in rep.nodes:
+        mine = [r for r in n.results if r.backend == "oneflow"]
+        assert any(r.mode == "fwd" for r in mine), n.name
+        assert all(r.verdict != compare.UNSUPPORTED or r.message for r in mine), n.name
+    found = sorted({(f.op_type, f.mode, f.verdict) for f in group(rep)})
+    assert found == EXAMPLES[name]
+
+
+def _chained(bundle, loss, out):
+    from irtrace.pipeline import run_replay
+    first = bundle.model.graph.node[0].name  # the isolated replay is not under test here: one node
+    report, out = run_replay(bundle.path, "oneflow", "fwd", out, quiet=True, chained=True, loss=loss,
+                             nodes=f"^{first}$")
+    (run,) = report["chained"]["runs"]
+    assert report["chained"]["loss"] == loss
+    return run, out
+
+
+def _export(name, tmp_path_factory, train=False):
+    import models_for_tests
+    import irtrace
+    return irtrace.export(getattr(models_for_tests, name)(), getattr(models_for_tests, f"{name}_inputs")(),
+                          tmp_path_factory.mktemp(name) / f"{name}.irt", train=train)
+
+
+@pytest.fixture(scope="module")
+def mid_bundle(tmp_path_factory):
+    return _export("mid_conv", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def tiny_train_bundle(tmp_path_factory):
+    return _export("tiny", tmp_path_factory, train=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss", ["bundle", "grad-penalty"])
+def test_chained_both_losses_agree_on_a_small_model(mid_bundle, tmp_path, loss):
+    """Linear, tanh, sigmoid, conv, relu: ops whose double grads OneFlow has; chained with the
+    bundle's loss and with a gradient penalty, every value and parameter gradient agrees."""
+    run, out = _chained(mid_bundle, loss, tmp_path / "out")
+    assert run["status"] == "ok", run.get("message")
+    assert run["values"] and all(e["verdict"] in OK for e in run["values"])
+    names = {p["value"]: p["verdict"] for p in run["parameters"]}
+    assert set(names) == {"stem.weight", "stem.bias", "conv.weight", "conv.bias", "head.weight", "head.bias"}
+    assert set(names.values()) <= set(OK)
+    assert (out / "chained.png").stat().st_size > 10_000
+
+
+def test_chained_batchnorm_training_state_by_state_dict_key(tiny_train_bundle, tmp_path):
+    """Conv, BatchNorm (training mode), Relu chained on OneFlow with the bundle's loss: the running
+    statistics OneFlow's batch_norm writes are compared with torch's by state_dict key and agree,
+    and so does every parameter gradient."""
+    run, _ = _chained(tiny_train_bundle, "bundle", tmp_path / "bundle")
+    assert run["status"] == "ok", run.get("message")
+    state = {e["state_dict_key"]: e["verdict"] for e in run["state"]}
+    assert set(state) == {"bn.running_mean", "bn.running_var"} and set(state.values()) <= set(OK)
+    assert {p["value"] for p in run["parameters"]} == {"conv.weight", "conv.bias", "bn.weight", "bn.bias"}
+    assert all(p["verdict"] in OK for p in run["parameters"])
+
+
+@pytest.mark.slow
+def test_chained_batchnorm_gradient_penalty_names_the_missing_double_grad(tiny_train_bundle, tmp_path):
+    """With a gradient penalty the chain stops at the missing batch_norm double grad, named, never dropped."""
+    run, _ = _chained(tiny_train_bundle, "grad-penalty", tmp_path / "gp")
+    assert run["status"] == "ERROR" and "gradient function for op normalization_grad is not found" in run["message"]
+
+
+@pytest.mark.slow
+def test_chained_resnet_train_running_stats_by_state_dict_key(example_bundle, tmp_path):
+    """Training-mode ResNet chained on OneFlow with the bundle's loss: every value, all 20 parameter
+    gradients and the 12 BatchNorm running statistics (by state_dict key) agree with torch."""
+    run, out = _chained(example_bundle("resnet"), "bundle", tmp_path / "bundle")
+    assert run["status"] == "ok", run.get("message")
+    assert not [e for e in run["values"] if e["verdict"] not in OK]
+    assert len(run["parameters"]) == 20 and all(p["verdict"] in OK for p in run["parameters"])
+    keys = {e["state_dict_key"] for e in run["state"] if e["verdict"] in OK}
+    assert len(run["state"]) == len(keys) == 12 and "layer2.0.downsample.1.running_var" in keys
+    assert (out / "chained.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, op", [("stylegan2", "unsorted_segment_sum_like"), ("gpt", "unsorted_segment_sum_like"),
+                                      ("wideresnet", "normalization_grad")])
+def test_example_gradient_penalty_chains_name_the_missing_double_grad(example_bundle, tmp_path, name, op):
+    run, _ = _chained(example_bundle(name), "grad-penalty", tmp_path / name)
+    assert run["status"] == "ERROR" and f"gradient function for op {op} is not found" in run["message"]
+
+
+def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases_bundle, tmp_path):
+    """OneFlow's log_softmax double backward is silently wrong in ds/dx: the repro script, run by
+    the OneFlow env's own interpreter, shows it and exits 1."""
+    from irtrace.pipeline import run_replay
+    from irtrace.repro.make import make_repros
+    report, out = run_replay(cases_bundle.path, "oneflow", "vjp2", tmp_path / "r", quiet=True, nodes="^logsoftmax$")
+    (finding,) = report["findings"]
+    assert finding["verdict"] == compare.DIVERGENT and finding["op_type"] == "LogSoftmax"
+    (folder,) = make_repros(out / "report.json", tmp_path / "repros", shrink_budget=20)
+    meta = json.loads((folder / "finding.json").read_text())
+    assert meta["framework"] == "oneflow"
+    r = subprocess.run([backends.get("oneflow").interpreter(), "repro.py"], capture_output=True, text=True,
+                       cwd=folder, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "reproduces" in r.stdout.splitlines()[-1] and "import torch" not in r.stdout
+    issue = (folder / "issue.md").read_text()
+    assert issue.startswith("# [OneFlow] LogSoftmax") and "oneflow.nn.functional" in (folder / "repro.py").read_text()
