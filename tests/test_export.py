@@ -157,3 +157,20 @@ def test_examples_export(example_bundle, name):
     b = example_bundle(name)
     assert b.manifest["mode"] == "train"
     assert len(b.model.graph.node) > 20
+
+
+def test_file_line_of_a_pip_installed_model_is_kept_and_short():
+    """A frame in torchvision/timm/transformers (site-packages, beside torch) is the model's code:
+    the finding points at it, relative to site-packages; torch's own frames are dropped."""
+    import os
+
+    import torch
+    from onnx import helper
+
+    from irtrace.export.torch_export import _source
+    site = os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))
+    trace = (f'File "{site}/torchvision/models/resnet.py", line 93, in forward\n    out = self.conv1(x)\n'
+             f'File "{site}/torch/nn/modules/conv.py", line 548, in forward\n    return self._conv_forward(x)\n')
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="n")
+    node.metadata_props.add(key="pkg.torch.onnx.stack_trace", value=trace)
+    assert _source(node)["file_line"] == "torchvision/models/resnet.py:93"

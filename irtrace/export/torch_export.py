@@ -29,6 +29,7 @@ from irtrace.errors import IrtraceError
 from irtrace.export import dropout as dropout_mod
 from irtrace.export.record import LOSSES, record
 from irtrace.ir import canonical
+from irtrace.ir.graph import gradient_sources
 
 log = logging.getLogger(__name__)
 UPDATED = ":updated"   # suffix of a running stat's new value, e.g. layer1.0.bn1.running_var:updated
@@ -58,7 +59,21 @@ def _translations():
             torch.ops.irtrace.dropout.default: dropout}
 
 
-_TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__import__("torch").__file__)))
+# torch's own package folder (not site-packages: a frame in torchvision, timm or transformers is the
+# model's code, the one a finding should point at)
+_TORCH_DIR = os.path.dirname(os.path.abspath(__import__("torch").__file__)) + os.sep
+
+
+def _short(path):
+    """A frame's file as a reader can find it: relative to the innermost sys.path entry or working
+    folder that holds it (site-packages/torchvision/... -> torchvision/...; no absolute paths)."""
+    import sys
+    path = os.path.abspath(path)
+    roots = sorted({os.path.abspath(p) for p in sys.path if p} | {os.getcwd()}, key=len, reverse=True)
+    for root in roots:
+        if path.startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.relpath(path, root)
+    return path
 
 
 def _source(node):
@@ -88,7 +103,7 @@ def _source(node):
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
     user = [f for f in frames if not os.path.abspath(f[0]).startswith(_TORCH_DIR)]
     if user:
-        src["file_line"] = f"{user[-1][0]}:{user[-1][1]}"
+        src["file_line"] = f"{_short(user[-1][0])}:{user[-1][1]}"
     return src
 
 
@@ -236,6 +251,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
         "state_outputs": state_outputs,
         "parameters": [t.name for t in graph.graph.initializer if t.name in params],
         "buffers": [t.name for t in graph.graph.initializer if t.name in state and t.name not in params],
+        "differentiable": sorted(gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params])),
         "timings": {"torch_onnx_export_s": round(t_export, 3)},
         "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": _jsonable(original_attrs[n.name])}
                                                         if n.name in original_attrs else {})}
