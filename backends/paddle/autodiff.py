@@ -139,8 +139,11 @@ def forward(steps, feeds, dtype=None, grad=True):
                 continue
             if not isinstance(y, paddle.Tensor):
                 y = paddle.to_tensor(np.asarray(y))
-            if wanted(y) and any(y is x for x in xs):
-                y = y.clone()  # Identity returns its input: a distinct tensor per value, as torch's view_as
+            if wanted(y) and any(isinstance(x, paddle.Tensor) and (y is x or y._is_shared_buffer_with(x)) for x in xs):
+                # Identity returns its input, reshape/transpose/slicing a view of it: a copy gives each value
+                # its own tensor. paddle.grad asked for a tensor and a view of it returns the tensor's
+                # gradient for the view too (silently wrong); the copy is exact and its gradient the identity
+                y = y.clone()
             env[name] = y
     return env
 
