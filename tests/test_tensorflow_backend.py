@@ -142,6 +142,17 @@ def test_float64_is_computed_not_refused(tf_replay, cases_bundle):
     assert all(r.verdict == compare.MATCH for r in results), [(r.node, r.output, r.verdict, r.message) for r in results]
 
 
+@pytest.mark.slow
+def test_onednn_kernels_change_no_verdict(cases_bundle, monkeypatch):
+    """With TF_ENABLE_ONEDNN_OPTS=1 (oneDNN's kernels, off by default on this CPU) the op cases give
+    the same fwd and vjp verdicts, and the worker states that oneDNN was on."""
+    from tensorflow_known import KNOWN
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    rep = replay(cases_bundle, ["tensorflow"], modes=["fwd", "vjp"])
+    assert rep.versions["tensorflow"]["onednn"] == "on (TF_ENABLE_ONEDNN_OPTS=1)", rep.versions
+    assert set(_observed(rep)) == {k for k in KNOWN if k[1] in ("fwd", "vjp")}
+
+
 def test_padding_matrix_against_float64(tmp_path):
     import op_cases
     import padding_matrix

@@ -188,10 +188,11 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
     if sizes is not None and sizes.shape.num_elements():
         size = ints(sizes)[-2:]
     else:
-        s = [float(v) for v in scales.numpy().reshape(-1)][-2:]
-        if ints(scales.numpy()[:2]) != [1, 1]:
-            raise Unsupported(f"Resize scales {list(scales.numpy())}: tf.image.resize scales H and W only")
-        size = [int(np.floor(x.shape[2] * s[0])), int(np.floor(x.shape[3] * s[1]))]
+        s = [float(v) for v in scales.numpy().reshape(-1)]
+        if s[:2] != [1.0, 1.0]:
+            raise Unsupported(f"Resize scales {s}: tf.image.resize scales H and W only")
+        # tf.image takes sizes and derives its scale from them: ONNX's own scale when in * scale is whole
+        size = [int(np.floor(x.shape[2] * s[2])), int(np.floor(x.shape[3] * s[3]))]
     xt = to_nhwc(x)  # tf.image works on NHWC
     ct, aa = coordinate_transformation_mode, bool(antialias)
     if mode == "nearest" and ct == "asymmetric" and nearest_mode == "floor" and not aa:
