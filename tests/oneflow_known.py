@@ -5,12 +5,15 @@ Strict: each entry must still show this verdict and message; a OneFlow fix (or a
 shows up as a failure asking to update this table. Keys: (case, mode, output). Values: (verdict,
 what was observed: the framework's own error, or the worst element).
 
-Every forward and first-order gradient matches. The findings are second order: OneFlow has no
-double-backward rule for the backward ops of batch_norm, clamp, index_select (Gather), maximum /
-minimum, reflection / replication pad, bilinear / nearest upsampling, narrow (Split), topk and
-gelu(approximate="tanh") ("The gradient function for op ..._grad is not found"); functional.prelu's
-double backward fails on its own shapes; log_softmax's second derivative loses precision beyond
-the float32 rounding model.
+Every forward and first-order gradient matches, except where a node asks for what OneFlow has
+no option for: batchnorm_train_biased (a case tests/test_oneflow.py adds to the shared table)
+wants ONNX's biased running_var, and OneFlow's batch_norm updates it with the unbiased estimator.
+The rest is second order: OneFlow has no double-backward rule for the backward ops of batch_norm,
+clamp, index_select (Gather), maximum / minimum, reflection / replication pad, bilinear / nearest
+upsampling, narrow (Split), topk and gelu(approximate="tanh") ("The gradient function for op
+..._grad is not found"); functional.prelu's double backward fails on its own shapes; and
+log_softmax's second derivative is silently off (on a single element, where the exact d(grad)/dx
+is 0, OneFlow gives 2.26e-06).
 """
 
 KNOWN = {('batchnorm_eval', 'vjp2', '*'): ('ERROR',
@@ -22,6 +25,12 @@ KNOWN = {('batchnorm_eval', 'vjp2', '*'): ('ERROR',
  ('batchnorm_train_m07', 'vjp2', '*'): ('ERROR',
                                         'Exception: The gradient function for op normalization_grad is not found. '
                                         'Please check whether it has'),
+ ('batchnorm_train_biased', 'fwd', 'batchnorm_train_biased.out2'): ('DIVERGENT',
+                                                                    'oneflow 0.8871 vs torch 0.882 at [0], max abs '
+                                                                    '0.00517'),
+ ('batchnorm_train_biased', 'vjp2', '*'): ('ERROR',
+                                           'Exception: The gradient function for op normalization_grad is not found. '
+                                           'Please check whether it has'),
  ('clip', 'vjp2', '*'): ('ERROR',
                          'Exception: The gradient function for op clip_by_scalar_grad is not found. Please check '
                          'whether it ha'),

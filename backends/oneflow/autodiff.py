@@ -147,14 +147,13 @@ def vjp2(op, inputs, attrs, cots, us, nondiff=(), dtype=None):
     # an input without a direction u (no gradient path in the model) contributes nothing to s
     diff_us = [u for u, x in zip(us, xs) if wanted(x)]
     terms = [(h * to_tensor(u, dtype).to(h.dtype)).sum() for h, u in zip(hs, diff_us) if u is not None]
-    terms = [t for t in terms if t.requires_grad]  # a constant h (e.g. Relu's) has no path to x or g
     s = terms[0] if terms else None
     for t in terms[1:]:
         s = s + t
     wrt = diff_xs + [g for g in gs if g is not None]
     if s is not None and wrt:
-        d = grad([s], [flow.ones_like(s)], wrt)
-    else:  # s does not depend on x or g at all (every h is a constant)
+        d = grad([s], [flow.ones_like(s)], wrt)  # a constant s (every h constant) reaches nothing: zeros
+    else:  # no direction u at all
         d = [flow.zeros(w.shape, dtype=w.dtype) for w in wrt]
     d = iter(d)
     dx = [to_numpy(next(d)) if wanted(x) else None for x in xs]
