@@ -301,6 +301,23 @@ def test_layernorm_double_backward_repro_runs_in_the_tf_env(tmp_path):
     assert "op_determinism: True" in (folder / "issue.md").read_text()
 
 
+@pytest.mark.slow
+def test_resnet_every_finding_has_a_repro_that_reproduces_in_the_tf_env(example_bundle, tmp_path):
+    from irtrace.pipeline import run_replay
+    from irtrace.repro.make import make_repros
+    report, out = run_replay(example_bundle("resnet").path, "tensorflow", "fwd,vjp,vjp2", tmp_path / "r", quiet=True)
+    folders = make_repros(out / "report.json", tmp_path / "repros")
+    assert len(folders) == len(report["findings"]) == 2  # MaxPool vjp2 ERROR, TrainBatchNormalization vjp2 DIVERGENT
+    for folder in folders:
+        finding = json.loads((folder / "finding.json").read_text())
+        r = _tf_run(["repro.py"], cwd=folder)
+        assert r.returncode == 1, r.stdout + r.stderr
+        if finding["verdict"] == "ERROR":
+            assert "\"EXPLICIT\" is not in the list of allowed values" in r.stdout
+        else:
+            assert r.stdout.strip().splitlines()[-1] == "reproduces"
+
+
 # --- the seed story: Keras WideResNet, padding='same' at stride 2 ----------------------------------
 @pytest.fixture(scope="module")
 def keras_bundle(tmp_path_factory):
