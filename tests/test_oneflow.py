@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,6 +150,25 @@ def test_running_var_estimator_is_checked_mechanically(cases_bundle, oneflow_rep
     assert r.metrics.max_abs == pytest.approx(gap.max(), rel=1e-3)
 
 
+def test_oneflow_autograd_grad_answers_nan_for_an_input_without_a_path():
+    """Why autodiff.py reads reachability from OneFlow's graph (strict: a OneFlow fix shows here):
+    asked for an input the output does not depend on, oneflow.autograd.grad raises when the input
+    was never used, and answers a 0-d nan -- not zeros, not an error -- when it was used elsewhere."""
+    code = ("import backends.oneflow.autodiff, oneflow as flow\n"
+            "x = flow.tensor([1.0, 2.0], requires_grad=True); y = flow.tensor([3.0], requires_grad=True)\n"
+            "z = y * 2\n"
+            "print(list(flow.autograd.grad((x * x).sum(), [x, y], retain_graph=True)[1].shape),\n"
+            "      flow.autograd.grad((x * x).sum(), [x, y])[1].numpy())\n"
+            "try:\n"
+            "    flow.autograd.grad((x * x).sum(), [x, flow.tensor([3.0], requires_grad=True)])\n"
+            "except Exception as e:\n"
+            "    print(str(e).splitlines()[0])\n")
+    b = backends.get("oneflow")
+    r = subprocess.run([b.interpreter(), "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **b.variables(), "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert r.stdout.splitlines() == ["[] nan", "Check failed: input->mut_grad_fn_node().get() != nullptr "], r.stderr
+
+
 def test_float64_is_computed_in_float64(worker, tmp_path):
     """Tanh on float64 inputs, every mode against its closed form in float64: y = tanh x,
     h = g (1 - y^2), ds/dx = -2 y (1 - y^2) g u, ds/dg = (1 - y^2) u -- to 1e-12, not float32."""
@@ -257,7 +277,7 @@ def test_padding_matrix_against_float64(tmp_path):
 def test_worker_is_quiet_and_versions_are_pinned(worker):
     hello = worker.hello
     assert hello["versions"]["oneflow"] == "0.9.0" and hello["versions"]["numpy"] == "1.26.4"
-    assert len(hello["ops"]) == 100
+    assert len(hello["ops"]) == 102
     assert "I1" not in worker.stderr_tail() and "W1" not in worker.stderr_tail()
 
 
@@ -281,7 +301,7 @@ def test_backends_lists_oneflow_with_its_op_count():
     r = subprocess.run([sys.executable, "-m", "irtrace", "backends"], capture_output=True, text=True)
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("oneflow"))
     assert "fwd,vjp,vjp2" in line and "available" in line
-    assert int(line.split("ops")[1].split()[0]) == 100
+    assert int(line.split("ops")[1].split()[0]) == 102
 
 
 @pytest.mark.slow

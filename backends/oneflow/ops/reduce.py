@@ -29,6 +29,14 @@ _reduce("ReduceMax", lambda x, d, k: oneflow.amax(x, dim=d, keepdim=k))
 _reduce("ReduceMin", lambda x, d, k: oneflow.amin(x, dim=d, keepdim=k))
 _reduce("ReduceSumSquare", lambda x, d, k: oneflow.sum(x * x, dim=d, keepdim=k))
 _reduce("ReduceL1", lambda x, d, k: oneflow.sum(oneflow.abs(x), dim=d, keepdim=k))
+_reduce("ReduceL2", lambda x, d, k: oneflow.linalg.vector_norm(x, 2, dim=d, keepdim=k))
+_reduce("ReduceProd", lambda x, d, k: _prod(x, d, k))
+
+
+def _prod(x, dims, keep):
+    for d in sorted(dims, reverse=True):  # oneflow.prod reduces one dim at a time
+        x = oneflow.prod(x, dim=d, keepdim=keep)
+    return x
 _reduce("ReduceLogSumExp", lambda x, d, k: oneflow.logsumexp(x, dim=d, keepdim=k))
 
 
