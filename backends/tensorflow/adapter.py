@@ -1,6 +1,7 @@
 """TensorFlow adapter: the op table and backends/tensorflow/autodiff.py (GradientTape), eager,
 with TensorFlow's deterministic op mode on; versions() records the numerics settings in force."""
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -10,10 +11,26 @@ from backends.tensorflow import autodiff  # enables op determinism on import
 from backends.tensorflow.ops import OPS
 
 
+def _readable(message):
+    """TensorFlow's error text without the eager wrapper's function name and the NodeDef dump, with
+    the op it names kept: `... not supported on CPU. [Op:Conv2DBackpropInput]`."""
+    text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", message.strip())
+    first = text.splitlines()[0].strip() if text else ""
+    first = re.sub(r"\s*name:\s*$", "", first)
+    node = re.search(r"\{\{node (\w+)\}\}", text)
+    return first + (f" [node {node.group(1)}]" if node and node.group(1) not in first else "")
+
+
 class TensorFlowAdapter(AutodiffAdapter):
     name = framework = "tensorflow"
     table = OPS
     autodiff = autodiff
+
+    def _run(self, fn, *args):
+        try:
+            return super()._run(fn, *args)
+        except tf.errors.OpError as e:  # the same error class, TensorFlow's own words, one line
+            raise type(e)(e.node_def, e.op, _readable(e.message)).with_traceback(e.__traceback__) from e
 
     def versions(self):
         """The framework and the settings that shape its numerics, as the report states them."""
