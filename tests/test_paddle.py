@@ -206,52 +206,67 @@ def test_chained_grad_penalty_known_answer(worker, tmp_path):
     np.testing.assert_allclose(plain_got["grad/w"], x64 * c64, rtol=1e-6)  # without the penalty: <x*w, c> only
 
 
-def test_chained_gradient_of_each_view_is_its_own(worker, tmp_path):
-    """a = x * w, then two views of it (Reshape, Unsqueeze), both outputs with cotangents c1, c2:
-    d/dv1 = c1, d/dv2 = c2, d/da = c1 + c2 (reshaped). Paddle's views share a's buffer, and
-    paddle.grad returns a's gradient for a view asked for with it (see the next test): chained()
-    copies views so each value gets its own gradient."""
+def test_chained_gradient_of_each_value_is_its_own(worker, tmp_path):
+    """a = x * w, two views of it (Reshape, Unsqueeze) and a Split of it, all outputs, with
+    cotangents 1, 10, 100 and 1000: each value's gradient is its own cotangent and a's is their sum.
+    paddle.grad asked for these intermediate tensors gets them wrong (next test); chained() copies
+    views and split outputs before asking."""
     x = np.arange(4, dtype=np.float32)
     w = np.full(4, 2.0, np.float32)
-    shape = np.array([2, 2], np.int64)
-    axes = np.array([0], np.int64)
-    c1, c2 = np.full((2, 2), 1.0, np.float32), np.full((1, 4), 10.0, np.float32)
+    shape, axes, sizes = np.array([2, 2], np.int64), np.array([0], np.int64), np.array([2, 2], np.int64)
+    cots = [np.full((2, 2), 1.0, np.float32), np.full((1, 4), 10.0, np.float32), np.full(2, 100.0, np.float32),
+            np.full(2, 1000.0, np.float32)]
     nodes = [helper.make_node("Mul", ["x", "w"], ["a"], name="mul"),
              helper.make_node("Reshape", ["a", "shape"], ["v1"], name="reshape"),
-             helper.make_node("Unsqueeze", ["a", "axes"], ["v2"], name="unsqueeze")]
-    inits = [numpy_helper.from_array(shape, "shape"), numpy_helper.from_array(axes, "axes")]
-    bundle = _bundle(nodes, {"x": x, "w": w}, tmp_path / "views.irt", inits=inits, outputs=["v1", "v2"])
+             helper.make_node("Unsqueeze", ["a", "axes"], ["v2"], name="unsqueeze"),
+             helper.make_node("Split", ["a", "sizes"], ["s0", "s1"], name="split", axis=0)]
+    inits = [numpy_helper.from_array(shape, "shape"), numpy_helper.from_array(axes, "axes"),
+             numpy_helper.from_array(sizes, "sizes")]
+    outputs = ["v1", "v2", "s0", "s1"]
+    bundle = _bundle(nodes, {"x": x, "w": w}, tmp_path / "views.irt", inits=inits, outputs=outputs)
     specs = [s.to_json() for s in node_specs(bundle.model)]
-    reply, arrays = worker.call({"kind": "graph", "specs": specs, "feeds": ["x", "w", "shape", "axes"],
-                                 "outputs": ["v1", "v2"], "penalty": []}, [x, w, shape, axes, c1, c2], 60)
+    reply, arrays = worker.call({"kind": "graph", "specs": specs, "feeds": ["x", "w", "shape", "axes", "sizes"],
+                                 "outputs": outputs, "penalty": []}, [x, w, shape, axes, sizes] + cots, 60)
     assert reply["status"] == "ok", reply
     got = dict(zip(reply["values"] + [f"grad/{k}" for k in reply["grads"]], arrays))
-    np.testing.assert_array_equal(got["grad/v1"], c1)
-    np.testing.assert_array_equal(got["grad/v2"], c2)
-    np.testing.assert_array_equal(got["grad/a"], np.full(4, 11.0, np.float32))
-    np.testing.assert_array_equal(got["grad/x"], np.full(4, 22.0, np.float32))
+    for name, c in zip(outputs, cots):
+        np.testing.assert_array_equal(got[f"grad/{name}"], c)
+        np.testing.assert_array_equal(got[name].reshape(-1), (x * w)[:c.size] if name != "s1" else (x * w)[2:])
+    np.testing.assert_array_equal(got["grad/a"], [111.0, 111.0, 1011.0, 1011.0])
+    np.testing.assert_array_equal(got["grad/x"], [222.0, 222.0, 2022.0, 2022.0])
 
 
-def test_paddle_grad_gives_a_view_its_base_gradient():
-    """The Paddle bug the copy above works around, as observed (strict: a fix fails this test).
+def test_paddle_grad_of_intermediate_tensors_is_wrong():
+    """The Paddle bugs the copies above work around, as observed (strict: a fix fails this test).
     a = x * 2; v1, v2 = reshape(a), reshape(a); loss = <v1, 1> + <v2, 10>: paddle.grad(loss,
-    [v1, v2, a]) gives 11 for v1 (a's gradient) where the answer is 1; without a, v1 gets 1."""
+    [v1, v2, a]) gives 11 for v1 (a's gradient) where the answer is 1 (asked without a: 1).
+    s = split(a, 3); loss = <s0, 1> + <s1, 10> + <s2, 100>: paddle.grad(loss, [a, s0, s1, s2]) gives
+    100 for s0 and s1 too; paddle.grad(loss, [s0]) raises a fatal "Invalid rank for GradTensorHolder"."""
     script = """
 import warnings
 warnings.filterwarnings("ignore")
 import numpy as np
 import paddle
-x = paddle.to_tensor(np.arange(4, dtype=np.float32), stop_gradient=False)
+x = paddle.to_tensor(np.arange(6, dtype=np.float32), stop_gradient=False)
 a = x * 2
-v1, v2 = paddle.reshape(a, [2, 2]), paddle.reshape(a, [2, 2])
+v1, v2 = paddle.reshape(a, [2, 3]), paddle.reshape(a, [2, 3])
 loss = lambda: (v1 * 1.0).sum() + (v2 * 10.0).sum()
 print(paddle.grad([loss()], [v1, v2, a])[0].numpy().tolist(), paddle.grad([loss()], [v1, v2])[0].numpy().tolist())
+s = paddle.split(a, 3)
+split_loss = lambda: (s[0] * 1.0).sum() + (s[1] * 10.0).sum() + (s[2] * 100.0).sum()
+print([g.numpy().tolist() for g in paddle.grad([split_loss()], [a] + s)[1:]])
+try:
+    paddle.grad([split_loss()], [s[0]])
+except SystemError as e:
+    print(str(e).split(" which")[0])
 """
     env = {**os.environ, "GLOG_minloglevel": "2"}
     r = subprocess.run([backends.get("paddle").interpreter(), "-c", script], capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "[[11.0, 11.0], [11.0, 11.0]] [[1.0, 1.0], [1.0, 1.0]]"
+    assert r.stdout.splitlines() == ["[[11.0, 11.0, 11.0], [11.0, 11.0, 11.0]] [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]",
+                                     "[[100.0, 100.0], [100.0, 100.0], [100.0, 100.0]]",
+                                     "(Fatal) Invalid rank for GradTensorHolder::add()"]
 
 
 def test_chained_penalty_raises_rather_than_dropping_a_term(worker, tmp_path):

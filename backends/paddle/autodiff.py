@@ -124,7 +124,12 @@ def vjp2(op, inputs, attrs, cots, us, nondiff=(), dtype=None):
 
 def forward(steps, feeds, dtype=None, grad=True):
     """Run `steps` chained from `feeds`: name -> tensor. With `grad`, float feeds are
-    differentiable leaves, and every value is a distinct tensor (so each has its own gradient)."""
+    differentiable leaves, and each value is a tensor paddle.grad can be asked about: Paddle 3.3's
+    paddle.grad gets intermediate tensors wrong, silently, when they are views (reshape, unsqueeze,
+    slicing share their input's buffer: asked with its input, a view gets the input's gradient) or
+    outputs of a multi-output op (split: the last output's gradient for all, or a fatal error).
+    Such an output is copied (Tensor.clone(): exact, and its gradient is the identity), as is an
+    input returned unchanged (Identity), so every value is a tensor of its own."""
     env = {}
     for k, v in feeds.items():
         t = to_tensor(v, dtype)
@@ -134,15 +139,14 @@ def forward(steps, feeds, dtype=None, grad=True):
     for op, attrs, ins, outs, nondiff in steps:
         xs = [(env[i].detach() if k in nondiff and isinstance(env[i], paddle.Tensor) else env[i]) if i else None
               for k, i in enumerate(ins)]
-        for name, y in zip(outs, as_tuple(op(*xs, **attrs))):
+        ys = as_tuple(op(*xs, **attrs))
+        for name, y in zip(outs, ys):
             if not name:
                 continue
             if not isinstance(y, paddle.Tensor):
                 y = paddle.to_tensor(np.asarray(y))
-            if wanted(y) and any(isinstance(x, paddle.Tensor) and (y is x or y._is_shared_buffer_with(x)) for x in xs):
-                # Identity returns its input, reshape/transpose/slicing a view of it: a copy gives each value
-                # its own tensor. paddle.grad asked for a tensor and a view of it returns the tensor's
-                # gradient for the view too (silently wrong); the copy is exact and its gradient the identity
+            if grad and wanted(y) and (len(ys) > 1 or any(
+                    isinstance(x, paddle.Tensor) and (y is x or y._is_shared_buffer_with(x)) for x in xs)):
                 y = y.clone()
             env[name] = y
     return env
