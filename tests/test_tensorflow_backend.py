@@ -3,7 +3,6 @@ backend, against torch and float64: the shared op-case table in fwd, vjp and vjp
 matrix, the example models, chained runs, known answers, a repro, and the seed story (the Keras
 WideResNet with padding='same' at stride 2). No mocks."""
 import json
-import os
 import re
 import subprocess
 import sys
