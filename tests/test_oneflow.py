@@ -32,8 +32,11 @@ def observed(rep, backend="oneflow"):
             if r.backend != backend or r.verdict not in compare.FAILING + (compare.UNSUPPORTED,):
                 continue
             m = r.metrics
-            text = (f"{backend} {m.actual_at_worst:.4g} vs torch {m.ref_at_worst:.4g} at {list(m.worst_index)}, "
-                    f"max abs {m.max_abs:.3g}") if m is not None else " ".join(ANSI.sub("", r.message).split("\n")[0].split())[:100]
+            if m is not None:
+                text = (f"{backend} {m.actual_at_worst:.4g} vs torch {m.ref_at_worst:.4g} at {list(m.worst_index)}, "
+                        f"max abs {m.max_abs:.3g}")
+            else:
+                text = " ".join(ANSI.sub("", r.message).split("\n")[0].split())[:100]
             out[(n.name, r.mode, r.output)] = (r.verdict, text)
     return out
 
@@ -83,7 +86,8 @@ def test_op_table_against_torch_known_findings_are_strict(oneflow_replay):
     new = {k: v for k, v in seen.items() if k not in KNOWN}
     changed = {k: (v, seen.get(k)) for k, v in KNOWN.items() if seen.get(k) != v}
     assert not new, f"new OneFlow findings (or a translation bug): {new}"
-    assert not changed, f"known OneFlow findings that changed or no longer show (fixed? update tests/oneflow_known.py): {changed}"
+    assert not changed, ("known OneFlow findings that changed or no longer show "
+                         f"(fixed? update tests/oneflow_known.py): {changed}")
 
 
 def test_every_case_has_fwd_vjp_and_vjp2(oneflow_replay):
@@ -107,7 +111,8 @@ def test_translation_guards_forward(oneflow_replay):
                 ("batchnorm_train_m07", "batchnorm_train_m07.out2"),   # unbiased running_var
                 ("batchnorm_train", "batchnorm_train.out0"), ("batchnorm_train", "batchnorm_train.out2"),
                 ("batchnorm_eval", "batchnorm_eval.out0"), ("instancenorm", "instancenorm.out0"),
-                ("avgpool_exclude_pad", "avgpool_exclude_pad.out0"), ("avgpool_include_pad", "avgpool_include_pad.out0"),
+                ("avgpool_exclude_pad", "avgpool_exclude_pad.out0"),
+                ("avgpool_include_pad", "avgpool_include_pad.out0"),
                 ("avgpool_asym_exclude", "avgpool_asym_exclude.out0"),
                 ("conv_s2_same_upper_pads", "conv_s2_same_upper_pads.out0"),
                 ("conv_begin_heavy_pads", "conv_begin_heavy_pads.out0"), ("conv_depthwise", "conv_depthwise.out0"),
@@ -241,7 +246,8 @@ def test_chained_penalty_raises_rather_than_dropping_a_term(worker, tmp_path):
     specs = [s.to_json() for s in node_specs(bundle.model)]
     reply, _ = worker.call({"kind": "graph", "specs": specs, "feeds": ["x", "lo", "hi"], "outputs": ["y"],
                             "penalty": ["x"]}, [x, np.float32(0.0), np.float32(1.5), np.ones(3, np.float32)], 60)
-    assert reply["status"] == "error" and "gradient function for op clip_by_scalar_grad is not found" in reply["message"]
+    assert reply["status"] == "error"
+    assert "gradient function for op clip_by_scalar_grad is not found" in reply["message"]
 
 
 def test_unreached_input_gets_zeros_from_oneflows_graph_not_its_nan(worker, tmp_path):

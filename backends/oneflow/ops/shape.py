@@ -189,7 +189,8 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
     if mode == "nearest":
         if coordinate_transformation_mode == "asymmetric" and nearest_mode == "floor":
             return functional.interpolate(x, mode="nearest", **kwargs)
-        raise Unsupported(f"OneFlow's interpolate has no nearest mode for {coordinate_transformation_mode}/{nearest_mode}")
+        raise Unsupported(f"OneFlow's interpolate has no nearest mode for "
+                          f"{coordinate_transformation_mode}/{nearest_mode}")
     flow_mode = {"linear": {1: "linear", 2: "bilinear", 3: "trilinear"}[spatial], "cubic": "bicubic"}[mode]
     if coordinate_transformation_mode == "align_corners":
         return functional.interpolate(x, mode=flow_mode, align_corners=True, **kwargs)
