@@ -76,8 +76,18 @@ def cases_bundle(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def oneflow_replay(cases_bundle):
-    return replay(cases_bundle, ["oneflow"])
+def cases_outcome(cases_bundle, tmp_path_factory):
+    """The op-case table replayed on OneFlow once, its report written (for the repro test)."""
+    from irtrace.replay.api import ReplayOptions, run
+    from irtrace.report import write
+    outcome = run(cases_bundle, ReplayOptions(backends=("oneflow",)))
+    out = tmp_path_factory.mktemp("cases_report")
+    return outcome.replay, write.write(outcome, out), out / "report.json"
+
+
+@pytest.fixture(scope="module")
+def oneflow_replay(cases_outcome):
+    return cases_outcome[0]
 
 
 def test_op_table_against_torch_known_findings_are_strict(oneflow_replay):
@@ -422,20 +432,22 @@ def test_example_gradient_penalty_chains_name_the_missing_double_grad(example_bu
     assert run["status"] == "ERROR" and f"gradient function for op {op} is not found" in run["message"]
 
 
-def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases_bundle, tmp_path):
-    """OneFlow's log_softmax double backward is silently wrong in ds/dx: the repro script, run by
-    the OneFlow env's own interpreter, shows it and exits 1."""
-    from irtrace.pipeline import run_replay
+def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases_outcome, tmp_path):
+    """OneFlow's log_softmax double backward is silently off in ds/dx: the repro script, shrunk to
+    one element and run by the OneFlow env's own interpreter (no LD_LIBRARY_PATH: autodiff.py loads
+    the CUDA runtime wheels itself), shows it and exits 1."""
     from irtrace.repro.make import make_repros
-    report, out = run_replay(cases_bundle.path, "oneflow", "vjp2", tmp_path / "r", quiet=True, nodes="^logsoftmax$")
-    (finding,) = report["findings"]
-    assert finding["verdict"] == compare.DIVERGENT and finding["op_type"] == "LogSoftmax"
-    (folder,) = make_repros(out / "report.json", tmp_path / "repros", shrink_budget=20)
+    _, report, path = cases_outcome
+    (finding,) = [f for f in report["findings"] if f["op_type"] == "LogSoftmax"]
+    assert finding["verdict"] == compare.DIVERGENT and finding["mode"] == "vjp2"
+    (folder,) = make_repros(path, tmp_path / "repros", finding_ids=[finding["id"]], shrink_budget=20)
     meta = json.loads((folder / "finding.json").read_text())
-    assert meta["framework"] == "oneflow"
+    assert meta["framework"] == "oneflow" and meta["shrunk_shapes"] == [[1, 1]]
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     r = subprocess.run([backends.get("oneflow").interpreter(), "repro.py"], capture_output=True, text=True,
-                       cwd=folder, timeout=300)
+                       cwd=folder, timeout=300, env=env)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "reproduces" in r.stdout.splitlines()[-1] and "import torch" not in r.stdout
+    assert "worst index [0, 0]: got 2.26" in r.stdout and "expected 0.0" in r.stdout
     issue = (folder / "issue.md").read_text()
     assert issue.startswith("# [OneFlow] LogSoftmax") and "oneflow.nn.functional" in (folder / "repro.py").read_text()
