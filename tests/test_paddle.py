@@ -52,8 +52,18 @@ def cases_bundle(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def paddle_replay(cases_bundle):
-    return replay(cases_bundle, ["paddle"])
+def cases_outcome(cases_bundle, tmp_path_factory):
+    """The op-case table replayed on Paddle once (fwd, vjp, vjp2), its report written (for the repros)."""
+    from irtrace.replay.api import ReplayOptions, run
+    from irtrace.report import write
+    outcome = run(cases_bundle, ReplayOptions(backends=("paddle",)))
+    out = tmp_path_factory.mktemp("cases_report")
+    return outcome.replay, write.write(outcome, out), out / "report.json"
+
+
+@pytest.fixture(scope="module")
+def paddle_replay(cases_outcome):
+    return cases_outcome[0]
 
 
 def test_op_table_against_torch_known_findings_are_strict(paddle_replay):
@@ -390,20 +400,28 @@ def test_stylegan2_gradient_penalty_chain_names_the_missing_double_grad(example_
     assert run["status"] == "ERROR" and "reciprocal_grad doesn't have any grad op" in run["message"]
 
 
-def test_pad_double_grad_repro_runs_in_the_paddle_env(cases_bundle, tmp_path):
-    """Paddle's pad double grad fills the padded border of ds/dg with the pad value: the repro
-    script, run by the Paddle env's own interpreter, shows it and exits 1."""
-    from irtrace.pipeline import run_replay
+def test_repros_run_in_the_paddle_env(cases_outcome, tmp_path):
+    """Paddle's pad double grad fills the padded border of ds/dg with the pad value, and gelu has no
+    double grad: each repro script, run by the Paddle env's own interpreter, shows it and exits 1."""
     from irtrace.repro.make import make_repros
-    report, out = run_replay(cases_bundle.path, "paddle", "vjp2", tmp_path / "r", quiet=True, nodes="^pad_constant_asym$")
-    (finding,) = report["findings"]
-    assert finding["verdict"] == compare.DIVERGENT and finding["op_type"] == "Pad"
-    (folder,) = make_repros(out / "report.json", tmp_path / "repros", shrink_budget=25)
-    meta = json.loads((folder / "finding.json").read_text())
-    assert meta["framework"] == "paddle"
-    r = subprocess.run([backends.get("paddle").interpreter(), "repro.py"], capture_output=True, text=True,
-                       cwd=folder, timeout=300)
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert "reproduces" in r.stdout.splitlines()[-1] and "import torch" not in r.stdout
-    issue = (folder / "issue.md").read_text()
-    assert issue.startswith("# [PaddlePaddle] Pad") and "paddle.nn.functional" in (folder / "repro.py").read_text()
+    _, report, path = cases_outcome
+    ids = [f["id"] for f in report["findings"] if f["mode"] == "vjp2" and f["first_node"] in ("pad_constant_asym", "gelu")]
+    assert len(ids) == 2, ids
+    folders = {f.name.split("-")[1]: f for f in make_repros(path, tmp_path / "repros", finding_ids=ids, shrink_budget=20)}
+    assert sorted(folders) == ["Gelu", "Pad"]
+    printed = {}
+    for op, folder in folders.items():
+        assert json.loads((folder / "finding.json").read_text())["backend"] == "paddle"
+        r = subprocess.run([backends.get("paddle").interpreter(), "repro.py"], capture_output=True, text=True,
+                           cwd=folder, timeout=300)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert "ccache" not in r.stdout + r.stderr and "import torch" not in r.stdout
+        assert (folder / "issue.md").read_text().startswith(f"# [PaddlePaddle] {op}")
+        printed[op] = r.stdout.splitlines()
+    assert printed["Pad"][-1] == "reproduces"
+    assert "gelu_grad doesn't have any grad op" in printed["Gelu"][-1]
+    with np.load(folders["Pad"] / "data.npz") as d:  # ds/dg: u inside, the pad value (not 0) on the border
+        got, want, value = d["backend_result"], d["reference"], float(d["input2"])
+    border = want == 0
+    assert border.any() and np.all(got[border] == value) and np.array_equal(got[~border], want[~border])
+    assert "paddle.nn.functional" in (folders["Pad"] / "repro.py").read_text()
