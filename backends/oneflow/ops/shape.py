@@ -101,6 +101,9 @@ def slice_(x, starts, ends, axes=None, steps=None):
 @OPS.register("Gather", since=13)
 def gather(x, indices, *, axis=0):
     a = axis + x.dim() if axis < 0 else axis
+    if indices.dim() == 0:  # one literal index: the porter's x[:, i]
+        i = int(indices.item())
+        return oneflow.select(x, a, i + x.shape[a] if i < 0 else i)
     idx = oneflow.where(indices < 0, indices + x.shape[a], indices)
     return oneflow.index_select(x, a, idx.reshape(-1).to(oneflow.int64)).reshape(
         tuple(x.shape[:a]) + tuple(idx.shape) + tuple(x.shape[a + 1:]))
