@@ -43,11 +43,18 @@ def _bundle(nodes, feeds, path, inits=(), outputs=None):
     return bundle_from_onnx(m, feeds, path)
 
 
+def _cases():
+    """The shared table plus a training-mode BatchNorm that asks for ONNX's biased running_var."""
+    from op_cases import CASES, POS, C, X
+    return CASES + [C("batchnorm_train_biased", "TrainBatchNormalization", X(4, 2, 3, 3), X(2), X(2), X(2), POS(2),
+                      outputs=3, domain="ai.irtrace", epsilon=1e-5, momentum=0.8, running_var_estimator="biased")]
+
+
 @pytest.fixture(scope="module")
 def cases_bundle(tmp_path_factory):
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    model, feeds, _ = op_cases.all_cases_model()
+    model, feeds, _ = op_cases.all_cases_model(_cases())
     return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases")
 
 
@@ -78,11 +85,10 @@ def test_op_table_against_torch_known_findings_are_strict(paddle_replay):
 def test_every_case_has_fwd_vjp_and_vjp2(paddle_replay):
     """Every case has a forward result, and every case with a float output that depends on a float
     input has vjp and vjp2 results too: nothing is fwd-only by omission."""
-    import op_cases
     modes = {n.name: {r.mode for r in n.results if r.backend == "paddle"} for n in paddle_replay.nodes}
-    fwd_only = sorted(c.id for c in op_cases.CASES if modes[c.id] == {"fwd"})
-    assert all("fwd" in modes[c.id] for c in op_cases.CASES)
-    assert all(modes[c.id] in ({"fwd"}, {"fwd", "vjp", "vjp2"}) for c in op_cases.CASES)
+    fwd_only = sorted(c.id for c in _cases() if modes[c.id] == {"fwd"})
+    assert all("fwd" in modes[c.id] for c in _cases())
+    assert all(modes[c.id] in ({"fwd"}, {"fwd", "vjp", "vjp2"}) for c in _cases())
     # integer or boolean results only, or no float input at all
     assert fwd_only == ["cast_int", "equal", "greater", "less", "range", "shape"], fwd_only
 
@@ -126,46 +132,17 @@ def test_first_order_gradients_match(paddle_replay):
     assert not bad
 
 
-@pytest.fixture(scope="module")
-def small_replay(tmp_path_factory):
-    """Two training-mode BatchNorms (running_var estimator biased / unbiased) and a float64 Tanh."""
-    from irtrace.export.onnx_bundle import bundle_from_onnx
-    rng = np.random.default_rng(3)
-    feeds = {"x": rng.standard_normal((4, 2, 3, 3)).astype(np.float32), "s": rng.standard_normal(2).astype(np.float32),
-             "b": rng.standard_normal(2).astype(np.float32), "m": rng.standard_normal(2).astype(np.float32),
-             "v": (np.abs(rng.standard_normal(2)) + 0.5).astype(np.float32), "d": np.array([0.1, -2.0, 3.0])}
-    nodes = [helper.make_node("TrainBatchNormalization", ["x", "s", "b", "m", "v"], [f"{e}_y", f"{e}_rm", f"{e}_rv"],
-                              name=e, domain="ai.irtrace", epsilon=1e-5, momentum=0.8, running_var_estimator=e)
-             for e in ("biased", "unbiased")] + [helper.make_node("Tanh", ["d"], ["t"], name="tanh64")]
-    ins = [helper.make_tensor_value_info(k, TensorProto.DOUBLE if k == "d" else TensorProto.FLOAT, list(v.shape))
-           for k, v in feeds.items()]
-    outs = [helper.make_empty_tensor_value_info(o) for n in nodes for o in n.output]
-    m = helper.make_model(helper.make_graph(nodes, "g", ins, outs),
-                          opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("ai.irtrace", 1)])
-    return feeds, replay(bundle_from_onnx(m, feeds, tmp_path_factory.mktemp("small") / "small.irt"), ["paddle"])
-
-
-def test_running_var_is_the_biased_estimator(small_replay):
-    """Paddle's batch_norm updates running_var with the population variance: a node that asks for
-    the biased estimator matches torch's biased branch, the unbiased one is off by exactly
-    (1 - momentum) * var * 1/(n - 1) -- here n = 4*3*3 = 36 values per channel."""
-    feeds, rep = small_replay
-    v = {r.output: r for n in rep.nodes for r in n.results if r.backend == "paddle" and r.mode == "fwd"}
-    assert all(v[o].verdict in OK for o in ("biased_y", "biased_rm", "biased_rv", "unbiased_y", "unbiased_rm"))
-    r = v["unbiased_rv"]
+def test_running_var_is_the_biased_estimator(paddle_replay, cases_bundle):
+    """Paddle's batch_norm updates running_var with the population variance: the node that asks for
+    the biased estimator matches torch's biased branch, the unbiased ones are off by exactly
+    (1 - momentum) * (unbiased - biased variance), here with n = 4*3*3 = 36 values per channel."""
+    v = {r.output: r for n in paddle_replay.nodes for r in n.results if r.backend == "paddle" and r.mode == "fwd"}
+    assert all(v[f"batchnorm_train_biased.out{i}"].verdict in OK for i in range(3))
+    r = v["batchnorm_train_m07.out2"]
     assert r.verdict == compare.DIVERGENT
-    var_b = feeds["x"].astype(np.float64).var(axis=(0, 2, 3))
-    gap = 0.2 * var_b * (36 / 35 - 1)  # (1 - momentum) * (unbiased - biased)
+    var_b = np.asarray(cases_bundle.values["batchnorm_train_m07.in0"], np.float64).var(axis=(0, 2, 3))
+    gap = (1 - 0.7) * var_b * (36 / 35 - 1)
     assert r.metrics.max_abs == pytest.approx(gap.max(), rel=1e-3)
-
-
-def test_float64_is_computed_in_float64(small_replay):
-    _, rep = small_replay
-    (node,) = [n for n in rep.nodes if n.name == "tanh64"]
-    mine = [r for r in node.results if r.backend == "paddle"]
-    assert sorted(r.mode for r in mine) == ["fwd", "vjp", "vjp2", "vjp2"]  # y; d:x; d2x:x and d2g:t
-    assert all(r.verdict in OK for r in mine)
-    assert max(r.metrics.max_abs for r in mine) < 1e-12  # float64 throughout, not float32 cast back
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +168,23 @@ def test_vjp2_of_matmul_known_answer(worker, tmp_path):
     expected = [g64 @ ub64.T, ua64.T @ g64, ua64 @ b64 + a64 @ ub64]
     for got, want in zip(arrays, expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_float64_vjp2_of_tanh_known_answer(worker, tmp_path):
+    """Float64 stays float64: y = tanh x, h = g (1 - y^2), s = <h, u>; ds/dx = -2 u g y (1 - y^2) and
+    ds/dg = u (1 - y^2), to 1e-12 (float32 would miss by 1e-8)."""
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    x, g, u = np.array([0.1, -2.0, 3.0]), np.array([0.5, -1.5, 2.0]), np.array([1.25, 0.75, -0.5])
+    ins = [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])]
+    m = helper.make_model(helper.make_graph([helper.make_node("Tanh", ["x"], ["y"], name="t")], "g", ins,
+                                            [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3])]),
+                          opset_imports=[helper.make_opsetid("", 20)])
+    (spec,) = node_specs(bundle_from_onnx(m, {"x": x}, tmp_path / "f64.irt").model)
+    reply, (dx, dg) = worker.call({"kind": "run", "mode": "vjp2", "spec": spec.to_json()}, [x, g, u], 60)
+    assert reply["status"] == "ok" and dx.dtype == dg.dtype == np.float64
+    y = np.tanh(x)
+    np.testing.assert_allclose(dx, -2 * u * g * y * (1 - y * y), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(dg, u * (1 - y * y), rtol=1e-12, atol=0)
 
 
 def test_chained_grad_penalty_known_answer(worker, tmp_path):
