@@ -5,14 +5,17 @@ oracle arbitrating. Strict: each entry must still show this verdict and this mes
 Keys of KNOWN: (op case, mode, output) -> (verdict, observed). ERROR messages are Paddle's own.
   - fwd, running_var (out2): Paddle's batch_norm updates running_var with the biased (population)
     variance; torch uses the unbiased one (tests/test_paddle.py::test_running_var_is_the_biased_estimator).
-  - vjp2, d2g of Pad (constant value 1.5): Paddle's pad double grad pads the direction with the pad
-    value instead of zeros: a silent wrong value where torch has 0.
   - vjp2, d2g of Clip: Paddle's clip double grad gives 0 for d/dg (torch: u inside the range).
+  - vjp2, d2g of Pad (constant value 1.5, and -1 on a 2-D tensor): Paddle's pad double grad pads
+    the direction with the pad value instead of zeros: a silent wrong value where torch has 0.
   - vjp2 ERRORs: no double-grad op (or kernel) registered for the op; eval-mode batch_norm refuses
     double backward ("is_test = True CANNOT be used in train program").
 """
 
-KNOWN = {('batchnorm_eval', 'vjp2', '*'): ('ERROR',
+KNOWN = {('avgpool3d', 'vjp2', '*'): ('ERROR',
+                              "RuntimeError: (Unavailable) The Op pool3d_grad doesn't have any grad op. If you don't "
+                              'intend calcula'),
+ ('batchnorm_eval', 'vjp2', '*'): ('ERROR',
                                    'ValueError: (InvalidArgument) `is_test = True` CANNOT be used in train program. If '
                                    'you want to use g'),
  ('batchnorm_train', 'fwd', 'batchnorm_train.out2'): ('DIVERGENT',
@@ -23,6 +26,9 @@ KNOWN = {('batchnorm_eval', 'vjp2', '*'): ('ERROR',
  ('conv_depthwise', 'vjp2', '*'): ('ERROR',
                                    'RuntimeError: (NotFound) The kernel `depthwise_conv2d_double_grad` is not '
                                    'registered. [Hint: Expecte'),
+ ('convtranspose1d', 'vjp2', '*'): ('ERROR',
+                                    'RuntimeError: (NotFound) The kernel `conv2d_transpose_double_grad` is not '
+                                    'registered. [Hint: Expecte'),
  ('convtranspose_asym_pads', 'vjp2', '*'): ('ERROR',
                                             'RuntimeError: (NotFound) The kernel `conv2d_transpose_double_grad` is not '
                                             'registered. [Hint: Expecte'),
@@ -38,39 +44,64 @@ KNOWN = {('batchnorm_eval', 'vjp2', '*'): ('ERROR',
  ('cumsum', 'vjp2', '*'): ('ERROR',
                            "RuntimeError: (Unavailable) The Op cumsum_grad doesn't have any grad op. If you don't "
                            'intend calcula'),
+ ('cumsum_rev_excl', 'vjp2', '*'): ('ERROR',
+                                    "RuntimeError: (Unavailable) The Op cumsum_grad doesn't have any grad op. If you "
+                                    "don't intend calcula"),
  ('depthtospace_crd', 'vjp2', '*'): ('ERROR',
                                      "RuntimeError: (Unavailable) The Op pixel_shuffle_grad doesn't have any grad op. "
                                      "If you don't intend "),
  ('einsum', 'vjp2', '*'): ('ERROR',
                            "RuntimeError: (Unavailable) The Op einsum_grad doesn't have any grad op. If you don't "
                            'intend calcula'),
+ ('einsum_batch', 'vjp2', '*'): ('ERROR',
+                                 "RuntimeError: (Unavailable) The Op einsum_grad doesn't have any grad op. If you "
+                                 "don't intend calcula"),
  ('erf', 'vjp2', '*'): ('ERROR',
                         "RuntimeError: (Unavailable) The Op erf_grad doesn't have any grad op. If you don't intend "
                         'calculatin'),
+ ('floor', 'vjp2', '*'): ('ERROR',
+                          "RuntimeError: (Unavailable) The Op floor_grad doesn't have any grad op. If you don't intend "
+                          'calculat'),
  ('gelu', 'vjp2', '*'): ('ERROR',
                          "RuntimeError: (Unavailable) The Op gelu_grad doesn't have any grad op. If you don't intend "
                          'calculati'),
  ('gelu_tanh', 'vjp2', '*'): ('ERROR',
                               "RuntimeError: (Unavailable) The Op gelu_grad doesn't have any grad op. If you don't "
                               'intend calculati'),
+ ('globalmaxpool', 'vjp2', '*'): ('ERROR',
+                                  "RuntimeError: (Unavailable) The Op amax_grad doesn't have any grad op. If you don't "
+                                  'intend calculati'),
  ('hardsigmoid', 'vjp2', '*'): ('ERROR',
                                 "RuntimeError: (Unavailable) The Op hardsigmoid_grad doesn't have any grad op. If you "
                                 "don't intend ca"),
+ ('hardsigmoid_ab', 'vjp2', '*'): ('ERROR',
+                                   "RuntimeError: (Unavailable) The Op hardsigmoid_grad doesn't have any grad op. If "
+                                   "you don't intend ca"),
  ('hardswish', 'vjp2', '*'): ('ERROR',
                               "RuntimeError: (Unavailable) The Op hardswish_grad doesn't have any grad op. If you "
                               "don't intend calc"),
  ('layernorm', 'vjp2', '*'): ('ERROR',
                               "RuntimeError: (Unavailable) The Op layer_norm_grad doesn't have any grad op. If you "
                               "don't intend cal"),
+ ('layernorm_axis1', 'vjp2', '*'): ('ERROR',
+                                    "RuntimeError: (Unavailable) The Op layer_norm_grad doesn't have any grad op. If "
+                                    "you don't intend cal"),
  ('logsoftmax', 'vjp2', '*'): ('ERROR',
                                "RuntimeError: (Unavailable) The Op log_softmax_grad doesn't have any grad op. If you "
                                "don't intend ca"),
+ ('maxpool1d', 'vjp2', '*'): ('ERROR',
+                              'ValueError: (InvalidArgument) Pool op grad grad only supports avgpool. (at '
+                              '/paddle/paddle/phi/kernel'),
  ('maxpool_asym', 'vjp2', '*'): ('ERROR',
                                  'ValueError: (InvalidArgument) Pool op grad grad only supports avgpool. (at '
                                  '/paddle/paddle/phi/kernel'),
  ('maxpool_k3s2p1', 'vjp2', '*'): ('ERROR',
                                    'ValueError: (InvalidArgument) Pool op grad grad only supports avgpool. (at '
                                    '/paddle/paddle/phi/kernel'),
+ ('mod_fmod', 'vjp2', '*'): ('ERROR',
+                             "RuntimeError: (Unavailable) The Op trunc_grad doesn't have any grad op. If you don't "
+                             'intend calculat'),
+ ('pad_constant_2d', 'vjp2', 'd2g:pad_constant_2d.out0'): ('DIVERGENT', 'paddle -1 vs torch 0 at [0, 0], max abs 1'),
  ('pad_constant_asym', 'vjp2', 'd2g:pad_constant_asym.out0'): ('DIVERGENT',
                                                                'paddle 1.5 vs torch 0 at [0, 0, 0, 0], max abs 1.5'),
  ('pow', 'vjp2', '*'): ('ERROR',
@@ -79,15 +110,33 @@ KNOWN = {('batchnorm_eval', 'vjp2', '*'): ('ERROR',
  ('prelu', 'vjp2', '*'): ('ERROR',
                           "RuntimeError: (Unavailable) The Op prelu_grad doesn't have any grad op. If you don't intend "
                           'calculat'),
+ ('prelu_scalar', 'vjp2', '*'): ('ERROR',
+                                 "RuntimeError: (Unavailable) The Op prelu_grad doesn't have any grad op. If you don't "
+                                 'intend calculat'),
  ('reciprocal', 'vjp2', '*'): ('ERROR',
                                "RuntimeError: (Unavailable) The Op reciprocal_grad doesn't have any grad op. If you "
                                "don't intend cal"),
+ ('reducelogsumexp', 'vjp2', '*'): ('ERROR',
+                                    "RuntimeError: (Unavailable) The Op logsumexp_grad doesn't have any grad op. If "
+                                    "you don't intend calc"),
  ('reducemax', 'vjp2', '*'): ('ERROR',
                               "RuntimeError: (Unavailable) The Op amax_grad doesn't have any grad op. If you don't "
                               'intend calculati'),
  ('reducemin', 'vjp2', '*'): ('ERROR',
                               "RuntimeError: (Unavailable) The Op amin_grad doesn't have any grad op. If you don't "
                               'intend calculati'),
+ ('reduceprod', 'vjp2', '*'): ('ERROR',
+                               "RuntimeError: (Unavailable) The Op prod_grad doesn't have any grad op. If you don't "
+                               'intend calculati'),
+ ('resize_cubic', 'vjp2', '*'): ('ERROR',
+                                 "RuntimeError: (Unavailable) The Op bicubic_interp_grad doesn't have any grad op. If "
+                                 "you don't intend"),
+ ('resize_cubic_ac', 'vjp2', '*'): ('ERROR',
+                                    "RuntimeError: (Unavailable) The Op bicubic_interp_grad doesn't have any grad op. "
+                                    "If you don't intend"),
+ ('resize_linear1d', 'vjp2', '*'): ('ERROR',
+                                    "RuntimeError: (Unavailable) The Op linear_interp_grad doesn't have any grad op. "
+                                    "If you don't intend "),
  ('resize_linear_align_corners', 'vjp2', '*'): ('ERROR',
                                                 "RuntimeError: (Unavailable) The Op bilinear_interp_grad doesn't have "
                                                 "any grad op. If you don't inten"),
@@ -97,6 +146,12 @@ KNOWN = {('batchnorm_eval', 'vjp2', '*'): ('ERROR',
  ('resize_nearest', 'vjp2', '*'): ('ERROR',
                                    "RuntimeError: (Unavailable) The Op nearest_interp_grad doesn't have any grad op. "
                                    "If you don't intend"),
+ ('round', 'vjp2', '*'): ('ERROR',
+                          "RuntimeError: (Unavailable) The Op round_grad doesn't have any grad op. If you don't intend "
+                          'calculat'),
+ ('selu', 'vjp2', '*'): ('ERROR',
+                         "RuntimeError: (Unavailable) The Op selu_grad doesn't have any grad op. If you don't intend "
+                         'calculati'),
  ('slice', 'vjp2', '*'): ('ERROR',
                           "RuntimeError: (Unavailable) The Op strided_slice_grad doesn't have any grad op. If you "
                           "don't intend "),
@@ -106,10 +161,21 @@ KNOWN = {('batchnorm_eval', 'vjp2', '*'): ('ERROR',
  ('softmax', 'vjp2', '*'): ('ERROR',
                             "RuntimeError: (Unavailable) The Op softmax_grad doesn't have any grad op. If you don't "
                             'intend calcul'),
+ ('softmax_axis', 'vjp2', '*'): ('ERROR',
+                                 "RuntimeError: (Unavailable) The Op softmax_grad doesn't have any grad op. If you "
+                                 "don't intend calcul"),
+ ('softsign', 'vjp2', '*'): ('ERROR',
+                             "RuntimeError: (Unavailable) The Op softsign_grad doesn't have any grad op. If you don't "
+                             'intend calcu'),
  ('topk', 'vjp2', '*'): ('ERROR',
                          "RuntimeError: (Unavailable) The Op topk_grad doesn't have any grad op. If you don't intend "
-                         'calculati')}
-
+                         'calculati'),
+ ('trilu_lower', 'vjp2', '*'): ('ERROR',
+                                "RuntimeError: (Unavailable) The Op tril_grad doesn't have any grad op. If you don't "
+                                'intend calculati'),
+ ('trilu_upper', 'vjp2', '*'): ('ERROR',
+                                "RuntimeError: (Unavailable) The Op triu_grad doesn't have any grad op. If you don't "
+                                'intend calculati')}
 
 # The padding matrix (tests/padding_matrix.py, 234 cases, fwd) on Paddle: node -> (verdict, observed).
 # ceil_mode: Paddle keeps a last window that starts in the end padding (ONNX and torch drop it);

@@ -31,5 +31,7 @@ def layer_norm(x, scale, b=None, *, axis=-1, epsilon=1e-5, stash_type=1):
     a = axis + x.ndim if axis < 0 else axis
     if stash_type != 1:
         raise Unsupported(f"LayerNormalization stash_type={stash_type}: Paddle's layer_norm computes in float32")
-    return functional.layer_norm(x, list(x.shape[a:]), scale, b, epsilon)
+    # Paddle's layer_norm kernel takes weight and bias flattened to 1-D (shape (prod(normalized_shape),))
+    return functional.layer_norm(x, list(x.shape[a:]), scale.reshape([-1]), None if b is None else b.reshape([-1]),
+                                 epsilon)
 
