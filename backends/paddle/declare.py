@@ -1,8 +1,8 @@
 from backends._runtime.declare import Backend, Environment
 
-# Paddle logs through glog at import and reads its flags from the environment: quiet, one thread.
-_QUIET = {"GLOG_minloglevel": "2", "GLOG_v": "0", "FLAGS_call_stack_level": "1", "OMP_NUM_THREADS": "1",
-          "FLAGS_use_mkldnn": "0"}
+# Paddle logs through glog at import: quiet, and one thread. Its FLAGS_* stay at their defaults
+# (oneDNN off on this CPU build: FLAGS_use_mkldnn and FLAGS_use_onednn are False), as a user has them.
+_QUIET = {"GLOG_minloglevel": "2", "GLOG_v": "0", "OMP_NUM_THREADS": "1"}
 BACKEND = Backend("paddle", "PaddlePaddle", "PaddlePaddle 3.3 CPU (Python 3.11 env), fwd/vjp/vjp2 through paddle.grad",
                   module="paddle", modes=("fwd", "vjp", "vjp2"), chained=True,
                   environment=Environment("3.11", check="import paddle, numpy; paddle.disable_static(); "
