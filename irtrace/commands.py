@@ -6,8 +6,9 @@ from irtrace.errors import IrtraceError
 def add_commands(sub):
     r = sub.add_parser("replay", help="replay every node alone on each backend and compare")
     r.add_argument("bundle")
-    r.add_argument("--backend", default="torch,onnxruntime,oracle",
-                   help="comma-separated backends (default torch,onnxruntime,oracle); see `irtrace backends`")
+    r.add_argument("--backend", default="torch,onnxruntime",
+                   help="comma-separated backends (default torch,onnxruntime; the reference, torch, is judged "
+                        "against the float64 oracle, which arbitrates every comparison); see `irtrace backends`")
     r.add_argument("--modes", default="fwd,vjp,vjp2", help="fwd, vjp, vjp2 (default all three)")
     r.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.replay)")
     r.add_argument("--jobs", type=int, default=1, help="parallel workers per backend (default 1)")
@@ -109,37 +110,16 @@ def _conformance(args):
 
 
 def _diff(args):
-    import html
-    import json
     from pathlib import Path
 
     from irtrace.diff import diff
+    from irtrace.report import diff as diff_report
     from irtrace.store import load
     d = diff(load(args.a), load(args.b))
-    fa, fb = d["a"]["framework"], d["b"]["framework"]
-    for p in d["pairs"]:
-        if p["attr_diffs"] or p["chained"] == "diverge":
-            attrs = "; ".join(f"{k} {vb} vs {va}" for k, (va, vb) in p["attr_diffs"].items())
-            print(f"{p['op_class']:8} {p['b_module'] or p['b']} ({fb}) ~ {p['a_module'] or p['a']} ({fa}): "
-                  f"{attrs or 'same attributes'}; values {p['chained']}"
-                  + (f" (max abs {p['chained_max_abs']:.3g})" if p["chained_max_abs"] is not None else "")
-                  + (f"; isolated {p['isolated']}" if p["isolated"] not in ("", "-") else ""))
-    for side, fw in (("only_a", fa), ("only_b", fb)):
-        if d[side]:
-            print(f"only in {fw}: " + ", ".join(f"{x['op_type']} {x['module'] or x['node']}" for x in d[side]))
-    print(d["verdict"])
+    for line in diff_report.lines(d):
+        print(line)
     out = Path(args.out) if args.out else Path(str(Path(args.b)).rstrip("/") + ".diff")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "diff.json").write_text(json.dumps(d, indent=1, default=float) + "\n")
-    rows = "".join(f"<tr><td>{html.escape(p['op_class'])}</td><td>{html.escape(p['b_module'] or p['b'])}</td>"
-                   f"<td>{html.escape(p['a_module'] or p['a'])}</td><td>{html.escape(json.dumps(p['attr_diffs']))}</td>"
-                   f"<td>{p['chained']}</td><td>{p['chained_max_abs']}</td><td>{p['isolated']}</td></tr>"
-                   for p in d["pairs"])
-    (out / "diff.html").write_text(
-        f"<!doctype html><html><head><meta charset='utf-8'><title>irtrace diff</title></head><body>"
-        f"<h1>irtrace diff</h1><p>{html.escape(d['verdict'])}</p><table border='1'><tr><th>op</th><th>{fb}</th>"
-        f"<th>{fa}</th><th>attributes ({fa} vs {fb})</th><th>chained values</th><th>max abs</th><th>isolated</th></tr>"
-        f"{rows}</table></body></html>\n")
+    diff_report.write(d, out)
     print(f"wrote {out / 'diff.json'} and {out / 'diff.html'}")
     return 1 if d["differ"] else 0
 

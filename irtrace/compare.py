@@ -26,12 +26,14 @@ EPS32 = float(np.finfo(np.float32).eps)
 @dataclass(frozen=True)
 class Policy:
     """How verdicts are decided. Defaults: noise_factor=8, match_ulps=8, fallback rtol=1e-4,
-    atol=1e-5 (relative to the output's scale); atol/rtol set by the user override the oracle."""
+    atol=1e-5 (relative to the output's scale), rounding_factor=4; atol/rtol set by the user
+    override the oracle."""
     noise_factor: float = 8.0
     match_ulps: float = 8.0
     rtol: float = 1e-4
     atol: float = 1e-5
     fixed: bool = False
+    rounding_factor: float = 4.0   # c in the rounding-error model (docs/report.md)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Result:
     backend_oracle_abs: float = None  # max |actual - oracle|
     closer_to_oracle: str = None      # "backend" | "reference" | "tie" | None
     allowed: float = None             # the tolerance the verdict used
+    rounding_bound: float = None      # the rounding-error model's bound at the worst element (accumulating ops)
     message: str = ""
     tags: tuple = ()
     time_s: float = None
@@ -114,8 +117,30 @@ def _nonfinite_pattern_differs(a, r):
                 and np.array_equal(np.isneginf(a), np.isneginf(r)))
 
 
-def judge(actual, ref, oracle=None, policy=Policy()):
-    """(verdict, metrics, extras dict) for one output."""
+def rounding_bound(magnitude, exact, policy=Policy()):
+    """Per-element float32 rounding-error bound of an accumulating op (docs/report.md):
+
+        c · eps32 · sqrt(n_eff) · max(|y|, sqrt(Q)),   n_eff = M^2 / Q,
+
+    over the terms t_k summed into the element: M = sum |t_k|, Q = sum t_k^2 (the oracle evaluates
+    the op on the absolute values and on the squares of its operands), y = sum t_k in float64.
+    The error of a float32 sum is about eps times the root-sum-square of its partial sums: n_eff
+    partial sums that grow to |y| when the terms share a sign, that wander like a random walk of
+    size sqrt(Q) when they cancel. `magnitude` is (M, Q) or None."""
+    if magnitude is None:
+        return None
+    m, q = (np.abs(np.asarray(x, np.float64)) for x in magnitude)
+    if m.shape != q.shape or m.shape != np.shape(exact):
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(q > 0, m * m / np.where(q > 0, q, 1.0), 1.0)
+    size = np.maximum(np.abs(np.asarray(exact, np.float64)), np.sqrt(q))
+    return policy.rounding_factor * EPS32 * np.sqrt(np.maximum(n_eff, 1.0)) * np.where(np.isfinite(size), size, 0.0)
+
+
+def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None):
+    """(verdict, metrics, extras dict) for one output. `magnitude`: (M, Q) of the rounding-error
+    model of an accumulating op (see rounding_bound); an element within it is NOISE."""
     a, r = np.asarray(actual), np.asarray(ref)
     if a.shape != r.shape:
         return SHAPE_MISMATCH, None, {"message": f"shape {list(a.shape)} vs reference {list(r.shape)}"}
@@ -147,28 +172,71 @@ def judge(actual, ref, oracle=None, policy=Policy()):
     o = np.asarray(oracle, np.float64)
     fin = np.isfinite(o) & finite
     ref_err = float(np.max(np.abs(np.where(fin, r64 - o, 0)))) if o.size else 0.0
-    b_err = float(np.max(np.abs(np.where(fin, a64 - o, 0)))) if o.size else 0.0
+    b_err = np.abs(np.where(fin, a64 - o, 0))
     allowed = max(policy.noise_factor * ref_err, floor)
-    extras.update(oracle_abs=ref_err, backend_oracle_abs=b_err, allowed=allowed,
-                  closer_to_oracle="tie" if abs(b_err - ref_err) <= floor else
-                  ("backend" if b_err < ref_err else "reference"))
+    bound = rounding_bound(magnitude, o, policy)
+    per_element = np.maximum(allowed, bound) if bound is not None else allowed
+    worst_b = float(b_err.max()) if o.size else 0.0
+    extras.update(oracle_abs=ref_err, backend_oracle_abs=worst_b,
+                  allowed=float(np.max(per_element)) if np.ndim(per_element) and np.size(per_element) else allowed,
+                  closer_to_oracle="tie" if abs(worst_b - ref_err) <= floor else
+                  ("backend" if worst_b < ref_err else "reference"))
+    if bound is not None:
+        extras["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(b_err))]) if o.size else 0.0
     if m.max_abs <= floor:
         return MATCH, m, extras
-    return (NOISE if b_err <= allowed else DIVERGENT), m, extras
+    return (NOISE if np.all(b_err <= per_element) else DIVERGENT), m, extras
 
 
-def close(actual, expected, rtol=1e-4, atol=1e-5):
-    """(ok, max abs) for export checks and alignment: allclose with `atol` relative to the expected
-    value's scale (at least 1), NaN equal to NaN; a shape mismatch is (False, inf)."""
+def judge_reference(ref, oracle, policy=Policy(), magnitude=None):
+    """The reference's own result judged against the float64 oracle (no third opinion): MATCH within
+    `match_ulps` float32 ULPs of the output's scale, NOISE within the rounding-error model of an
+    accumulating op, DIVERGENT beyond both. (verdict, metrics, extras)."""
+    r, o = np.asarray(ref), np.asarray(oracle)
+    if r.shape != o.shape:
+        return SHAPE_MISMATCH, None, {"message": f"shape {list(r.shape)} vs float64 {list(o.shape)}"}
+    if r.dtype.kind in "biu" or r.dtype == np.bool_:
+        m = metrics(r.astype(np.float64), o.astype(np.float64))
+        return (MATCH if np.array_equal(r, o.astype(r.dtype)) else DIVERGENT), m, {}
+    r64, o64 = r.astype(np.float64), o.astype(np.float64)
+    if _nonfinite_pattern_differs(r64, o64):
+        return NAN_MISMATCH, metrics(r64, o64), {"message": "non-finite pattern differs from float64"}
+    m = metrics(r64, o64, policy.rtol)
+    fin = np.isfinite(r64) & np.isfinite(o64)
+    err = np.abs(np.where(fin, r64 - o64, 0))
+    scale = float(np.max(np.abs(np.where(fin, o64, 0)))) if o64.size else 0.0
+    floor = policy.match_ulps * EPS32 * max(scale, np.finfo(np.float32).tiny)
+    bound = rounding_bound(magnitude, o64, policy)
+    worst = float(err.max()) if err.size else 0.0
+    extras = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
+    if worst <= floor:
+        return MATCH, m, extras
+    if bound is not None:
+        extras["allowed"] = float(np.max(np.maximum(bound, floor)))
+        extras["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(err))])
+        if np.all(err <= np.maximum(bound, floor)):
+            return NOISE, m, extras
+    return DIVERGENT, m, extras
+
+
+def allclose(actual, expected, rtol, atol):
+    """(ok, max abs) of numpy's allclose with NaN equal to NaN; a shape mismatch is (False, inf)."""
     a, e = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
     if a.shape != e.shape:
         return False, float("inf")
     if e.size == 0:
         return True, 0.0
-    scale = max(float(np.max(np.abs(np.where(np.isfinite(e), e, 0.0)))), 1.0)
     with np.errstate(invalid="ignore"):
         d = np.where(np.isnan(a) & np.isnan(e), 0.0, np.abs(a - e))
-    return bool(np.allclose(a, e, rtol=rtol, atol=atol * scale, equal_nan=True)), float(np.nanmax(d))
+    return bool(np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)), float(np.nanmax(d))
+
+
+def close(actual, expected, rtol=1e-4, atol=1e-5):
+    """(ok, max abs) for export checks and alignment: allclose with `atol` relative to the expected
+    value's scale (at least 1), NaN equal to NaN; a shape mismatch is (False, inf)."""
+    e = np.asarray(expected, np.float64)
+    scale = max(float(np.max(np.abs(np.where(np.isfinite(e), e, 0.0)))), 1.0) if e.size else 1.0
+    return allclose(actual, expected, rtol, atol * scale)
 
 
 @dataclass

@@ -76,7 +76,12 @@ def test_gradient_penalty_loss_is_defined_in_the_manifest(mid, tmp_path):
     assert b.manifest["loss"]["kind"] == "grad-penalty" and "||dD/dx||^2" in b.manifest["loss"]["definition"]
     out = b.manifest["outputs"][0]
     c = b.values["loss/" + out]
-    assert not np.allclose(b.values["grad/" + out], c)  # the penalty adds to the output cotangent
+    # the penalty ||dD/dx||^2 does not read the output's value, so dL/dy = c exactly (torch's
+    # retain_grad hooks once doubled it); it does change the weights' gradients
+    assert np.array_equal(b.values["grad/" + out], c)
+    plain = irtrace.export(models_for_tests.mid_conv(), models_for_tests.mid_conv_inputs(), tmp_path / "dot.irt")
+    weights = [p for p in b.manifest["parameters"] if p.endswith("weight")]
+    assert weights and not any(np.allclose(b.values["grad/" + w], plain.values["grad/" + w]) for w in weights)
     report, _, run = _run(b, "planted-f64", tmp_path)
     assert report["chained"]["loss"] == "grad-penalty"
     assert run["status"] == "ok" and run["parameters"]

@@ -75,3 +75,56 @@ def test_report_json_takes_numpy_scalars():
     out = clean({"allowed": np.float32(1.5e-7), "n": np.int64(3), "bad": np.float64("nan"), "xs": [np.float32(2)]})
     assert json.loads(json.dumps(out, allow_nan=False)) == {"allowed": float(np.float32(1.5e-7)), "n": 3,
                                                              "bad": None, "xs": [2.0]}
+
+
+def test_rounding_model_accepts_a_different_summation_order_and_nothing_more():
+    """Float32 dot products whose terms cancel (outputs tiny next to their terms), summed in two
+    orders: the other order is within the rounding-error bound c·eps32·sqrt(n_eff)·max(|y|, ||t||)
+    of the float64 answer, where the old rule (within 8x the reference's own error) calls it DIVERGENT
+    when the reference happens to be exact. One term dropped, or a result scaled, stays DIVERGENT."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 4096)).astype(np.float32) * 100
+    b = rng.standard_normal(4096).astype(np.float32)
+    a[:, -1] = (-(a[:, :-1].astype(np.float64) @ b[:-1].astype(np.float64)) / b[-1]).astype(np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    exact = a64 @ b64
+    forward = np.array([np.sum(r * b, dtype=np.float32) for r in a], np.float32)
+    backward = np.array([np.sum((r * b)[::-1], dtype=np.float32) for r in a], np.float32)
+    model = (np.abs(a64) @ np.abs(b64), (a64 * a64) @ (b64 * b64))  # what the oracle computes: M, Q
+    ref = exact.astype(np.float32)  # a reference that rounds only once
+    assert not np.array_equal(forward, backward)
+    assert compare.judge(backward, ref, exact)[0] == compare.DIVERGENT  # without the model: a false alarm
+    v, m, ex = compare.judge(backward, ref, exact, magnitude=model)
+    assert v == compare.NOISE and 0 < ex["rounding_bound"] < 0.5
+    typical_term = float(np.median(np.abs(a64 * b64)))
+    dropped = forward.copy()
+    k = int(np.argmax(np.abs(a64[3] * b64) > 2 * typical_term))
+    dropped[3] -= a[3, k] * b[k]
+    assert compare.judge(dropped, ref, exact, magnitude=model)[0] == compare.DIVERGENT
+    assert compare.judge(forward + 1, ref, exact, magnitude=model)[0] == compare.DIVERGENT
+
+
+def test_rounding_model_for_same_sign_sums():
+    """A long sum of positive terms (a variance, a mean of squares) in float32, summed one by one:
+    its error grows like sqrt(n) eps |y|; the model allows that, and not a 1e-4 relative error."""
+    rng = np.random.default_rng(1)
+    t = rng.random((8, 20000)).astype(np.float32)
+    exact = t.astype(np.float64).sum(axis=1)
+    running = np.zeros(8, np.float32)
+    for k in range(t.shape[1]):  # recursive summation, the worst common order
+        running += t[:, k]
+    t64 = t.astype(np.float64)
+    model = (np.abs(t64).sum(axis=1), (t64 * t64).sum(axis=1))
+    ref = exact.astype(np.float32)
+    assert compare.judge(running, ref, exact)[0] == compare.DIVERGENT
+    assert compare.judge(running, ref, exact, magnitude=model)[0] == compare.NOISE
+    assert compare.judge(ref * np.float32(1 + 1e-4), ref, exact, magnitude=model)[0] == compare.DIVERGENT
+
+
+def test_reference_is_judged_against_float64():
+    exact = np.array([1.0, -2.0, 3.0])
+    v, _, _ = compare.judge_reference(exact.astype(np.float32), exact)
+    assert v == compare.MATCH
+    v, m, ex = compare.judge_reference(np.float32([1.0, -2.0, 3.5]), exact)
+    assert v == compare.DIVERGENT and m.max_abs == 0.5
+    assert compare.judge_reference(np.float32([1.0, np.nan, 3.0]), exact)[0] == compare.NAN_MISMATCH

@@ -166,3 +166,15 @@ def test_onnx_reference_grouped_conv_transpose_repro(example_bundle, tmp_path):
     r = _run(folder / "repro.py")
     assert r.returncode == 1, r.stdout + r.stderr
     assert (folder / "issue.md").read_text().startswith("# [onnx.reference] ConvTranspose: raises ValueError")
+
+
+def test_titles_name_the_input_by_its_role_and_claim_float64_only_when_it_judged():
+    from irtrace.ir.semantics import input_role
+    from irtrace.repro.script import symptom
+    assert [input_role("Conv", "", 17, k) for k in range(3)] == ["input", "filter", "bias"]
+    assert [input_role("MatMul", "", 13, k) for k in range(2)] == ["first operand", "second operand"]
+    judged = {"max_abs": 0.5, "oracle_at_worst": 1.0}
+    assert symptom("DIVERGENT", "d:w", judged, "", "filter") == \
+        "the filter gradient differs from PyTorch and float64 (max abs 0.5)"
+    assert symptom("DIVERGENT", "d2x:w", {"max_abs": 0.5, "oracle_at_worst": None}, "", "filter") == \
+        "d(grad)/d(filter) differs from PyTorch (max abs 0.5)"

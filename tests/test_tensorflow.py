@@ -26,8 +26,8 @@ pytestmark = pytest.mark.skipif(TF is None, reason="tensorflow environment unava
 def keras(tmp_path_factory):
     d = tmp_path_factory.mktemp("tf")
     script = ("import sys; sys.path.insert(0, sys.argv[3]); import numpy as np, tf_models; m = tf_models.wideresnet(); "
-              "models_for_tests.save(sys.argv[1]); np.savez(sys.argv[2], **{v.path: v.numpy() for v in models_for_tests.weights}); "
-              "models_for_tests.export(sys.argv[1] + '.saved')")
+              "m.save(sys.argv[1]); np.savez(sys.argv[2], **{v.path: v.numpy() for v in m.weights}); "
+              "m.export(sys.argv[1] + '.saved')")
     subprocess.run([TF, "-c", script, str(d / "wrn.keras"), str(d / "w.npz"), str(TESTS)], check=True,
                    capture_output=True, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
     x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)

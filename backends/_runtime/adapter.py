@@ -7,6 +7,7 @@ class Adapter:
     modes = ("fwd",)
     table = None
     last_check = None  # set by a backend that verifies its own result (the oracle)
+    magnitudes = False  # whether magnitude() computes the rounding-error model's M (the oracle)
 
     def lookup(self, spec):
         return self.table.lookup(spec.domain, spec.op_type, spec.opset)

@@ -118,7 +118,17 @@ def handle(adapter, msg, arrays):
     reply = {"status": "ok", "time_s": time.perf_counter() - t}
     if adapter.last_check is not None:
         reply["check"] = adapter.last_check
-    return reply, list(out)
+    out = list(out)
+    if msg.get("magnitude") is not None and msg.get("magnitude") is not False and adapter.magnitudes:
+        # the rounding-error model's M: the same mode on absolute values, appended after the results
+        try:
+            extra = adapter.magnitude(mode, entry, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:],
+                                      fixed=tuple(msg["magnitude"]))
+            reply["magnitude"] = len(extra)
+            out += list(extra)
+        except Exception as e:  # noqa: BLE001 - no model for this node: the verdicts say so
+            reply["magnitude_error"] = f"{type(e).__name__}: {e}"[:300]
+    return reply, out
 
 
 if __name__ == "__main__":

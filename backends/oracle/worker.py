@@ -188,6 +188,28 @@ class OracleAdapter(ReferenceAdapter):
         self.last_check = {"verified": bool(ok), "fd_max_abs": worst}
         return dx, dg
 
+    magnitudes = True
+
+    def magnitude(self, mode, entry, inputs, spec, cots, us, fixed=()):
+        """M and Q of the rounding-error model (compare.rounding_bound): this mode of the op in float64
+        on the absolute values, then on the squares, of every float operand (inputs, cotangents,
+        directions u). For a sum of products t_k = a_k b_k these are exactly sum |t_k| and
+        sum t_k^2 per element; for other accumulating ops, magnitudes of the terms. Returns the
+        M of every result, then the Q of every result. `fixed`: input positions that are not operands
+        but parameters of the op (Resize's scales, Clip's bounds, Pad's value): left as they are."""
+        def run(transform):
+            def each(xs, keep=()):
+                return [transform(np.asarray(a, np.float64)) if a is not None and np.asarray(a).dtype.kind == "f"
+                        and k not in keep else a for k, a in enumerate(xs)]
+            if mode == "fwd":
+                return list(self.fwd(entry, each(inputs, fixed), spec))
+            torch_entry = self._torch_entry(spec)
+            if mode == "vjp":
+                return list(self.grad.vjp(torch_entry, each(inputs, fixed), spec, each(cots)))
+            dx, dg = self.grad.vjp2(torch_entry, each(inputs, fixed), spec, each(cots), each(us))
+            return list(dx) + list(dg)
+        return run(np.abs) + run(np.square)
+
     def chained(self, pairs, feeds, outputs, cots, penalty):
         """The float64 chain: torch's op table in float64 (the oracle for chained errors)."""
         return self.grad.chained([(self._torch_entry(s), s) for _, s in pairs], feeds, outputs, cots, penalty)

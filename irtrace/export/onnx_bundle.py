@@ -7,16 +7,20 @@ import platform
 import numpy as np
 import onnx
 
-import irtrace
+from irtrace.version import __version__
 from irtrace import store
 from irtrace.errors import IrtraceError
 from irtrace.export.record import LOSSES, record
 from irtrace.ir import canonical
+from irtrace.ir.graph import gradient_sources
 
 
 def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_estimator="biased", force=False,
                      sources=None):
     """`inputs`: graph input name -> array. `sources`: node name -> source dict for the manifest."""
+    # the source's own float initializers are its weights; initializers that canonicalization makes
+    # from Constant nodes are constants no gradient is taken of
+    weights = [t.name for t in model.graph.initializer if t.data_type in (1, 10, 11, 16)]
     graph, original = canonical.canonicalize(model, bn_estimator=bn_estimator)
     inits = {t.name for t in graph.graph.initializer}
     names = [i.name for i in graph.graph.input if i.name not in inits]
@@ -31,12 +35,13 @@ def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_esti
     manifest = {
         "schema": store.SCHEMA, "name": name or graph.graph.name,
         "source": {"framework": "onnx", "model": name or graph.graph.name},
-        "versions": {"irtrace": irtrace.__version__, "onnx": onnx.__version__, "numpy": np.__version__,
+        "versions": {"irtrace": __version__, "onnx": onnx.__version__, "numpy": np.__version__,
                      "python": platform.python_version(), "platform": platform.platform()},
         "mode": "eval", "seed": seed, "loss": {"kind": loss, "definition": LOSSES[loss], "outputs": outputs},
         "inputs": [{"name": n, "dtype": str(np.asarray(inputs[n]).dtype), "shape": list(np.shape(inputs[n]))}
                    for n in names],
-        "outputs": outputs, "state_outputs": {}, "parameters": [], "timings": {},
+        "outputs": outputs, "state_outputs": {}, "parameters": weights, "timings": {},
+        "differentiable": sorted(gradient_sources(graph, weights)),
         "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": {
             k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in original[n.name].items()}}
             if n.name in original else {})} for n in graph.graph.node},

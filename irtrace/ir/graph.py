@@ -12,3 +12,50 @@ def dag(specs):
             if i in made:
                 g.add_edge(made[i], s.name)
     return g
+
+
+_FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+
+
+def gradient_sources(model, parameters=None):
+    """What the model differentiates: its float graph inputs and `parameters` (None: every float
+    initializer, for a bundle that did not record which initializers are parameters)."""
+    inits = {t.name: t for t in model.graph.initializer}
+    sources = {i.name for i in model.graph.input if i.name not in inits and i.type.tensor_type.elem_type in _FLOAT_TYPES}
+    if parameters is None:
+        return sources | {n for n, t in inits.items() if t.data_type in _FLOAT_TYPES}
+    return sources | set(parameters)
+
+
+def gradient_path(model, sources):
+    """Names of the values on a gradient path: the sources and every value computed from one of them
+    (nodes are in topological order in a canonical model). A gradient with respect to anything else
+    — a gain, a filter tap, a folded exponent, a recorded mask — is one the model never takes."""
+    on = set(sources)
+    for n in model.graph.node:
+        if any(i in on for i in n.input if i):
+            on.update(o for o in n.output if o)
+    return on
+
+
+_SHAPE_ONLY = {"Shape", "Size"}  # read only their input's shape, never its values
+
+
+def shape_arithmetic(model):
+    """Names of the nodes that compute from shapes and constants only (no model data reaches them
+    except through Shape/Size): the exporter's shape arithmetic (Shape → Gather → Concat → Reshape's
+    target, Slice's INT64_MAX "to the end"), which a port computes in Python, not with the framework.
+    Data: the graph's inputs and its float initializers (weights); int initializers are constants."""
+    inits = {t.name: t for t in model.graph.initializer}
+    data = {i.name for i in model.graph.input if i.name not in inits}
+    data |= {n for n, t in inits.items() if t.data_type in _FLOAT_TYPES}
+    out = set()
+    for n in model.graph.node:
+        if n.op_type in _SHAPE_ONLY and n.domain in ("", "ai.onnx"):
+            out.add(n.name)
+            continue
+        if any(i in data for i in n.input if i):
+            data.update(o for o in n.output if o)
+        else:
+            out.add(n.name)
+    return out

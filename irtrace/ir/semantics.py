@@ -12,6 +12,30 @@ KINKS = {"Relu": "zero", "LeakyRelu": "zero", "PRelu": "zero", "Abs": "zero", "S
          "HardSwish": "bounds", "Sqrt": "zero"}
 
 
+# Ops whose outputs are sums of many terms: their float32 result depends on the summation order,
+# so two correct frameworks legitimately differ by up to the rounding-error model of compare.py,
+# computed from the op on absolute values (the oracle's "magnitude").
+ACCUMULATING = frozenset({
+    "Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL1",
+    "ReduceL2", "ReduceLogSumExp", "ReduceProd", "GlobalAveragePool", "AveragePool", "LpPool", "GlobalLpPool",
+    "BatchNormalization", "TrainBatchNormalization", "InstanceNormalization", "LayerNormalization",
+    "GroupNormalization", "MeanVarianceNormalization", "LpNormalization", "Softmax", "LogSoftmax", "CumSum",
+    "Resize", "Sum", "Mean", "Attention"})
+# Ops whose inputs broadcast: their gradients sum over the broadcast dimensions (a bias, a scale).
+BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Where", "Max", "Min", "PRelu", "Expand", "Tile",
+                          "Mod", "BitShift"})
+
+
+def accumulates(op_type, mode, input_sizes, output_sizes):
+    """Whether this op in this mode sums many terms into one result element (see ACCUMULATING):
+    always for the ops listed, and for the gradients of broadcasting ops when an input is smaller
+    than an output."""
+    if op_type in ACCUMULATING:
+        return True
+    return mode != "fwd" and op_type in BROADCASTING and bool(output_sizes) and \
+        any(n < max(output_sizes) for n in input_sizes)
+
+
 def kink_tag(op_type, inputs):
     """A short description of the non-differentiable points in `inputs`, or None."""
     kind = KINKS.get(op_type)
@@ -58,3 +82,28 @@ def nondifferentiable_inputs(op_type, domain, opset, n_inputs):
         if p.differentiation_category == nd:
             out.add(i)
     return frozenset(out)
+
+
+_ROLE_WORDS = {"x": "input", "input": "input", "data": "input", "w": "weight", "weight": "weight", "b": "bias",
+               "bias": "bias", "scale": "scale", "a": "first operand", "slope": "slope", "mean": "mean",
+               "var": "variance", "input_mean": "running mean", "input_var": "running variance"}
+_FILTERS = {"Conv", "ConvTranspose", "ConvInteger", "DeformConv"}
+
+
+@functools.lru_cache(maxsize=None)
+def input_role(op_type, domain, opset, index):
+    """What input `index` is to the op, in words a maintainer uses: "filter" for a Conv's W, "bias"
+    for its B, "second operand" for MatMul's B; the schema's own name when there is no usual word."""
+    import onnx
+    try:
+        formal = list(onnx.defs.get_schema(op_type, opset, domain).inputs)
+    except onnx.defs.SchemaError:
+        return "input" if index == 0 else f"input {index}"
+    if not formal:
+        return f"input {index}"
+    name = formal[min(index, len(formal) - 1)].name
+    if op_type in _FILTERS and name == "W":
+        return "filter"
+    if name == "B" and formal[0].name == "A":  # MatMul, Gemm, Add, Mul, ...: operands, not a bias
+        return "second operand"
+    return _ROLE_WORDS.get(name.lower(), name)

@@ -8,10 +8,11 @@ from irtrace.replay import backends as registry
 
 @dataclass(frozen=True)
 class ReplayOptions:
-    """What to replay and how. Defaults: the reference, onnxruntime and the oracle; all three modes;
+    """What to replay and how. Defaults: the reference (itself judged against the float64 oracle, which
+    arbitrates whenever it is available) and onnxruntime; all three modes;
     every node; one worker set; 60 s per node and backend; verdicts from the float64 oracle
     (atol/rtol set: fixed tolerances instead); no chained run."""
-    backends: tuple = ("torch", "onnxruntime", "oracle")
+    backends: tuple = ("torch", "onnxruntime")
     modes: tuple = ("fwd", "vjp", "vjp2")
     nodes: str = None              # regex on node names
     ops: tuple = None              # op types

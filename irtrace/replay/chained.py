@@ -13,7 +13,7 @@ import numpy as np
 
 from irtrace import compare
 from irtrace.errors import IrtraceError
-from irtrace.ir.graph import dag
+from irtrace.ir.graph import dag, gradient_path, gradient_sources, shape_arithmetic
 from irtrace.ir.spec import node_specs
 from irtrace.replay.engine import ORACLE, REFERENCE
 from irtrace.replay.worker import WorkerFailed
@@ -78,12 +78,17 @@ def chain_request(bundle, loss="bundle"):
         raise IrtraceError(f"unknown chained loss {loss!r}; choose from {', '.join(LOSSES)}")
     import base64
     model = bundle.model
-    specs = node_specs(model)
+    # shape arithmetic is what a port computes in Python: every backend gets its recorded values
+    shapes_only = shape_arithmetic(model)
+    specs = [s for s in node_specs(model) if s.name not in shapes_only]
     protos = {n.name: base64.b64encode(n.SerializeToString()).decode() for n in model.graph.node}
     m = bundle.manifest
     feeds = dict(initializers(model))
     for i in model.graph.input:
         feeds[i.name] = np.asarray(bundle.values[i.name])
+    for n in model.graph.node:
+        if n.name in shapes_only:
+            feeds.update({o: np.asarray(bundle.values[o]) for o in n.output if o and o in bundle.values})
     outputs = m["outputs"]
 
     def seed(o):  # the loss's output seed c_o (older bundles: the output cotangent, the same for "dot")
@@ -119,7 +124,10 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
         raise IrtraceError(f"the reference could not run the graph chained: {ref_reply.get('message', '')}")
     o_status, _, o_vals, o_grads = run_chain(pool, ORACLE, request, timeout) if ORACLE in pool.available() else \
         ("none", {}, {}, {})
-    producer = {o: (i, s.name) for i, s in enumerate(specs) for o in s.outputs if o}
+    declared = m.get("differentiable")
+    path = gradient_path(bundle.model, declared if declared is not None else gradient_sources(bundle.model))
+    index = {s.name: i for i, s in enumerate(node_specs(bundle.model))}  # the report's node indices
+    producer = {o: (index[s.name], s.name) for s in specs for o in s.outputs if o}
     order = [o for s in specs for o in s.outputs if o]
     params = [p for p in m.get("parameters", []) if p in feeds]
     state = m.get("state_outputs", {})
@@ -133,7 +141,7 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
                 if name in vals and name in ref_vals:
                     verdict, met, ex = compare.judge(vals[name], ref_vals[name], o_vals.get(name), policy)
                     run.values.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "fwd"))
-                if name in grads and name in ref_grads:
+                if name in grads and name in ref_grads and name in path:
                     verdict, met, ex = compare.judge(grads[name], ref_grads[name], o_grads.get(name), policy)
                     run.grads.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "bwd"))
             for p in params:

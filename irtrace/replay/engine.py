@@ -16,7 +16,8 @@ import numpy as np
 from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
 from irtrace.store import u_name
-from irtrace.ir.semantics import kink_tag, nondifferentiable_inputs
+from irtrace.ir.semantics import accumulates, kink_tag, nondifferentiable_inputs
+from irtrace.ir.graph import gradient_path, gradient_sources, shape_arithmetic
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as registry
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
@@ -35,6 +36,7 @@ class NodeReport:
     index: int
     source: dict
     results: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)   # {"mode", "output", "reason"}: not judged, and why
 
 
 @dataclass
@@ -167,6 +169,9 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
             if attrs is not None:
                 originals[n.name] = original_proto(n, attrs)
     selected = _select(specs, nodes_regex, ops)
+    declared = bundle.manifest.get("differentiable")
+    path = gradient_path(model, declared if declared is not None else gradient_sources(model))
+    shapes_only = shape_arithmetic(model)
     use_oracle = registry.get(ORACLE).unavailable() is None
     pool = WorkerPool()
     values = bundle.values
@@ -177,28 +182,34 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
         inputs = [np.asarray(values[i]) if i else None for i in spec.inputs]
         out_dtypes = [values.spec(o)[0].str if o and o in values else "" for o in spec.outputs]
         cots = [np.asarray(values[grad_name(o)]) if o and grad_name(o) in values else None for o in spec.outputs]
-        us = [np.asarray(values[u_name(i)]) if i and u_name(i) in values else None for i in spec.inputs]
-        float_in = any(a is not None and a.dtype.kind == "f" for a in inputs)
+        # inputs off every gradient path (gains, filter taps, folded exponents) are not differentiated
+        # by the model: their gradients are not judged, and their u does not enter vjp2's s
+        off = [k for k, i in enumerate(spec.inputs) if i and i not in path and inputs[k].dtype.kind == "f"]
+        us = [np.asarray(values[u_name(i)]) if i and u_name(i) in values and k not in off else None
+              for k, i in enumerate(spec.inputs)]
+        float_in = any(a is not None and a.dtype.kind == "f" for k, a in enumerate(inputs) if k not in off)
+        on = backends
+        if spec.name in shapes_only:  # a port computes shape arithmetic in Python: only the reference is judged
+            on = [b for b in backends if b == REFERENCE]
+            node.skipped += [{"mode": "*", "output": "*", "backend": b,
+                              "reason": "shape arithmetic (computed from shapes and constants only): a port "
+                                        "computes it in Python, not with the framework"}
+                             for b in backends if b not in on and b != ORACLE]
         for mode in modes:
             if mode != "fwd" and (not float_in or all(c is None for c in cots)):
+                if mode != "fwd" and off and not float_in:
+                    node.skipped.append({"mode": mode, "output": "*", "reason": "no input on a gradient path"})
                 continue
+            node.skipped += [{"mode": mode, "output": f"{'d' if mode == 'vjp' else 'd2x'}:{spec.inputs[k]}",
+                              "reason": "not on a gradient path of the model"} for k in off if mode != "fwd"]
             msg = _request(spec, mode, protos[spec.name], out_dtypes)
             arrays = inputs if mode == "fwd" else inputs + cots + (us if mode == "vjp2" else [])
-            if spec.name in originals:
-                native = [b for b in backends if pool.get(b).hello.get("native")]
-                other = [b for b in backends if b not in native]
-                if other:
-                    node.results.extend(_run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, other,
-                                                  use_oracle, timeout, policy))
-                if native:
-                    omsg = _request(spec, mode, originals[spec.name], out_dtypes)
-                    for r in _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, native, use_oracle,
-                                       timeout, policy, backend_msg=omsg):
-                        if r.backend in native:
-                            node.results.append(r)
-                continue
-            node.results.extend(_run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends,
-                                          use_oracle, timeout, policy))
+            # --form original: ONNX-executing backends get the node as it was before canonicalization;
+            # the reference and the oracle run once either way
+            own = {b: _request(spec, mode, originals[spec.name], out_dtypes) for b in on
+                   if spec.name in originals and pool.get(b).hello.get("native")}
+            node.results.extend(_run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, on,
+                                          use_oracle, timeout, policy, messages=own, off_path=off))
         if progress:
             progress()
         return node
@@ -228,15 +239,32 @@ def labels(spec, mode):
     return [f"d2x:{i}" for i in spec.inputs] + [f"d2g:{o}" for o in spec.outputs]
 
 
-def gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle, timeout, backend_msg=None):
+def _wants_model(spec, mode, arrays):
+    """For an accumulating op in this mode (ir/semantics.py): the input positions that are not operands
+    (the schema's NonDifferentiable ones: Resize's scales, Clip's bounds), which the oracle leaves as
+    they are when it evaluates the op on absolute values; None when the model does not apply."""
+    in_sizes = [int(np.size(a)) for a in arrays[:len(spec.inputs)] if a is not None]
+    out_sizes = [int(np.size(a)) for a in arrays[len(spec.inputs):len(spec.inputs) + len(spec.outputs)]
+                 if a is not None] if mode != "fwd" else []
+    if not accumulates(spec.op_type, mode, in_sizes, out_sizes or [max(in_sizes or [0])]):
+        return None
+    return sorted(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
+
+
+def gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle, timeout, messages=None):
     """Run one node in one mode on the reference, the oracle and `backends`. `ref_fwd`: the recorded
-    outputs (the fwd reference) or None to use the reference worker's. Returns
-    (ref_status, ref_reply, ref, oracle, {backend: (status, reply, out)})."""
+    outputs (the fwd reference) or None to use the reference worker's; `messages`: a backend's own
+    request where it differs from `msg` (--form original). Returns a Gathered."""
     ref_status, ref_reply, ref_out = _call(pool, REFERENCE, msg, arrays, timeout)
     ref = ref_fwd if mode == "fwd" and ref_fwd is not None else (ref_out if ref_status == "ok" else None)
-    oracle = None
+    oracle, magnitude = None, None
     if use_oracle and ref is not None:
-        o_status, o_reply, o_out = _call(pool, ORACLE, msg, arrays, timeout)
+        o_status, o_reply, o_out = _call(pool, ORACLE, {**msg, "magnitude": _wants_model(spec, mode, arrays)}, arrays,
+                                         timeout)
+        n_mag = o_reply.get("magnitude", 0) if o_status == "ok" else 0
+        if n_mag:  # M of every result, then Q of every result
+            mags, o_out = o_out[len(o_out) - n_mag:], o_out[:len(o_out) - n_mag]
+            magnitude = list(zip(mags[:n_mag // 2], mags[n_mag // 2:]))
         check = o_reply.get("check") or {}
         if o_status == "ok" and check.get("verified") is not False:
             oracle = o_out
@@ -246,56 +274,82 @@ def gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle, timeout
     outs = {}
     if ref is not None:
         for backend in backends:
-            if mode not in pool.get(backend).hello["modes"]:
-                continue  # e.g. onnxruntime is forward-only: listed once in the report, not per node
-            outs[backend] = (ref_status, ref_reply, ref_out) if backend == REFERENCE else \
-                _call(pool, backend, backend_msg or msg, arrays, timeout)
-    return ref_status, ref_reply, ref, oracle, outs
+            if backend == ORACLE or mode not in pool.get(backend).hello["modes"]:
+                continue  # the oracle arbitrates, it is not under test; onnxruntime is forward-only
+            outs[backend] = (ref_status, ref_reply, ref_out if mode != "fwd" or ref_fwd is None else ref_fwd) \
+                if backend == REFERENCE else _call(pool, backend, (messages or {}).get(backend, msg), arrays, timeout)
+    return Gathered(ref_status, ref_reply, ref, oracle, outs, magnitude)
 
 
-def judge_all(spec, mode, inputs, ref_status, ref_reply, ref, oracle, outs, policy):
-    """Results (one per output, or one '*' per whole-node failure) from gather()'s numbers."""
+@dataclass(frozen=True)
+class Gathered:
+    """What one node in one mode gave: the reference's status, reply and results, the oracle's results
+    (None when it cannot arbitrate), each backend's (status, reply, results), and the rounding-error
+    model's (M, Q) per result (None for an op that does not accumulate)."""
+    ref_status: str
+    ref_reply: dict
+    ref: list
+    oracle: list
+    outs: dict
+    magnitude: list = None
+
+
+def judge_all(spec, mode, inputs, got, policy, off_path=()):
+    """Results (one per output, or one '*' per whole-node failure) from a Gathered. The reference
+    itself is judged against the float64 oracle (no row compares a result with itself)."""
     results = []
-    if ref is None:
-        return [compare.Result(spec.name, spec.op_type, REFERENCE, mode, "*", ref_status,
-                         message=f"reference failed: {ref_reply.get('message', '')}")]
+    if got.ref is None:
+        return [compare.Result(spec.name, spec.op_type, REFERENCE, mode, "*", got.ref_status,
+                               message=f"reference failed: {got.ref_reply.get('message', '')}")]
     names = labels(spec, mode)
-    ref_time = ref_reply.get("time_s")
+    ref_time = got.ref_reply.get("time_s")
     tag = None  # computed on the first failing gradient only: it scans the input
-    skip = nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))
-    for backend, (status, reply, out) in outs.items():
+    skip = set(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))) | set(off_path)
+    for backend, (status, reply, out) in got.outs.items():
+        is_ref = backend == REFERENCE
+        if is_ref and got.oracle is None:
+            continue  # without float64 there is nothing to judge the reference against
         if status != "ok":
             results.append(compare.Result(spec.name, spec.op_type, backend, mode, "*", status,
-                                    message=reply.get("message", "") + (f" ({reply['where']})" if reply.get("where") else ""),
-                                    time_s=reply.get("time_s"), ref_time_s=ref_time))
+                                          message=reply.get("message", "") +
+                                          (f" ({reply['where']})" if reply.get("where") else ""),
+                                          time_s=reply.get("time_s"), ref_time_s=ref_time))
             continue
         for k, label in enumerate(names):
             if mode != "fwd" and k < len(spec.inputs) and k in skip:
                 continue
-            r = ref[k] if k < len(ref) else None
+            r = got.ref[k] if k < len(got.ref) else None
             a = out[k] if k < len(out) else None
-            if r is None:
+            o = got.oracle[k] if got.oracle is not None and k < len(got.oracle) and got.oracle[k] is not None else None
+            mag = got.magnitude[k] if got.magnitude is not None and k < len(got.magnitude) else None
+            if mag is not None and (mag[0] is None or mag[1] is None):
+                mag = None
+            if r is None or (is_ref and o is None):
                 continue
             if a is None:
                 zero = not np.any(np.asarray(r))
-                results.append(compare.Result(spec.name, spec.op_type, backend, mode, label, compare.MATCH if zero else compare.DIVERGENT,
-                                        message="" if zero else f"{backend} computes no gradient for {label[2:]}",
-                                        time_s=reply.get("time_s"), ref_time_s=ref_time))
+                results.append(compare.Result(spec.name, spec.op_type, backend, mode, label,
+                                              compare.MATCH if zero else compare.DIVERGENT,
+                                              message="" if zero else f"{backend} computes no gradient for {label[2:]}",
+                                              time_s=reply.get("time_s"), ref_time_s=ref_time))
                 continue
-            o = oracle[k] if oracle is not None and k < len(oracle) and oracle[k] is not None else None
-            verdict, m, extras = compare.judge(a, r, o, policy)
+            if is_ref:
+                verdict, m, extras = compare.judge_reference(a, o, policy, mag)
+            else:
+                verdict, m, extras = compare.judge(a, r, o, policy, mag)
             if verdict in compare.FAILING and mode != "fwd" and tag is None:
                 tag = kink_tag(spec.op_type, inputs) or ""
             tags = (tag,) if tag and verdict in compare.FAILING else ()
             results.append(compare.Result(spec.name, spec.op_type, backend, mode, label, verdict, m,
-                                    extras.get("oracle_abs"), extras.get("backend_oracle_abs"),
-                                    extras.get("closer_to_oracle"), extras.get("allowed"),
-                                    extras.get("message", ""), tags, reply.get("time_s"), ref_time))
+                                          extras.get("oracle_abs"), extras.get("backend_oracle_abs"),
+                                          extras.get("closer_to_oracle"), extras.get("allowed"),
+                                          extras.get("rounding_bound"), extras.get("message", ""), tags,
+                                          reply.get("time_s"), ref_time))
     return results
 
 
 def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use_oracle, timeout, policy,
-              backend_msg=None):
+              messages=None, off_path=()):
     ref_fwd = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs] if mode == "fwd" else None
-    return judge_all(spec, mode, inputs, *gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle,
-                                                 timeout, backend_msg), policy)
+    return judge_all(spec, mode, inputs, gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle,
+                                                timeout, messages), policy, off_path)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-import irtrace
+from irtrace.version import __version__
 from irtrace import compare
+from irtrace.replay import backends as registry
 
 SCHEMA = "irtrace.report/1"
 
@@ -19,7 +20,7 @@ def speed(replay, top=5):
     per = {}
     for node in replay.nodes:
         for r in node.results:
-            if r.backend in ("torch", "oracle") or r.time_s is None or not r.ref_time_s:
+            if r.backend in (registry.reference(), registry.oracle()) or r.time_s is None or not r.ref_time_s:
                 continue
             per.setdefault((r.backend, node.op_type, r.mode), {})[node.name] = (r.time_s, r.ref_time_s)
     out = {}
@@ -53,11 +54,11 @@ def build(replay, findings, strict=False):
     m = replay.bundle.manifest
     return clean({
         "schema": SCHEMA,
-        "irtrace": irtrace.__version__,
+        "irtrace": __version__,
         "bundle": {"path": str(replay.bundle.path), "name": m.get("name"), "mode": m.get("mode"),
                    "source": m.get("source")},
-        "reference": "torch",
-        "oracle": "oracle",
+        "reference": registry.reference(),
+        "oracle": registry.oracle(),
         "backends": [{"name": b, "versions": replay.versions.get(b, {}), "restarts": replay.restarts.get(b, 0)}
                      for b in replay.backends],
         "modes": replay.modes,
@@ -66,7 +67,8 @@ def build(replay, findings, strict=False):
                  "processor": platform.processor() or platform.machine()},
         "elapsed_s": round(replay.elapsed_s, 3),
         "nodes": [{"name": n.name, "op_type": n.op_type, "domain": n.domain, "index": n.index,
-                   "source": n.source, "worst": _worst(n), "results": [r.to_json() for r in n.results]}
+                   "source": n.source, "worst": _worst(n), "results": [r.to_json() for r in n.results],
+                   "skipped": n.skipped}
                   for n in replay.nodes],
         "findings": [asdict(f) for f in findings],
         "speed": speed(replay),

@@ -23,8 +23,12 @@ def finding_lines(report, color=False):
         where = f["first_node"] + (f" ({f['module']}" if f["module"] else "") + \
             (f", {f['file_line'].rsplit('/', 1)[-1]}" if f["file_line"] else "") + (")" if f["module"] else "")
         out.append(f"{verdict} {f['backend']} {f['op_type']} {f['mode']}  {len(f['nodes'])} node(s), first {where}")
-        oracle = {"backend": f"{f['backend']} is closer to float64", "reference": "torch is closer to float64",
-                  "tie": "both as close to float64"}.get(w.get("closer_to_oracle"), "no oracle verdict")
+        # numbers, not a classification, so the words can never contradict the verdict
+        if w.get("backend_oracle_abs") is not None and w.get("oracle_abs") is not None:
+            oracle = f"vs float64: {f['backend']} {_g(w['backend_oracle_abs'])}, reference {_g(w['oracle_abs'])}" + \
+                (f", allowed {_g(w['allowed'])}" if w.get("allowed") is not None else "")
+        else:
+            oracle = "no float64 verdict"
         if w.get("max_abs") is not None:
             out.append(f"{'':15}output {w.get('output')}  max abs {_g(w.get('max_abs'))}  max rel {_g(w.get('max_rel'))}"
                        f"  ULP {_g(w.get('ulp'), '{:.0f}')}  passes with atol >= {_g(w.get('min_atol'))}"

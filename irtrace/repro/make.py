@@ -18,6 +18,7 @@ from irtrace.errors import IrtraceError, suggest
 from irtrace.store import u_name
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
+from irtrace.ir.semantics import input_role
 from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, gather, judge_all, labels
 from irtrace.repro import script
 from irtrace.repro.shrink import Case, shrink
@@ -98,11 +99,11 @@ class _Runner:
         arrays = inputs if self.mode == "fwd" else inputs + cots + (us if self.mode == "vjp2" else [])
         msg = {"kind": "run", "mode": self.mode, "spec": {**spec.to_json(), "proto": proto,
                                                           "out_dtypes": [""] * len(spec.outputs)}}
-        raw = gather(self.pool, spec, self.mode, msg, arrays, None, [self.backend], self.use_oracle, self.timeout)
-        ref_status, ref_reply, ref, oracle, outs = raw
-        if ref is None:
+        got = gather(self.pool, spec, self.mode, msg, arrays, None, [self.backend], self.use_oracle, self.timeout)
+        if got.ref is None:
             return None, None
-        return judge_all(spec, self.mode, inputs, *raw, compare.Policy()), (spec, inputs, cots, us, ref, oracle, outs)
+        return judge_all(spec, self.mode, inputs, got, compare.Policy()), \
+            (spec, inputs, cots, us, got.ref, got.oracle, got.outs)
 
 
 def _pick_label(results, backend, verdict):
@@ -200,6 +201,8 @@ def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
     for i, u in enumerate(sus if mode == "vjp2" else []):
         if u is not None:
             data[f"u{i}"] = u
+    if backend == REFERENCE:  # a finding against the reference itself: float64 is what it should give
+        ref = [None if o is None else np.asarray(o, np.float64) for o in oracle] if oracle is not None else None
     if label != "*" and ref is not None and k < len(ref) and ref[k] is not None:
         data["reference"] = np.asarray(ref[k])
         if oracle is not None and k < len(oracle) and oracle[k] is not None:
@@ -216,11 +219,12 @@ def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
     fw = src["script"]["framework"]
     framework_name = script.framework_name(src["script"], backend)
     versions = {**src.get("versions", {})}
-    title = f"[{framework_name}] {script.safe(spec.op_type)}: {script.symptom(verdict, label, numbers, result.message)} " \
+    role = input_role(spec.op_type, spec.domain, spec.opset, k) if label.startswith(("d:", "d2x:")) else "input"
+    title = f"[{framework_name}] {script.safe(spec.op_type)}: {script.symptom(verdict, label, numbers, result.message, role)} " \
             f"in {script._MODE_WORDS[mode]}"
     manifest = bundle.manifest
     ctx = {
-        "title": title, "framework": fw, "framework_module": fw, "framework_name": framework_name,
+        "title": title, "role": role, "framework": fw, "framework_module": fw, "framework_name": framework_name,
         "autodiff": src["script"]["autodiff"], "op": src["op"], "imports": src["imports"],
         "defined_in": src["defined_in"], "attrs": _plain_attrs(sspec.attrs), "mode": mode, "nondiff": src["nondiff"],
         "n_inputs": len(sspec.inputs), "n_outputs": len(sspec.outputs), "check_index": k, "label": label,
