@@ -1,5 +1,5 @@
 """irtrace: find the first op where two frameworks disagree, and write its repro."""
-__version__ = "0.1.0"
+from irtrace.version import __version__  # noqa: F401
 
 from irtrace.errors import IrtraceError  # noqa: E402,F401
 # Import the `irtrace.export` package (light: no framework) before defining the function of

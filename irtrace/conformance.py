@@ -18,6 +18,7 @@ import numpy as np
 from irtrace.errors import IrtraceError
 from irtrace.ir.canonical import canonicalize
 from irtrace.ir.spec import node_specs
+from irtrace import compare
 from irtrace.replay import backends as registry
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
 
@@ -108,13 +109,10 @@ def _run_case(w, name, model, ins, outs, rtol, atol):
             if not np.array_equal(np.asarray(a), np.asarray(expected)):
                 return CaseResult(name, op, FAIL, f"output {k} differs")
             continue
-        if not np.allclose(a64, e64, rtol=rtol, atol=atol, equal_nan=True):
-            with np.errstate(invalid="ignore"):
-                diff = float(np.nanmax(np.abs(a64 - e64))) if a64.size else 0.0
+        ok, diff = compare.allclose(a64, e64, rtol, atol)
+        if not ok:
             return CaseResult(name, op, FAIL, f"output {k}: max abs {diff:.3g} (rtol {rtol:g}, atol {atol:g})", diff)
-        if a64.size:
-            with np.errstate(invalid="ignore"):
-                worst = max(worst, float(np.nanmax(np.abs(a64 - e64))) if np.isfinite(a64).any() else 0.0)
+        worst = max(worst, diff if np.isfinite(diff) else 0.0)
     return CaseResult(name, op, PASS, max_abs=worst)
 
 

@@ -119,3 +119,26 @@ def test_import_rules():
     if rules.exists():
         r = subprocess.run([sys.executable, str(rules)], cwd=ROOT, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout
+
+
+def test_coverage_doc_is_generated_from_the_op_tables_and_current():
+    """docs/coverage.md lists, per backend, exactly its op table's keys (regenerate it with
+    `irtrace backends --coverage-md docs/coverage.md`); every backend available here is checked."""
+    from irtrace.replay import backends as registry
+    from irtrace.replay.coverage import describe
+    lines = [ln for ln in (ROOT / "docs" / "coverage.md").read_text().splitlines() if ln.startswith("| ")]
+    columns = [c.strip() for c in lines[0].strip("|").split("|")][1:]
+    documented = {c: set() for c in columns}
+    for ln in lines[1:]:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        for c, cell in zip(columns, cells[1:]):
+            if cell == "yes":
+                documented[c].add(cells[0])
+    rows = [r for r in describe() if r["available"] and not r["name"].startswith("planted")]
+    assert rows
+    for r in rows:
+        have = {f"{d}::{o}" if d else o for d, o in r["op_list"]}
+        assert r["name"] in documented, f"{r['name']} has no column in docs/coverage.md: regenerate it"
+        assert have == documented[r["name"]], (r["name"], sorted(have ^ documented[r["name"]])[:10])
+    declared = {n for n, i in registry.BACKENDS.items() if i.modes and not n.startswith("planted")}
+    assert declared <= set(columns), f"backends without a coverage column: {sorted(declared - set(columns))}"

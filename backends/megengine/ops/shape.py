@@ -153,9 +153,7 @@ def depth_to_space(x, *, blocksize, mode="DCR"):
     return functional.reshape(y, (n, c // (b * b), h * b, w * b))
 
 
-@OPS.register("Trilu", since=14)
-def trilu(x, k=None, *, upper=1):
-    raise Unsupported("MegEngine's public functional API has no tril/triu")
+# Not registered: Trilu (MegEngine's public functional API has no tril/triu).
 
 
 @OPS.register("Resize", since=19)
