@@ -34,7 +34,9 @@ def patched(masks, record):
         if not training or p == 0.0:
             return _ORIGINAL(input, p, training, inplace)
         if record:
-            noise = torch.empty_like(input).bernoulli_(1 - p)
+            from irtrace.export import random as random_mod
+            with random_mod.paused():  # recorded here, as the mask: not as one of random.py's draws
+                noise = torch.empty_like(input).bernoulli_(1 - p)
             masks.append(noise.bool())
             return input * (noise / (1 - p))
         try:

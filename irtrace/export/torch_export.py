@@ -27,6 +27,7 @@ from irtrace import store
 from irtrace.compare import close
 from irtrace.errors import IrtraceError
 from irtrace.export import dropout as dropout_mod
+from irtrace.export import random as random_mod
 from irtrace.export.record import LOSSES, record
 from irtrace.ir import canonical
 from irtrace.ir.graph import gradient_sources
@@ -148,7 +149,7 @@ def _flatten(out):
     raise IrtraceError(f"the model returned a {type(out).__name__}; irtrace needs tensors (or tuples/lists/dicts of them)")
 
 
-def _module_outputs(model, inputs, masks):
+def _module_outputs(model, inputs, masks, draws):
     """Eager reference run: outputs, submodule outputs (path -> tensor, in call order), and the
     state after the run (for train mode: updated running stats)."""
     import torch
@@ -161,7 +162,7 @@ def _module_outputs(model, inputs, masks):
                     captured.setdefault(path, out.detach().clone())
             hooks.append(mod.register_forward_hook(hook))
     try:
-        with torch.no_grad(), dropout_mod.patched(masks, record=True):
+        with torch.no_grad(), dropout_mod.patched(masks, record=True), random_mod.recorded(draws, record=True):
             out = model(*inputs)
     finally:
         for h in hooks:
@@ -200,17 +201,18 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     params = {k for k, _ in model.named_parameters()}
     torch.manual_seed(seed)
-    masks = []
+    masks, draws = [], []
     try:
-        ref_out, submodule_out, state_after = _module_outputs(model, inputs, masks)
+        ref_out, submodule_out, state_after = _module_outputs(model, inputs, masks, draws)
     except Exception as e:
         raise IrtraceError(f"the model raised on the example inputs: {type(e).__name__}: {e}") from e
     model.load_state_dict(state)
 
     try:
-        with _quiet(), dropout_mod.patched(masks, record=False):
+        with _quiet(), dropout_mod.patched(masks, record=False), random_mod.recorded(draws, record=False) as rec:
             program = torch.onnx.export(model, inputs, dynamo=True, optimize=False, input_names=input_names,
                                         custom_translation_table=_translations())
+        random_mod.check_all_used(draws, rec)
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise IrtraceError(f"torch.onnx.export could not export {type(model).__name__}: {first}") from e
@@ -220,6 +222,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     raw = program.model_proto
     sources = {n.name: _source(n) for n in raw.graph.node}
     _name_dropout_masks(raw, sources)
+    random_mod.name_draws(raw, draws, sources)
     graph, original_attrs = canonical.canonicalize(raw, bn_estimator="unbiased")
     state_outputs = _expose_running_stats(graph)
     sources = {n.name: sources.get(n.name, {}) for n in graph.graph.node}
