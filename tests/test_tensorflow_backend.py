@@ -93,7 +93,7 @@ def test_op_table_against_torch_known_findings_are_strict(tf_replay):
 def test_every_case_has_fwd_vjp_and_vjp2(tf_replay):
     import op_cases
     by_node = {n.name: {r.mode for r in n.results if r.backend == "tensorflow"} for n in tf_replay.nodes}
-    skipped = {n.name: [s for s in n.skipped if s["backend"] == "tensorflow"] for n in tf_replay.nodes}
+    skipped = {n.name: [s for s in n.skipped if s.get("backend") == "tensorflow"] for n in tf_replay.nodes}
     for c in op_cases.CASES:
         want = set() if c.id in SHAPE_ARITHMETIC else {"fwd"} if c.id in FWD_ONLY else {"fwd", "vjp", "vjp2"}
         assert by_node[c.id] == want, (c.id, by_node[c.id])
@@ -252,7 +252,7 @@ def _example(example_bundle, name):
     assert len(rep.nodes) == len(b.model.graph.node)
     for n in rep.nodes:  # compared, or skipped with its reason (shape arithmetic); never UNSUPPORTED
         modes = {r.mode for r in n.results if r.backend == "tensorflow"}
-        reasons = [s["reason"] for s in n.skipped if s["backend"] == "tensorflow" and s["mode"] == "*"]
+        reasons = [s["reason"] for s in n.skipped if s.get("backend") == "tensorflow" and s["mode"] == "*"]
         assert ("fwd" in modes) != bool(reasons), (n.name, modes, reasons)
         assert not [r for r in n.results if r.backend == "tensorflow" and r.verdict == compare.UNSUPPORTED], n.name
     found = sorted({(f.op_type, f.mode, f.verdict) for f in group(rep)})
