@@ -5,6 +5,7 @@ lrelu:  LeakyRelu whose backward is not differentiable in the cotangent (d2g = 0
 relu0:  Relu whose gradient at exactly 0 is 1 (a subgradient convention)
 crash:  Sigmoid segfaults the worker
 hang:   Tanh never returns
+shape:  Conv's output one column short (a wrong-shaped op in the middle of a chain)
 bnbiased:   training BatchNorm updates running_var with the biased variance
 bnmomentum: training BatchNorm applies momentum the other way round
 f64:    every op in float64, rounded back: float32 noise only, no wrong op
@@ -63,6 +64,14 @@ def hang(x):
     time.sleep(3600)
 
 
+def shape_bug(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, pads, strides):
+    # forgets the end padding of the last spatial axis, as MegEngine's ConvTranspose ignores one
+    # output_padding: the output is one column short, and everything downstream breaks
+    y = wrong_side_conv(x, w, b, dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
+                        strides=strides)
+    return y[..., :-1]
+
+
 def bn_biased(x, scale, b, mean, var, *, epsilon, momentum, running_var_estimator):
     # running_var from the biased (population) variance: the bug OneFlow had (../shared/seeds/001)
     y, rm, rv = OPS.lookup("ai.irtrace", "TrainBatchNormalization", 1).fn(
@@ -84,6 +93,7 @@ BUGS = {
     "relu0": ("Relu", 6, lambda x: _ReluOneAtZero.apply(x)),
     "crash": ("Sigmoid", 6, crash),
     "hang": ("Tanh", 6, hang),
+    "shape": ("Conv", 11, shape_bug),
 }
 if BUG == "f64":
     # float32-noise only: every op computed in float64 and rounded back (no op is wrong)

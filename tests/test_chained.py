@@ -85,3 +85,28 @@ def test_gradient_penalty_loss_is_defined_in_the_manifest(mid, tmp_path):
     report, _, run = _run(b, "planted-f64", tmp_path)
     assert report["chained"]["loss"] == "grad-penalty"
     assert run["status"] == "ok" and run["parameters"]
+
+
+def test_a_broken_node_is_reported_and_the_chain_goes_on(mid, tmp_path):
+    """A wrong-shaped op in the middle of the chain (a conv one column short) no longer ends the run
+    without a parameter table: the node is reported (SHAPE_MISMATCH), its recorded value is fed
+    downstream, the head after it is still judged, and the parameters whose gradient passes through
+    it are ERROR with the reason; the exit code counts it."""
+    import planted_backend
+
+    from irtrace.report.json_report import exit_code
+    planted_backend.register("shape")
+    report, _, run = _run(mid, "planted-shape", tmp_path)
+    assert run["status"] == "ok"
+    (sub,) = run["substituted"]
+    assert sub["node"] == "node_conv2d" and sub["verdict"] == compare.SHAPE_MISMATCH and "has shape" in sub["message"]
+    conv_out = [e for e in run["values"] if e["node"] == "node_conv2d"]
+    assert conv_out and conv_out[0]["verdict"] == compare.SHAPE_MISMATCH
+    after = [e for e in run["values"] if e["index"] > conv_out[0]["index"]]
+    assert after and all(e["verdict"] in (compare.MATCH, compare.NOISE) for e in after)  # fed the recorded value
+    params = {p["value"]: p for p in run["parameters"]}
+    assert set(params) == {"stem.weight", "stem.bias", "conv.weight", "conv.bias", "head.weight", "head.bias"}
+    for p in ("stem.weight", "stem.bias", "conv.weight", "conv.bias"):
+        assert params[p]["verdict"] == compare.ERROR and "node_conv2d" in params[p]["message"]
+    assert params["head.weight"]["verdict"] in (compare.MATCH, compare.NOISE)
+    assert exit_code(report) == 1

@@ -2,6 +2,14 @@
 from backends._table import Unsupported
 
 
+class NodeFailed(Exception):
+    """A chained run failed at one node: the framework raised there, or gave a wrong-shaped value."""
+
+    def __init__(self, node, message):
+        super().__init__(f"{node}: {message}")
+        self.node, self.message = node, message
+
+
 class Adapter:
     name = "?"
     modes = ("fwd",)
@@ -22,7 +30,7 @@ class Adapter:
             raise Unsupported(f"{spec.op_type} with {len(declared)} outputs: the op function returns {len(outs)}")
         return list(outs[:len(spec.outputs)])
 
-    def chained(self, pairs, feeds, outputs, cots, penalty):
+    def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None):
         raise Unsupported(f"backend {self.name!r} has no chained mode")
 
 
@@ -72,7 +80,26 @@ class AutodiffAdapter(Adapter):
         return self._run(self.autodiff.vjp2, self._op(entry, spec), inputs, spec.attrs, cots, us,
                          entry.flags.get("nondiff", ()))
 
-    def chained(self, pairs, feeds, outputs, cots, penalty):
-        """The graph run chained by the framework; pairs = [(entry, spec)] in topological order."""
-        steps = [(self._op(e, s), s.attrs, s.inputs, s.outputs, e.flags.get("nondiff", ())) for e, s in pairs]
+    def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None):
+        """The graph run chained by the framework; pairs = [(entry, spec)] in topological order.
+        `shapes`: value name -> the recorded shape; a node that raises or gives another shape stops
+        the run with NodeFailed naming it (the host then substitutes its recorded value)."""
+        steps = [(self._checked(self._op(e, s), s, shapes or {}), s.attrs, s.inputs, s.outputs,
+                  e.flags.get("nondiff", ())) for e, s in pairs]
         return self._run(self.autodiff.chained, steps, feeds, outputs, cots, tuple(penalty))
+
+    @staticmethod
+    def _checked(op, spec, shapes):
+        def run(*xs, **kw):
+            try:
+                outs = op(*xs, **kw)
+            except Unsupported:
+                raise
+            except Exception as e:  # noqa: BLE001 - the framework's own error, named by node
+                raise NodeFailed(spec.name, f"{type(e).__name__}: {e}".split("\nbacktrace:")[0][:1000]) from e
+            for name, y in zip(spec.outputs, outs):
+                want = shapes.get(name)
+                if want is not None and hasattr(y, "shape") and tuple(y.shape) != tuple(want):
+                    raise NodeFailed(spec.name, f"{name} has shape {list(y.shape)}, the recorded value {list(want)}")
+            return outs
+        return run

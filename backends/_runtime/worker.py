@@ -13,6 +13,7 @@ import traceback
 
 from backends._runtime import wire
 from backends._runtime.spec import from_json
+from backends._runtime.adapter import NodeFailed
 from backends._table import Unsupported
 
 
@@ -55,9 +56,12 @@ def graph(adapter, msg, arrays):
         return {"status": "unsupported", "message": str(e)}, []
     t = time.perf_counter()
     try:
-        values, grads = adapter.chained(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []))
+        values, grads = adapter.chained(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []),
+                                        shapes=msg.get("shapes"))
     except Unsupported as e:
         return {"status": "unsupported", "message": str(e)}, []
+    except NodeFailed as e:  # the host substitutes this node's recorded value and runs the rest
+        return {"status": "error", "node": e.node, "message": e.message}, []
     except Exception as e:  # the framework raised somewhere in the chain
         text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()
         return {"status": "error", "message": text[:2000]}, []

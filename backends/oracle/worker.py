@@ -210,9 +210,10 @@ class OracleAdapter(ReferenceAdapter):
             return list(dx) + list(dg)
         return run(np.abs) + run(np.square)
 
-    def chained(self, pairs, feeds, outputs, cots, penalty):
+    def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None):
         """The float64 chain: torch's op table in float64 (the oracle for chained errors)."""
-        return self.grad.chained([(self._torch_entry(s), s) for _, s in pairs], feeds, outputs, cots, penalty)
+        return self.grad.chained([(self._torch_entry(s), s) for _, s in pairs], feeds, outputs, cots, penalty,
+                                 shapes)
 
 
 def make_adapter():

@@ -35,6 +35,7 @@ class ChainedRun:
     state: list = field(default_factory=list)        # updated running stats
     first_divergence: dict = None
     first_grad_divergence: dict = None
+    substituted: list = field(default_factory=list)  # nodes that failed: {"node", "verdict", "message", "outputs"}
 
 
 def _graph_request(specs, protos, feeds, outputs, penalty):
@@ -71,15 +72,16 @@ class ChainRequest:
     specs: list
 
 
-def chain_request(bundle, loss="bundle"):
+def chain_request(bundle, loss="bundle", substituted=()):
     """The ChainRequest of `bundle` for `loss` ("bundle": the bundle's own loss, a gradient penalty
-    when it was exported with one; "grad-penalty": the penalty over every float model input)."""
+    when it was exported with one; "grad-penalty": the penalty over every float model input).
+    `substituted`: nodes that failed on this backend: their recorded values are fed instead."""
     if loss not in LOSSES:
         raise IrtraceError(f"unknown chained loss {loss!r}; choose from {', '.join(LOSSES)}")
     import base64
     model = bundle.model
     # shape arithmetic is what a port computes in Python: every backend gets its recorded values
-    shapes_only = shape_arithmetic(model)
+    shapes_only = shape_arithmetic(model) | set(substituted)
     specs = [s for s in node_specs(model) if s.name not in shapes_only]
     protos = {n.name: base64.b64encode(n.SerializeToString()).decode() for n in model.graph.node}
     m = bundle.manifest
@@ -105,6 +107,7 @@ def chain_request(bundle, loss="bundle"):
     else:
         penalty = []
     msg = _graph_request(specs, protos, feeds, outputs, penalty)
+    msg["shapes"] = {o: list(bundle.values.spec(o)[1]) for s in specs for o in s.outputs if o and o in bundle.values}
     return ChainRequest(msg, list(feeds.values()) + cots, loss, tuple(penalty), feeds, specs)
 
 
@@ -132,20 +135,40 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     params = [p for p in m.get("parameters", []) if p in feeds]
     state = m.get("state_outputs", {})
     runs = []
+    g = dag(node_specs(bundle.model))
     for backend in backends:
         t0 = time.perf_counter()
-        status, reply, vals, grads = run_chain(pool, backend, request, timeout)
+        status, reply, vals, grads, substituted = _run_substituting(pool, backend, bundle, request, timeout)
         run = ChainedRun(backend, status, reply.get("message", ""), time.perf_counter() - t0)
+        run.substituted = substituted
         if status == "ok":
+            failed = {o: sub for sub in substituted for o in sub["outputs"]}
+            # what a substituted node cuts off: every value upstream of it gets part of its cotangent through it
+            cut = {a for sub in substituted for a in _upstream_values(bundle.model, g, sub["node"])}
             for name in order:
+                if name in failed:
+                    sub = failed[name]
+                    run.values.append(_entry(name, sub["node"], producer[name][0], sub["verdict"], None,
+                                             {"message": f"{sub['message']} (its recorded value was fed downstream)"},
+                                             "fwd"))
+                    continue
                 if name in vals and name in ref_vals:
                     verdict, met, ex = compare.judge(vals[name], ref_vals[name], o_vals.get(name), policy)
                     run.values.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "fwd"))
-                if name in grads and name in ref_grads and name in path:
+                if name in cut and name in path:
+                    run.grads.append(_entry(name, producer[name][1], producer[name][0], compare.ERROR, None,
+                                            {"message": "part of its cotangent flows through a substituted node"},
+                                            "bwd"))
+                elif name in grads and name in ref_grads and name in path:
                     verdict, met, ex = compare.judge(grads[name], ref_grads[name], o_grads.get(name), policy)
                     run.grads.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "bwd"))
             for p in params:
-                if p in grads and p in ref_grads:
+                if p in cut:
+                    nodes = ", ".join(sub["node"] for sub in substituted)
+                    run.parameters.append(_entry(p, "", -1, compare.ERROR, None, {
+                        "message": f"not computed: its gradient passes through {nodes}, which failed on "
+                                   f"{backend} and was replaced by its recorded value"}, "param_grad"))
+                elif p in grads and p in ref_grads:
                     verdict, met, ex = compare.judge(grads[p], ref_grads[p], o_grads.get(p), policy)
                     run.parameters.append(_entry(p, "", -1, verdict, met, ex, "param_grad"))
             run.parameters.sort(key=lambda e: (-compare.SEVERITY.get(e["verdict"], 0), -(e["max_rel"] or 0.0), e["value"]))
@@ -170,6 +193,32 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
                                                  {"message": f"{backend} returned no gradient for {p}"}, "param_grad"))
         runs.append(run)
     return runs, loss
+
+
+def _run_substituting(pool, backend, bundle, request, timeout, limit=20):
+    """Run the chain; when a node fails (the framework raises, or a wrong shape), feed its recorded
+    value downstream and run again, so everything else still gets a verdict. Returns (status,
+    reply, values, grads, substituted: [{"node", "verdict", "message", "outputs"}])."""
+    substituted = []
+    while True:
+        status, reply, vals, grads = run_chain(pool, backend, request, timeout)
+        node = reply.get("node")
+        if status != compare.ERROR or not node or len(substituted) >= limit or \
+                node in {sub["node"] for sub in substituted}:
+            return status, reply, vals, grads, substituted
+        outputs = [o for n in bundle.model.graph.node if n.name == node for o in n.output if o]
+        verdict = compare.SHAPE_MISMATCH if "has shape" in reply.get("message", "") else compare.ERROR
+        substituted.append({"node": node, "verdict": verdict, "message": reply.get("message", ""), "outputs": outputs})
+        log.info("chained %s: %s failed (%s); feeding its recorded value", backend, node, reply.get("message"))
+        request = chain_request(bundle, request.loss, [sub["node"] for sub in substituted])
+
+
+def _upstream_values(model, graph, node):
+    """Every value the node's inputs are computed from (its ancestors' outputs and the graph's
+    inputs and initializers that feed them)."""
+    nodes = {n.name: n for n in model.graph.node}
+    names = (nx.ancestors(graph, node) if node in graph else set()) | {node}
+    return {i for n in names for i in nodes[n].input if i}
 
 
 def _isolated(isolated, backend, node, mode):

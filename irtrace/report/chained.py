@@ -30,6 +30,9 @@ def lines(section, top=10):
         bad_g = sum(1 for e in r["grads"] if e["verdict"] in ("DIVERGENT", "NAN_MISMATCH", "SHAPE_MISMATCH"))
         out.append(f"chained {b} ({section['loss']} loss): {len(r['values'])} values, {bad_v} diverge forward; "
                    f"{len(r['grads'])} cotangents, {bad_g} diverge backward")
+        for sub in r.get("substituted", []):
+            out.append(f"  {sub['verdict']} at {sub['node']}: {sub['message'][:200]} — its recorded value was fed "
+                       f"downstream")
         for key, title in (("first_divergence", "forward"), ("first_grad_divergence", "backward")):
             d = r.get(key)
             if d:

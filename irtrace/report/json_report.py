@@ -97,6 +97,7 @@ def chained_failures(report):
     for run in (report.get("chained") or {}).get("runs", []):
         if run["status"] in compare.FAILING:
             out.append((run["backend"], "run", run["status"]))
+        out += [(run["backend"], sub["node"], sub["verdict"]) for sub in run.get("substituted", [])]
         for kind in ("parameters", "state"):
             out += [(run["backend"], e["value"], e["verdict"]) for e in run.get(kind, [])
                     if e["verdict"] in compare.FAILING]
