@@ -6,10 +6,10 @@ shows up as a failure asking to update this table. Keys: (case, mode, output). V
 what was observed: the framework's own error, or the worst element).
 
 Every forward and first-order gradient matches, except where a node asks for what OneFlow has
-no option for: batchnorm_train_biased (a case tests/test_oneflow.py adds to the shared table)
+no option for: batchnorm_train_biased (one of the cases tests/test_oneflow.py adds to the shared table)
 wants ONNX's biased running_var, and OneFlow's batch_norm updates it with the unbiased estimator.
 The rest is second order: OneFlow has no double-backward rule for the backward ops of batch_norm,
-clamp, index_select (Gather), maximum / minimum, reflection / replication pad, bilinear / nearest
+clamp, index_select (Gather), gather (GatherElements), maximum / minimum, reflection / replication pad, bilinear / nearest
 upsampling, narrow (Split), topk and gelu(approximate="tanh") ("The gradient function for op
 ..._grad is not found"); functional.prelu's double backward fails on its own shapes; and
 log_softmax's second derivative is silently off (on a single element, where the exact d(grad)/dx
@@ -40,6 +40,9 @@ KNOWN = {('batchnorm_eval', 'vjp2', '*'): ('ERROR',
  ('gather_axis1', 'vjp2', '*'): ('ERROR',
                                  'Exception: The gradient function for op unsorted_segment_sum_like is not found. '
                                  'Please check whether'),
+ ('gather_elements', 'vjp2', '*'): ('ERROR',
+                                    'Exception: The gradient function for op dim_scatter_add_like is not found. '
+                                    'Please check whether it h'),
  ('gelu_tanh', 'vjp2', '*'): ('ERROR',
                               'Exception: The gradient function for op fast_gelu_grad is not found. Please check '
                               'whether it has bee'),

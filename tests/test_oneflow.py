@@ -61,10 +61,26 @@ def worker():
 
 
 def _extra_cases():
-    """The shared table plus a training-mode BatchNorm that asks for ONNX's biased running_var."""
-    from op_cases import CASES, POS, C, X
-    return CASES + [C("batchnorm_train_biased", "TrainBatchNormalization", X(4, 2, 3, 3), X(2), X(2), X(2), POS(2),
-                      outputs=3, domain="ai.irtrace", epsilon=1e-5, momentum=0.8, running_var_estimator="biased")]
+    """The shared table, a training-mode BatchNorm that asks for ONNX's biased running_var, and the
+    rest of OneFlow's table (ops the shared table and the examples do not reach)."""
+    from op_cases import CASES, INT, POS, C, X
+    return CASES + [
+        C("batchnorm_train_biased", "TrainBatchNormalization", X(4, 2, 3, 3), X(2), X(2), X(2), POS(2), outputs=3,
+          domain="ai.irtrace", epsilon=1e-5, momentum=0.8, running_var_estimator="biased"),
+        C("mod_fmod", "Mod", X(2, 3), POS(2, 3), fmod=1), C("elu", "Elu", X(2, 3), alpha=0.7),
+        C("selu", "Selu", X(2, 3)), C("softsign", "Softsign", X(2, 3)), C("sign", "Sign", X(2, 3)),
+        C("isinf", "IsInf", X(2, 3)), C("flatten", "Flatten", X(2, 3, 4), axis=2),
+        C("cumsum_excl_rev", "CumSum", X(3, 4), INT(1), exclusive=1, reverse=1),
+        C("argmax_last", "ArgMax", X(3, 4), axis=1, select_last_index=1),
+        C("globalmaxpool", "GlobalMaxPool", X(2, 3, 4, 5)), C("sum3", "Sum", X(2, 3), X(2, 3), X(3)),
+        C("gather_elements", "GatherElements", X(3, 4), ("idx", (3, 2), 4), axis=1),
+        C("spacetodepth", "SpaceToDepth", X(1, 2, 4, 6), blocksize=2),
+        C("trilu_lower", "Trilu", X(4, 5), INT(1), upper=0),
+        C("reducel2", "ReduceL2", X(2, 3, 4), INT(1), keepdims=1),
+        C("reduceprod", "ReduceProd", X(2, 3, 4), INT(0, 2), keepdims=0),
+        C("reducesumsquare", "ReduceSumSquare", X(2, 3, 4), INT(1), keepdims=1),
+        C("reducelogsumexp", "ReduceLogSumExp", X(2, 3, 4), INT(2), keepdims=0),
+        C("dropout_eval", "Dropout", X(2, 3))]
 
 
 @pytest.fixture(scope="module")
