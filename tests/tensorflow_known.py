@@ -12,8 +12,9 @@ Why, in TensorFlow's own code:
 - tf.nn.conv2d's CPU gradient kernels refuse groups (and depthwise) and dilations > 1 while the
   forward computes them (Keras routes grouped convs through XLA for this reason).
 - tf.nn.max_pool2d with explicit paddings has a gradient, but MaxPoolGradGrad takes SAME/VALID only.
-- ResizeBilinearGrad's gradient w.r.t. the incoming gradient is None, so d2g is a silent zero;
-  ResizeNearestNeighborGrad has no gradient at all.
+- ResizeBilinearGrad is declared NotDifferentiable, so d2g (the gradient w.r.t. the incoming
+  gradient) does not exist in TensorFlow where torch's is nonzero (with
+  unconnected_gradients=ZERO it would be a silent 0); ResizeNearestNeighborGrad has no gradient at all.
 """
 
 KNOWN = {('batchnorm_train', 'vjp2', 'd2x:batchnorm_train.in0'): ('DIVERGENT',
@@ -57,11 +58,9 @@ KNOWN = {('batchnorm_train', 'vjp2', 'd2x:batchnorm_train.in0'): ('DIVERGENT',
                                    'InvalidArgumentError: Value for attr \'padding\' of "EXPLICIT" is not in the list '
                                    'of allowed'),
  ('resize_linear_align_corners', 'vjp2', 'd2g:resize_linear_align_corners.out0'): ('DIVERGENT',
-                                                                                   'tensorflow 0 vs torch 2.83 at [0, '
-                                                                                   '1, 0, 0], max abs 2.83'),
+          'tensorflow computes no gradient for g:resize_linear_align_corners.out0'),
  ('resize_linear_half_pixel', 'vjp2', 'd2g:resize_linear_half_pixel.out0'): ('DIVERGENT',
-                                                                             'tensorflow 0 vs torch -1.827 at [0, 0, '
-                                                                             '5, 7], max abs 1.83'),
+          'tensorflow computes no gradient for g:resize_linear_half_pixel.out0'),
  ('resize_nearest', 'vjp2', '*'): ('ERROR',
                                    'LookupError: gradient registry has no entry for: ResizeNearestNeighborGrad '
                                    '(registry.py:95')}

@@ -83,7 +83,7 @@ def test_op_table_against_torch_known_findings_are_strict(tf_replay):
     assert not fixed, f"known TensorFlow findings that no longer show (fixed? update tests/tensorflow_known.py): {fixed}"
     for k, (verdict, text) in KNOWN.items():
         r = seen[k]
-        if verdict == compare.DIVERGENT:  # the numbers, not only the verdict
+        if verdict == compare.DIVERGENT and "max abs " in text:  # the numbers, not only the verdict
             want = float(text.rsplit("max abs ", 1)[1])
             assert r.metrics.max_abs == pytest.approx(want, rel=0.01), (k, _described(r))
         else:

@@ -3,9 +3,11 @@
 Standalone (numpy and tensorflow only): generated repro scripts inline this file verbatim, so
 what a maintainer reads is exactly what irtrace ran. Deterministic ops are switched on here, so a
 repro runs with the same setting as the replay. float64 stays float64 (TensorFlow has it).
-A target that no recorded op connects to a source gets TensorFlow's own explicit zeros
-(unconnected_gradients=ZERO); an op without a registered gradient raises (LookupError), never
-a silent zero.
+Where TensorFlow returns no gradient (None: no recorded path, or an op it declares
+NotDifferentiable), vjp and vjp2 return None, never a zero of our own: irtrace then says "computes no
+gradient" unless torch's answer is zero too. The chained loss keeps every term: TensorFlow's own
+explicit zeros (unconnected_gradients=ZERO) stand for "no path". An op without a registered
+gradient raises (LookupError).
   vjp:  h_i = (df/dx_i)^T g for every float input x_i
   vjp2: s = sum_i <h_i(x, g), u_i>; returns (ds/dx_i, ds/dg_j) through nested tapes
 """
@@ -58,11 +60,11 @@ def fwd(op, inputs, attrs):
 
 
 def _gradient(tape, ps, targets):
+    """d<ys, gs>/d targets; None where TensorFlow gives no gradient (see the module docstring)."""
     if not ps or not targets:
-        return [tf.zeros_like(t) for t in targets]
-    hs = tape.gradient([p[0] for p in ps], targets, output_gradients=[p[1] for p in ps],
-                       unconnected_gradients=ZERO)
-    return [tf.convert_to_tensor(h) for h in hs]  # IndexedSlices (tf.gather's gradient) made dense
+        return [tf.zeros_like(t) for t in targets]  # no float output with a cotangent: exactly zero
+    hs = tape.gradient([p[0] for p in ps], targets, output_gradients=[p[1] for p in ps])
+    return [None if h is None else tf.convert_to_tensor(h) for h in hs]  # IndexedSlices (tf.gather's) made dense
 
 
 def vjp(op, inputs, attrs, cots, nondiff=()):
@@ -75,7 +77,11 @@ def vjp(op, inputs, attrs, cots, nondiff=()):
             tape.watch(x)
         ys = as_tuple(op(*xs, **attrs))
     hs = iter(_gradient(tape, pairs(ys, [to_tensor(c) for c in cots]), targets))
-    return [to_numpy(next(hs)) if x is not None else None for x in diff]
+    return [_maybe(next(hs)) if x is not None else None for x in diff]
+
+
+def _maybe(t):
+    return None if t is None else to_numpy(t)
 
 
 def vjp2(op, inputs, attrs, cots, us, nondiff=()):
@@ -95,13 +101,14 @@ def vjp2(op, inputs, attrs, cots, us, nondiff=()):
         hs = _gradient(inner, pairs(ys, gs), targets)
         # an input without a direction u (no gradient path in the model) contributes nothing to s
         diff_us = [u for u, x in zip(us, diff) if x is not None]
-        terms = [tf.reduce_sum(h * tf.cast(to_tensor(u), h.dtype)) for h, u in zip(hs, diff_us) if u is not None]
+        # an h TensorFlow gives no gradient for has no term: torch's would be <0, u> there
+        terms = [tf.reduce_sum(h * tf.cast(to_tensor(u), h.dtype)) for h, u in zip(hs, diff_us)
+                 if u is not None and h is not None]
         s = tf.add_n(terms) if terms else None
     wrt = targets + g_targets
-    d = iter(outer.gradient(s, wrt, unconnected_gradients=ZERO) if s is not None and wrt
-             else [tf.zeros_like(w) for w in wrt])
-    dx = [to_numpy(next(d)) if x is not None else None for x in diff]
-    dg = [to_numpy(next(d)) if g is not None else None for g in gs]
+    d = iter(outer.gradient(s, wrt) if s is not None and wrt else [tf.zeros_like(w) for w in wrt])
+    dx = [_maybe(next(d)) if x is not None else None for x in diff]
+    dg = [_maybe(next(d)) if g is not None else None for g in gs]
     return dx, dg
 
 
