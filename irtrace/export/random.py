@@ -14,6 +14,7 @@ rewritten as the same arithmetic on a recorded draw, so the gradient still flows
     dropout1d/2d/3d, feature_alpha_dropout: x * mask / (1 - p), mask ~ Bernoulli(1 - p) per channel
     alpha_dropout: x * a_mask + b   (torch's formula, mask per element)
     rrelu (training): x where x >= 0 else x * slope, slope ~ U(lower, upper) per element
+    scaled_dot_product_attention(dropout_p > 0): its math form, the dropout a recorded one
 """
 import contextlib
 import math
@@ -145,7 +146,31 @@ def _rrelu(rec, input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=Fal
     return torch.where(input >= 0, input, input * slope)
 
 
-_REWRITES = {functional.dropout1d: _dropout_nd("dropout1d"), functional.dropout2d: _dropout_nd("dropout2d"),
+def _sdpa(rec, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """scaled_dot_product_attention with dropout_p > 0 draws its mask inside the kernel: written out
+    as the documented math (softmax(q k^T * scale + mask) then dropout, then @ v), its dropout is
+    functional.dropout, recorded as a RecordedDropout like any other."""
+    kw = {"enable_gqa": enable_gqa} if enable_gqa else {}
+    if dropout_p == 0.0:
+        return functional.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=0.0,
+                                                      is_causal=is_causal, scale=scale, **kw)
+    length, source = query.size(-2), key.size(-2)
+    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    if enable_gqa:
+        key = key.repeat_interleave(query.size(-3) // key.size(-3), -3)
+        value = value.repeat_interleave(query.size(-3) // value.size(-3), -3)
+    attn = query @ key.transpose(-2, -1) * scale
+    if is_causal:
+        keep = torch.ones(length, source, dtype=torch.bool).tril()
+        attn = attn.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        attn = attn.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else attn + attn_mask
+    attn = torch.softmax(attn, dim=-1)
+    attn = functional.dropout(attn, dropout_p, training=True)
+    return attn @ value
+
+
+_REWRITES = {functional.scaled_dot_product_attention: _sdpa, functional.dropout1d: _dropout_nd("dropout1d"), functional.dropout2d: _dropout_nd("dropout2d"),
              functional.dropout3d: _dropout_nd("dropout3d"), functional.alpha_dropout: _alpha_dropout,
              functional.feature_alpha_dropout: _feature_alpha, functional.rrelu: _rrelu}
 

@@ -138,15 +138,65 @@ def _quiet():
         tl.setLevel(level)
 
 
-def _flatten(out):
+def _flatten(out, path=""):
+    """The model's output as [(path, tensor)], in the order torch.export flattens it: tensors,
+    tuples/lists (path `0`, `1`, ...), dicts and ModelOutput-like mappings (by key; None values are
+    left out, as ModelOutput does), dataclasses (by field), and caches that flatten as pytrees
+    (transformers' DynamicCache: `past_key_values.layers.0.keys` ...). Anything else raises one
+    line saying where it is and what to pass."""
+    import dataclasses
+
     import torch
+    from torch.utils import _pytree as pytree
+    join = (lambda k: f"{path}.{k}" if path else str(k))
     if isinstance(out, torch.Tensor):
-        return [out]
+        return [(path or "output", out)]
+    if out is None:
+        return []
     if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _flatten(o)]
+        return [t for i, o in enumerate(out) for t in _flatten(o, join(i))]
     if isinstance(out, dict):
-        return [t for k in out for t in _flatten(out[k])]
-    raise IrtraceError(f"the model returned a {type(out).__name__}; irtrace needs tensors (or tuples/lists/dicts of them)")
+        return [t for k in out for t in _flatten(out[k], join(k))]
+    if dataclasses.is_dataclass(out) and not isinstance(out, type):
+        return [t for f in dataclasses.fields(out) for t in _flatten(getattr(out, f.name), join(f.name))]
+    if type(out) in pytree.SUPPORTED_NODES:
+        children, context = pytree.SUPPORTED_NODES[type(out)].flatten_fn(out)
+        keys = _pytree_keys(out, context, len(children))
+        return [t for k, c in zip(keys, children) for t in _flatten(c, join(k))]
+    where = f" at output {path!r}" if path else ""
+    hint = (" (a cache: pass use_cache=False to the model, e.g. in a wrapper module's forward)"
+            if "cache" in type(out).__name__.lower() else " (return only the tensors you want compared)")
+    raise IrtraceError(f"the model returned a {type(out).__name__}{where}; irtrace needs tensors, or tuples, "
+                       f"lists, dicts, dataclasses or ModelOutputs of them{hint}")
+
+
+def _pytree_keys(obj, context, n):
+    """Names for a registered pytree node's children: its flatten_with_keys names where it has them."""
+    from torch.utils import _pytree as pytree
+    entry = pytree.SUPPORTED_NODES[type(obj)]
+    if getattr(entry, "flatten_with_keys_fn", None) is not None:
+        try:
+            pairs, _ = entry.flatten_with_keys_fn(obj)
+            names = []
+            for k, _c in pairs:
+                text = getattr(k, "name", None) or getattr(k, "key", None)
+                names.append(str(text if text is not None else getattr(k, "idx", len(names))))
+            if len(names) == n:
+                return names
+        except Exception:  # noqa: BLE001 (names are cosmetic; positions always work)
+            pass
+    if isinstance(context, (list, tuple)) and len(context) == n and all(isinstance(c, str) for c in context):
+        return list(context)
+    return [str(i) for i in range(n)]
+
+
+def _is_container(out):
+    """True when the output has names worth giving the graph's outputs (a mapping or a record)."""
+    import dataclasses
+
+    import torch
+    return not isinstance(out, (torch.Tensor, list, tuple)) and out is not None and (
+        isinstance(out, dict) or dataclasses.is_dataclass(out))
 
 
 def _module_outputs(model, inputs, masks, draws):
@@ -167,7 +217,10 @@ def _module_outputs(model, inputs, masks, draws):
     finally:
         for h in hooks:
             h.remove()
-    return [t.detach().clone() for t in _flatten(out)], captured, {k: v.detach().clone() for k, v in model.state_dict().items()}
+    flat = _flatten(out)
+    names = [p for p, _ in flat] if _is_container(out) else None
+    return ([t.detach().clone() for _, t in flat], captured,
+            {k: v.detach().clone() for k, v in model.state_dict().items()}, names)
 
 
 def _compare(a, b):
@@ -203,7 +256,9 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     torch.manual_seed(seed)
     masks, draws = [], []
     try:
-        ref_out, submodule_out, state_after = _module_outputs(model, inputs, masks, draws)
+        ref_out, submodule_out, state_after, out_names = _module_outputs(model, inputs, masks, draws)
+    except IrtraceError:
+        raise
     except Exception as e:
         raise IrtraceError(f"the model raised on the example inputs: {type(e).__name__}: {e}") from e
     model.load_state_dict(state)
@@ -223,6 +278,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     sources = {n.name: _source(n) for n in raw.graph.node}
     _name_dropout_masks(raw, sources)
     random_mod.name_draws(raw, draws, sources)
+    _name_outputs(raw, out_names)
     graph, original_attrs = canonical.canonicalize(raw, bn_estimator="unbiased")
     state_outputs = _expose_running_stats(graph)
     sources = {n.name: sources.get(n.name, {}) for n in graph.graph.node}
@@ -273,6 +329,23 @@ def _versions():
     return {"irtrace": irtrace.__version__, "torch": torch.__version__, "onnx": onnx.__version__,
             "onnxscript": onnxscript.__version__, "numpy": np.__version__,
             "python": platform.python_version(), "platform": platform.platform()}
+
+
+def _name_outputs(model, names):
+    """A container's tensors become graph outputs named by their path in it (`logits`,
+    `past_key_values.layers.0.keys`), where the graph's outputs map one to one onto them."""
+    if not names:
+        return
+    outs = [o.name for o in model.graph.output]
+    taken = {i.name for i in model.graph.input} | {t.name for t in model.graph.initializer}
+    produced = {v for n in model.graph.node for v in n.output}
+    if len(outs) != len(names) or len(set(outs)) != len(outs) or len(set(names)) != len(names) \
+            or any(o in taken or o not in produced for o in outs):
+        return
+    existing = produced | taken
+    for old, new in zip(outs, names):
+        if old != new and new not in existing:
+            canonical.rename_value(model, old, new)
 
 
 def _name_dropout_masks(model, sources):

@@ -3,4 +3,4 @@ from backends._table import OpTable
 
 OPS = OpTable("torch")
 
-from backends.torch.ops import conv, elementwise, linalg, norm, pool, reduce, shape  # noqa: E402,F401
+from backends.torch.ops import conv, elementwise, index, linalg, norm, pool, reduce, shape  # noqa: E402,F401

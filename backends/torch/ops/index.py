@@ -1,0 +1,56 @@
+"""Indexing ops torch.onnx.export emits for advanced indexing and index assignment (timm's
+EfficientFormerV2 / LeViT attention-bias tables: GatherND; `x[idx] = v`: ScatterND)."""
+import torch
+
+from backends.torch.ops import OPS
+
+
+def _nd_index(x, indices, batch_dims):
+    """ONNX GatherND/ScatterND indices (..., k) as a tuple for torch's advanced indexing of `x`
+    (no batch dims) with negative indices wrapped."""
+    k = indices.shape[-1]
+    idx = indices.to(torch.int64)
+    sizes = torch.tensor(x.shape[batch_dims:batch_dims + k], dtype=torch.int64)
+    idx = torch.where(idx < 0, idx + sizes, idx)
+    return tuple(idx[..., j] for j in range(k))
+
+
+@OPS.register("GatherND", since=13, nondiff=(1,))
+def gather_nd(x, indices, *, batch_dims=0):
+    if batch_dims == 0:
+        return x[_nd_index(x, indices, 0)]
+    # batch_dims > 0: fold the batch dims into one and gather per batch with an arange index
+    b = x.shape[:batch_dims]
+    nb = 1
+    for d in b:
+        nb *= int(d)
+    xf = x.reshape((nb,) + tuple(x.shape[batch_dims:]))
+    idx = indices.reshape((nb,) + tuple(indices.shape[batch_dims:]))
+    parts = _nd_index(xf, idx, 1)
+    batch = torch.arange(nb).reshape((nb,) + (1,) * (idx.dim() - 2)).expand(idx.shape[:-1])
+    out = xf[(batch,) + parts]
+    return out.reshape(tuple(b) + tuple(out.shape[1:]))
+
+
+@OPS.register("ScatterND", since=18, nondiff=(1,))
+def scatter_nd(x, indices, updates, *, reduction="none"):
+    index = _nd_index(x, indices, 0)
+    if reduction == "none":
+        return x.index_put(index, updates)
+    if reduction == "add":
+        return x.index_put(index, updates, accumulate=True)
+    if reduction == "mul":
+        out = x.clone()
+        out[index] = out[index] * updates
+        return out
+    raise NotImplementedError(f"ScatterND reduction={reduction!r}")
+
+
+@OPS.register("ScatterElements", since=18, nondiff=(1,))
+def scatter_elements(x, indices, updates, *, axis=0, reduction="none"):
+    a = axis + x.dim() if axis < 0 else axis
+    idx = torch.where(indices < 0, indices + x.shape[a], indices).to(torch.int64)
+    if reduction == "none":
+        return torch.scatter(x, a, idx, updates)
+    return torch.scatter_reduce(x, a, idx, updates, reduce={"add": "sum", "mul": "prod", "max": "amax",
+                                                             "min": "amin"}[reduction], include_self=True)

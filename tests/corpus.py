@@ -1,0 +1,216 @@
+"""The real-model corpus: torchvision, timm and Hugging Face transformers architectures with random
+weights (no downloads) and small inputs, as the tests and the README table use them.
+
+Set-up (requirements-corpus.txt, installed with --no-deps so torch stays at 2.13.0+cpu):
+
+TORCHVISION SHIM. torchvision 0.28.0 (the release matching torch 2.13) ships only a CUDA build of
+its C extension, which does not load next to the CPU torch; `import torchvision` then fails in
+torchvision/_meta_registrations.py with "operator torchvision::nms does not exist", because that
+module registers fake kernels for `torchvision::nms` / `torchvision::qnms` unconditionally. Defining
+the two op schemas first (below) lets the import succeed; no kernel is registered, so calling nms
+would still fail loudly. The model definitions are pure Python and are unaffected. timm imports
+torchvision, so the shim runs before either. `_TORCHVISION_LIB` keeps the Library object alive (a
+collected Library deregisters its definitions).
+"""
+import importlib.util
+
+import torch
+
+_TORCHVISION_LIB = None
+
+
+def _shim_torchvision():
+    global _TORCHVISION_LIB
+    if _TORCHVISION_LIB is not None or importlib.util.find_spec("torchvision") is None:
+        return
+    try:
+        torch.ops.torchvision.nms  # noqa: B018 (a working C extension registered it already)
+        return
+    except (AttributeError, RuntimeError):
+        pass
+    lib = torch.library.Library("torchvision", "DEF")
+    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _TORCHVISION_LIB = lib
+
+
+def available():
+    """None when torchvision, timm and transformers import, else the reason they do not."""
+    missing = [m for m in ("torchvision", "timm", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        return (f"corpus packages not installed ({', '.join(missing)}): "
+                f".venv/bin/python -m pip install --no-deps -r requirements-corpus.txt")
+    _shim_torchvision()
+    try:
+        import timm  # noqa: F401
+        import torchvision  # noqa: F401
+        import transformers  # noqa: F401
+    except Exception as e:  # noqa: BLE001 (the reason is shown in the skip)
+        return f"corpus packages do not import: {type(e).__name__}: {e}"
+    return None
+
+
+def _image(n=2, size=32):
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(n, 3, size, size, generator=g),)
+
+
+def _tokens(n=2, length=8, vocab=96):
+    g = torch.Generator().manual_seed(0)
+    return (torch.randint(0, vocab, (n, length), generator=g),)
+
+
+# ---- torchvision
+
+
+def resnet18():
+    import torchvision
+    return torchvision.models.resnet18(weights=None, num_classes=10), _image()
+
+
+def mobilenet_v3_small():
+    import torchvision
+    return torchvision.models.mobilenet_v3_small(weights=None, num_classes=10), _image()
+
+
+def efficientnet_b0():
+    import torchvision
+    return torchvision.models.efficientnet_b0(weights=None, num_classes=10), _image()
+
+
+def convnext_tiny():
+    import torchvision
+    return torchvision.models.convnext_tiny(weights=None, num_classes=10), _image()
+
+
+def vit_tiny():
+    from torchvision.models.vision_transformer import VisionTransformer
+    return VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+                             num_classes=10, dropout=0.1, attention_dropout=0.1), _image()
+
+
+def resnet18_fpn():
+    """A detection backbone: ResNet-18 + FeaturePyramidNetwork (torchvision's detection code); returns
+    an OrderedDict of feature maps."""
+    from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+    return resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=5), _image(size=64)
+
+
+# ---- timm
+
+
+def _timm(name, size=64, **kw):
+    import timm
+    return timm.create_model(name, pretrained=False, num_classes=10, **kw), _image(size=size)
+
+
+def timm_resnet10t():
+    return _timm("resnet10t", size=32)
+
+
+def timm_mobilevitv2():
+    return _timm("mobilevitv2_050", size=64)
+
+
+def timm_efficientformerv2():
+    return _timm("efficientformerv2_s0", size=64, img_size=64)
+
+
+def timm_levit():
+    return _timm("levit_128s", size=64, img_size=64)
+
+
+def timm_deit_tiny():
+    return _timm("deit_tiny_patch16_224", size=32, img_size=32, depth=2)
+
+
+# ---- transformers (tiny configs)
+
+
+
+
+def gpt2_tiny():
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = GPT2Config(vocab_size=96, n_positions=16, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0)
+    return GPT2LMHeadModel(cfg), _tokens()
+
+
+def gpt2_tiny_nocache():
+    """GPT-2 as the corpus replays it: use_cache=False (its default output holds a DynamicCache,
+    which torch.export cannot return; irtrace says so in one line)."""
+    model, inputs = gpt2_tiny()
+    return NoCache(model), inputs
+
+
+def bert_tiny():
+    from transformers import BertConfig, BertModel
+    cfg = BertConfig(vocab_size=96, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                     max_position_embeddings=16)
+    return BertModel(cfg), _tokens()
+
+
+def llama_tiny():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16)
+    return NoCache(LlamaForCausalLM(cfg)), _tokens()
+
+
+def t5_tiny():
+    from transformers import T5Config, T5ForConditionalGeneration
+    cfg = T5Config(vocab_size=96, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
+                   decoder_start_token_id=0)
+    # eager attention: with sdpa, torch.onnx.export (torch 2.13) fails in its decomposition step
+    # ("Cannot view a tensor with shape ... as a tensor with shape (2, 8, 32)", modeling_t5.py's
+    # attn_output.reshape after the transpose), with or without irtrace
+    model = T5ForConditionalGeneration._from_config(cfg, attn_implementation="eager")
+    ids = _tokens()[0]
+    return _Seq2Seq(model), (ids, ids[:, :4].contiguous())
+
+
+class NoCache(torch.nn.Module):
+    """A causal LM called with use_cache=False (the model's output is still its ModelOutput)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False)
+
+
+class _Seq2Seq(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, decoder_input_ids):
+        return self.model(input_ids=input_ids, decoder_input_ids=decoder_input_ids, use_cache=False)
+
+
+# name -> (factory, modes); train only where the model has BatchNorm or dropout
+CORPUS = {
+    "resnet18": (resnet18, ("eval", "train")),
+    "mobilenet_v3_small": (mobilenet_v3_small, ("eval", "train")),
+    "efficientnet_b0": (efficientnet_b0, ("eval", "train")),
+    "convnext_tiny": (convnext_tiny, ("eval", "train")),
+    "vit_tiny": (vit_tiny, ("eval", "train")),
+    "resnet18_fpn": (resnet18_fpn, ("eval", "train")),
+    "timm_resnet10t": (timm_resnet10t, ("eval", "train")),
+    "timm_mobilevitv2": (timm_mobilevitv2, ("eval", "train")),
+    "timm_efficientformerv2": (timm_efficientformerv2, ("eval", "train")),
+    "timm_levit": (timm_levit, ("eval", "train")),
+    "timm_deit_tiny": (timm_deit_tiny, ("eval",)),
+    "gpt2_tiny": (gpt2_tiny_nocache, ("eval", "train")),
+    "bert_tiny": (bert_tiny, ("eval", "train")),
+    "llama_tiny": (llama_tiny, ("eval",)),
+    "t5_tiny": (t5_tiny, ("eval", "train")),
+}
+
+
+def build(name):
+    """(model, example inputs), seeded: the same random weights every time."""
+    _shim_torchvision()
+    torch.manual_seed(0)
+    factory, _ = CORPUS[name]
+    return factory()
