@@ -36,7 +36,7 @@ class NodeReport:
     index: int
     source: dict
     results: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)   # {"mode", "output", "reason"}: not judged, and why
+    skipped: list = field(default_factory=list)   # {"mode", "output", "backend" (None: all), "reason"}
 
 
 @dataclass
@@ -198,10 +198,12 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
         for mode in modes:
             if mode != "fwd" and (not float_in or all(c is None for c in cots)):
                 if mode != "fwd" and off and not float_in:
-                    node.skipped.append({"mode": mode, "output": "*", "reason": "no input on a gradient path"})
+                    node.skipped.append({"mode": mode, "output": "*", "backend": None,
+                                         "reason": "no input on a gradient path"})
                 continue
             node.skipped += [{"mode": mode, "output": f"{'d' if mode == 'vjp' else 'd2x'}:{spec.inputs[k]}",
-                              "reason": "not on a gradient path of the model"} for k in off if mode != "fwd"]
+                              "backend": None, "reason": "not on a gradient path of the model"}
+                             for k in off if mode != "fwd"]
             msg = _request(spec, mode, protos[spec.name], out_dtypes)
             arrays = inputs if mode == "fwd" else inputs + cots + (us if mode == "vjp2" else [])
             # --form original: ONNX-executing backends get the node as it was before canonicalization;
