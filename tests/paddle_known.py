@@ -197,16 +197,13 @@ PADDING = {'avgpool_begin_n7_s2_cip1_c1': ('DIVERGENT', 'paddle 0.4084 vs torch 
  'avgpool_sym_n8_s3_cip1_c1': ('SHAPE_MISMATCH', 'shape [1, 2, 4, 4] vs reference [1, 2, 3, 3]'),
  'maxpool_sym_n8_s3_d1_c1': ('SHAPE_MISMATCH', 'shape [1, 2, 4, 4] vs reference [1, 2, 3, 3]')}
 
-# Distinct findings (op type, mode, verdict) on the example models, as observed. stylegan2's Mul vjp
-# is d/d(gain) of x * sqrt(2): a 0-d input whose gradient is a sum over 128-512 products; Paddle's
-# float32 sum is 11 ulp from torch's (max abs 6.6e-7, allowed 5.8e-7) and further from float64.
+# Distinct findings (op type, mode, verdict) on the example models, as observed. Nodes compared / skipped
+# as shape arithmetic: resnet 35/14, wideresnet 47/19, wideresnet-train 50/19, stylegan2 183/61, gpt 46/9.
 EXAMPLES = {'gpt': [('Gelu', 'vjp2', 'ERROR'), ('LayerNormalization', 'vjp2', 'ERROR'), ('Softmax', 'vjp2', 'ERROR')],
  'resnet': [('MaxPool', 'vjp2', 'ERROR'), ('TrainBatchNormalization', 'fwd', 'DIVERGENT')],
  'stylegan2': [('Conv', 'vjp2', 'ERROR'),
                ('ConvTranspose', 'vjp2', 'ERROR'),
-               ('Mul', 'vjp', 'DIVERGENT'),
                ('Pow', 'vjp2', 'ERROR'),
-               ('Reciprocal', 'vjp2', 'ERROR'),
-               ('Slice', 'vjp2', 'ERROR')],
+               ('Reciprocal', 'vjp2', 'ERROR')],
  'wideresnet': [('BatchNormalization', 'vjp2', 'ERROR')],
  'wideresnet-train': [('TrainBatchNormalization', 'fwd', 'DIVERGENT')]}
