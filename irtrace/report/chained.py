@@ -30,6 +30,8 @@ def lines(section, top=10):
         bad_g = sum(1 for e in r["grads"] if e["verdict"] in ("DIVERGENT", "NAN_MISMATCH", "SHAPE_MISMATCH"))
         out.append(f"chained {b} ({section['loss']} loss): {len(r['values'])} values, {bad_v} diverge forward; "
                    f"{len(r['grads'])} cotangents, {bad_g} diverge backward")
+        for note in r.get("notes", []):
+            out.append(f"  ({note})")
         for sub in r.get("substituted", []):
             out.append(f"  {sub['verdict']} at {sub['node']}: {sub['message'][:200]} — its recorded value was fed "
                        f"downstream")
