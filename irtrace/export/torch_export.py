@@ -170,6 +170,26 @@ def _flatten(out, path=""):
                        f"lists, dicts, dataclasses or ModelOutputs of them{hint}")
 
 
+def _register_dataclasses(out):
+    """torch.export returns only registered pytree types: a plain dataclass the model returns is
+    registered with torch.export.register_dataclass (fields in order), as a user would."""
+    import dataclasses
+
+    import torch
+    from torch.utils import _pytree as pytree
+    if isinstance(out, (list, tuple)):
+        for o in out:
+            _register_dataclasses(o)
+    elif isinstance(out, dict):
+        for o in out.values():
+            _register_dataclasses(o)
+    elif dataclasses.is_dataclass(out) and not isinstance(out, type):
+        if type(out) not in pytree.SUPPORTED_NODES:
+            torch.export.register_dataclass(type(out))
+        for f in dataclasses.fields(out):
+            _register_dataclasses(getattr(out, f.name))
+
+
 def _pytree_keys(obj, context, n):
     """Names for a registered pytree node's children: its flatten_with_keys names where it has them."""
     from torch.utils import _pytree as pytree
@@ -218,6 +238,7 @@ def _module_outputs(model, inputs, masks, draws):
         for h in hooks:
             h.remove()
     flat = _flatten(out)
+    _register_dataclasses(out)
     names = [p for p, _ in flat] if _is_container(out) else None
     return ([t.detach().clone() for _, t in flat], captured,
             {k: v.detach().clone() for k, v in model.state_dict().items()}, names)
