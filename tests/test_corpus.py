@@ -12,6 +12,7 @@ import torch
 from onnx import TensorProto, helper
 from torch import nn
 
+from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.export.torch_export import export
 from irtrace.pipeline import run_replay
@@ -204,7 +205,7 @@ def test_index_ops_match_onnxruntime_and_float64(tmp_path):
 
 _REASON = corpus.available()
 needs_corpus = pytest.mark.skipif(_REASON is not None, reason=str(_REASON))
-FAST = [("gpt2_tiny", "eval"), ("timm_resnet10t", "train")]
+FAST = [("gpt2_tiny", "eval")]
 ALL = [(name, mode) for name, (_, modes) in corpus.CORPUS.items() for mode in modes]
 
 
@@ -219,9 +220,12 @@ def run_corpus_entry(name, mode, tmp_path):
     t_replay = time.perf_counter() - t0
     s = report["summary"]
     found = {(n["name"], r["backend"], r["mode"], r["output"]): r["verdict"] for n in report["nodes"]
-             for r in n["results"] if r["verdict"] not in ("MATCH", "NOISE")}
+             for r in n["results"] if r["verdict"] in compare.FAILING}
+    unsupported = sorted({n["op_type"] for n in report["nodes"] for r in n["results"] if r["verdict"] == "UNSUPPORTED"
+                          and r["backend"] != "onnxruntime"})
     return {"model": name, "mode": mode, "nodes": len(b.model.graph.node), "export_s": round(t_export, 1),
-            "replay_s": round(t_replay, 1), "findings": s["findings"], "summary": s, "not_ok": found}
+            "replay_s": round(t_replay, 1), "findings": s["findings"], "summary": s, "not_ok": found,
+            "unsupported_off_onnxruntime": unsupported}
 
 
 def _check(row):
@@ -229,6 +233,9 @@ def _check(row):
     new = {k: v for k, v in row["not_ok"].items() if k not in known}
     gone = {k: v for k, v in known.items() if row["not_ok"].get(k) != v}
     assert not new, f"{row['model']} {row['mode']}: new findings {new} ({row['summary']})"
+    # onnxruntime has no training-mode BatchNormalization / RecordedDropout kernels (UNSUPPORTED there,
+    # not a finding); torch's table and the oracle must cover every op of the corpus
+    assert not row["unsupported_off_onnxruntime"], row["unsupported_off_onnxruntime"]
     assert not gone, f"{row['model']} {row['mode']}: known verdicts that changed (update tests/corpus_known.py): {gone}"
 
 
@@ -261,6 +268,7 @@ def test_gpt2_default_cache_output_says_what_to_pass(tmp_path):
 
 
 @needs_corpus
+@pytest.mark.slow
 def test_gpt2_model_output_is_flattened_by_name(tmp_path):
     model, inputs = corpus.build("gpt2_tiny")
     b = export(model, inputs, tmp_path / "g.irt")
