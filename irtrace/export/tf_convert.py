@@ -7,10 +7,16 @@ SOURCE: a .keras/.h5 file, a SavedModel folder, or module:factory (a callable re
 tf.keras.Model). INPUTS.npz: the inputs by model input name (or in order). Writes
 OUT_DIR/model.onnx, OUT_DIR/tf_outputs.npz (output0, output1, ...), OUT_DIR/meta.json.
 Exit 3 with one line on stderr when the model cannot be loaded or converted."""
-import importlib
-import json
 import os
 import sys
+
+# Run as a script, this file's folder (irtrace/export) comes first on sys.path, where irtrace's own
+# modules (random.py, ...) would shadow the standard library's inside TensorFlow's imports: drop it.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import importlib  # noqa: E402
+import json  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
