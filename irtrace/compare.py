@@ -10,16 +10,52 @@ reference (torch), `oracle` from float64. The verdict:
 Without an oracle (or with --atol/--rtol): allclose(actual, ref, rtol, atol * scale).
 """
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
-MATCH, NOISE, DIVERGENT = "MATCH", "NOISE", "DIVERGENT"
-NAN_MISMATCH, SHAPE_MISMATCH = "NAN_MISMATCH", "SHAPE_MISMATCH"
-ERROR, CRASH, TIMEOUT, UNSUPPORTED = "ERROR", "CRASH", "TIMEOUT", "UNSUPPORTED"
-VERDICTS = (MATCH, NOISE, DIVERGENT, NAN_MISMATCH, SHAPE_MISMATCH, ERROR, CRASH, TIMEOUT, UNSUPPORTED)
-FAILING = (DIVERGENT, NAN_MISMATCH, SHAPE_MISMATCH, ERROR, CRASH, TIMEOUT)
-SEVERITY = {v: i for i, v in enumerate((MATCH, UNSUPPORTED, NOISE, DIVERGENT, NAN_MISMATCH, SHAPE_MISMATCH,
-                                        ERROR, TIMEOUT, CRASH))}
+class Verdict(StrEnum):
+    """A verdict, with how bad it is, whether it is a finding, and its colour (terminal, HTML). A
+    StrEnum: it equals and serializes as its name ("MATCH"), as report.json writes it."""
+    MATCH = "MATCH"
+    NOISE = "NOISE"
+    DIVERGENT = "DIVERGENT"
+    NAN_MISMATCH = "NAN_MISMATCH"
+    SHAPE_MISMATCH = "SHAPE_MISMATCH"
+    ERROR = "ERROR"
+    CRASH = "CRASH"
+    TIMEOUT = "TIMEOUT"
+    UNSUPPORTED = "UNSUPPORTED"
+
+    @property
+    def severity(self):
+        return _SEVERITY_ORDER.index(self)
+
+    @property
+    def failing(self):
+        return self in _FAILING
+
+    @property
+    def color(self):
+        """(terminal colour name, HTML colour)."""
+        return _COLORS[self]
+
+
+_SEVERITY_ORDER = (Verdict.MATCH, Verdict.UNSUPPORTED, Verdict.NOISE, Verdict.DIVERGENT, Verdict.NAN_MISMATCH,
+                   Verdict.SHAPE_MISMATCH, Verdict.ERROR, Verdict.TIMEOUT, Verdict.CRASH)
+_FAILING = (Verdict.DIVERGENT, Verdict.NAN_MISMATCH, Verdict.SHAPE_MISMATCH, Verdict.ERROR, Verdict.CRASH,
+            Verdict.TIMEOUT)
+_COLORS = {Verdict.MATCH: ("green", "#3a3"), Verdict.NOISE: ("cyan", "#7bc"), Verdict.UNSUPPORTED: ("yellow", "#cc3"),
+           Verdict.DIVERGENT: ("red", "#d33"), Verdict.NAN_MISMATCH: ("red", "#d33"),
+           Verdict.SHAPE_MISMATCH: ("red", "#d33"), Verdict.ERROR: ("magenta", "#a3a"),
+           Verdict.CRASH: ("magenta", "#a3a"), Verdict.TIMEOUT: ("magenta", "#a3a")}
+
+MATCH, NOISE, DIVERGENT = Verdict.MATCH, Verdict.NOISE, Verdict.DIVERGENT
+NAN_MISMATCH, SHAPE_MISMATCH = Verdict.NAN_MISMATCH, Verdict.SHAPE_MISMATCH
+ERROR, CRASH, TIMEOUT, UNSUPPORTED = Verdict.ERROR, Verdict.CRASH, Verdict.TIMEOUT, Verdict.UNSUPPORTED
+VERDICTS = tuple(Verdict)
+FAILING = _FAILING
+SEVERITY = {v: v.severity for v in Verdict}
 EPS32 = float(np.finfo(np.float32).eps)
 
 

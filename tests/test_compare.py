@@ -128,3 +128,11 @@ def test_reference_is_judged_against_float64():
     v, m, ex = compare.judge_reference(np.float32([1.0, -2.0, 3.5]), exact)
     assert v == compare.DIVERGENT and m.max_abs == 0.5
     assert compare.judge_reference(np.float32([1.0, np.nan, 3.0]), exact)[0] == compare.NAN_MISMATCH
+
+
+def test_verdicts_carry_severity_failing_and_colour_in_one_place():
+    assert compare.Verdict.CRASH.severity > compare.Verdict.DIVERGENT.severity > compare.Verdict.MATCH.severity
+    assert compare.Verdict.DIVERGENT.failing and not compare.Verdict.NOISE.failing
+    assert not compare.Verdict.UNSUPPORTED.failing  # fails only with --strict
+    assert compare.MATCH == "MATCH" and f"{compare.NOISE}" == "NOISE"  # report.json keeps the names
+    assert all(v.color[1].startswith("#") for v in compare.Verdict)

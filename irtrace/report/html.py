@@ -4,8 +4,9 @@ import html
 import json
 from pathlib import Path
 
-_COLORS = {"MATCH": "#3a3", "NOISE": "#7bc", "UNSUPPORTED": "#cc3", "DIVERGENT": "#d33", "NAN_MISMATCH": "#d33",
-           "SHAPE_MISMATCH": "#d33", "ERROR": "#a3a", "CRASH": "#a3a", "TIMEOUT": "#a3a", None: "#999"}
+from irtrace import compare
+
+_COLORS = {**{str(v): v.color[1] for v in compare.Verdict}, None: "#999"}
 
 _PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>irtrace report: {title}</title>
 <style>

@@ -1,8 +1,7 @@
 """Terminal output: findings first (worst first), then one summary line with fixed columns."""
 from irtrace import compare
 
-_COLOR = {compare.DIVERGENT: "red", compare.NAN_MISMATCH: "red", compare.SHAPE_MISMATCH: "red", compare.ERROR: "magenta",
-          compare.CRASH: "magenta", compare.TIMEOUT: "magenta", compare.UNSUPPORTED: "yellow", compare.NOISE: "cyan", compare.MATCH: "green"}
+_COLOR = {v: v.color[0] for v in compare.Verdict}
 
 
 def _g(v, fmt="{:.3g}"):
