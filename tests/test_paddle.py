@@ -388,10 +388,8 @@ def test_backends_lists_paddle_with_its_op_count():
     assert int(line.split("ops")[1].split()[0]) >= 100
 
 
-@pytest.mark.parametrize("name", ["gpt", pytest.param("resnet", marks=pytest.mark.slow),
-                                  pytest.param("wideresnet", marks=pytest.mark.slow),
-                                  pytest.param("wideresnet-train", marks=pytest.mark.slow),
-                                  pytest.param("stylegan2", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet", "wideresnet", "wideresnet-train", "stylegan2", "gpt"])
 def test_examples_run_to_the_end(example_bundle, name):
     from paddle_known import EXAMPLES
     from irtrace.report.findings import group
