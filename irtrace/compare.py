@@ -86,6 +86,15 @@ class Metrics:
     min_rtol: float        # the smallest rtol (atol = 0) that would pass
 
 
+# How each number of a result is shown: (report.json key, column title, also on the terminal's finding
+# line). A new metric is a field of Metrics (or Result) plus one line here; the HTML report's result
+# table and the terminal read this list.
+DISPLAY = (("max_abs", "max abs", True), ("max_rel", "max rel", True), ("ulp", "ULP", True),
+           ("cosine", "cosine", False), ("allowed", "allowed", True), ("rounding_bound", "rounding bound", False),
+           ("oracle_abs", "reference vs float64", False), ("backend_oracle_abs", "backend vs float64", False),
+           ("time_s", "time s", False))
+
+
 @dataclass(frozen=True)
 class Result:
     node: str

@@ -28,21 +28,26 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;font-size:12px}} .l
 const R = JSON.parse(document.getElementById('data').textContent);
 const C = {colors};
 const g = document.getElementById('graph'), d = document.getElementById('detail');
-const f = v => v === null || v === undefined ? '-' : (typeof v === 'number' ? v.toPrecision(3) : v);
+const COLS = {columns};
+const esc = v => String(v).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const f = v => v === null || v === undefined ? '-' : (typeof v === 'number' ? v.toPrecision(3) : esc(v));
 R.nodes.forEach((n, i) => {{
   const e = document.createElement('span');
   e.className = 'n'; e.style.background = C[n.worst] || C['null'];
-  e.textContent = n.op_type; e.title = n.name + (n.source.module ? ' (' + n.source.module + ')' : '');
+  e.textContent = n.op_type; e.title = n.name + (n.source.module ? ' (' + n.source.module + ')' : '');  // text, not HTML
   e.onclick = () => {{
     document.querySelectorAll('.n.sel').forEach(x => x.classList.remove('sel')); e.classList.add('sel');
-    let h = '<h3>' + n.name + ' — ' + n.op_type + '</h3><p>module: ' + (n.source.module || '-') + ' · ' +
-            (n.source.file_line || '') + '</p><table><tr><th>backend</th><th>mode</th><th>output</th><th>verdict</th>' +
-            '<th>max abs</th><th>max rel</th><th>ULP</th><th>oracle</th><th>time s</th><th>message</th></tr>';
+    let h = '<h3>' + esc(n.name) + ' — ' + esc(n.op_type) + '</h3><p>module: ' + esc(n.source.module || '-') +
+            ' · ' + esc(n.source.file_line || '') + '</p><table><tr><th>backend</th><th>mode</th><th>output</th>' +
+            '<th>verdict</th>' + COLS.map(c => '<th>' + esc(c[1]) + '</th>').join('') + '<th>message</th></tr>';
     n.results.forEach(r => {{
-      h += '<tr><td>' + r.backend + '</td><td>' + r.mode + '</td><td>' + r.output + '</td><td style="color:' +
-           (C[r.verdict] || '#000') + '">' + r.verdict + '</td><td>' + f(r.max_abs) + '</td><td>' + f(r.max_rel) +
-           '</td><td>' + f(r.ulp) + '</td><td>' + f(r.closer_to_oracle) + '</td><td>' + f(r.time_s) + '</td><td>' +
-           (r.message || '').replace(/</g, '&lt;') + '</td></tr>';
+      h += '<tr><td>' + esc(r.backend) + '</td><td>' + esc(r.mode) + '</td><td>' + esc(r.output) +
+           '</td><td style="color:' + (C[r.verdict] || '#000') + '">' + esc(r.verdict) + '</td>' +
+           COLS.map(c => '<td>' + f(r[c[0]]) + '</td>').join('') + '<td>' + esc(r.message || '') + '</td></tr>';
+    }});
+    (n.skipped || []).forEach(s => {{
+      h += '<tr><td>' + esc(s.backend || 'all') + '</td><td>' + esc(s.mode) + '</td><td>' + esc(s.output) +
+           '</td><td>skipped</td>' + COLS.map(() => '<td></td>').join('') + '<td>' + esc(s.reason) + '</td></tr>';
     }});
     d.innerHTML = h + '</table>';
   }};
@@ -58,8 +63,8 @@ def render(report, extra_html=""):
     legend = "".join(f'<span style="color:{c}">&#9632; {html.escape(str(k))}</span>' for k, c in _COLORS.items() if k)
     if report["findings"]:
         rows = "".join(
-            f"<tr><td>{html.escape(f['id'])}</td><td>{f['verdict']}</td><td>{html.escape(f['backend'])}</td>"
-            f"<td>{html.escape(f['op_type'])}</td><td>{f['mode']}</td><td>{len(f['nodes'])}</td>"
+            f"<tr><td>{html.escape(f['id'])}</td><td>{html.escape(f['verdict'])}</td><td>{html.escape(f['backend'])}</td>"
+            f"<td>{html.escape(f['op_type'])}</td><td>{html.escape(f['mode'])}</td><td>{len(f['nodes'])}</td>"
             f"<td>{html.escape(f['first_node'])}</td><td>{html.escape(f['module'])}</td>"
             f"<td>{f['worst'].get('max_abs')}</td><td>{html.escape(f['message'][:200])}</td></tr>"
             for f in report["findings"])
@@ -69,8 +74,9 @@ def render(report, extra_html=""):
         findings = "<p>None.</p>"
     data = json.dumps(report, allow_nan=True).replace("</", "<\\/")
     colors = json.dumps({str(k) if k else "null": v for k, v in _COLORS.items()})
+    columns = json.dumps([[key, title] for key, title, _ in compare.DISPLAY])
     return _PAGE.format(title=html.escape(str(report["bundle"]["name"])), summary=html.escape(summary), legend=legend,
-                        findings=findings, extra=extra_html, data=data, colors=colors)
+                        findings=findings, extra=extra_html, data=data, colors=colors, columns=columns)
 
 
 def write(report, out_dir, extra_html=""):

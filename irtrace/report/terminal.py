@@ -29,8 +29,9 @@ def finding_lines(report, color=False):
         else:
             oracle = "no float64 verdict"
         if w.get("max_abs") is not None:
-            out.append(f"{'':15}output {w.get('output')}  max abs {_g(w.get('max_abs'))}  max rel {_g(w.get('max_rel'))}"
-                       f"  ULP {_g(w.get('ulp'), '{:.0f}')}  passes with atol >= {_g(w.get('min_atol'))}"
+            numbers = "  ".join(f"{title} {_g(w.get(key))}" for key, title, shown in compare.DISPLAY
+                                if shown and key != "allowed")
+            out.append(f"{'':15}output {w.get('output')}  {numbers}  passes with atol >= {_g(w.get('min_atol'))}"
                        f" or rtol >= {_g(w.get('min_rtol'))}  ({oracle})")
         note = "; ".join(f["tags"]) or f["message"]
         out.append(f"{'':15}id {f['id']}" + (f"  {note[:300]}" if note else ""))
