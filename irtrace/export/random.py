@@ -104,7 +104,9 @@ def _feature_dropout(rec, name, x, p, training, inplace, alpha=False):
         return x
     if p == 1.0:
         return x * 0
-    batched = x.dim() >= (3 if name == "dropout2d" else 2)
+    # one mask value per (sample, channel); an unbatched input (C, ...) has one per channel
+    # (dropout2d takes a 3-D input as (N, C, L), as torch does)
+    batched = x.dim() in {"dropout1d": (3,), "dropout2d": (3, 4), "dropout3d": (5,)}.get(name, (x.dim(),))
     shape = list(x.shape[:2] if batched else x.shape[:1]) + [1] * (x.dim() - (2 if batched else 1))
     mask = rec._draw(name, lambda: torch.empty(shape, dtype=x.dtype).bernoulli_(1 - p))
     if not alpha:
@@ -170,7 +172,8 @@ def _sdpa(rec, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False
     return attn @ value
 
 
-_REWRITES = {functional.scaled_dot_product_attention: _sdpa, functional.dropout1d: _dropout_nd("dropout1d"), functional.dropout2d: _dropout_nd("dropout2d"),
+_REWRITES = {functional.scaled_dot_product_attention: _sdpa,
+             functional.dropout1d: _dropout_nd("dropout1d"), functional.dropout2d: _dropout_nd("dropout2d"),
              functional.dropout3d: _dropout_nd("dropout3d"), functional.alpha_dropout: _alpha_dropout,
              functional.feature_alpha_dropout: _feature_alpha, functional.rrelu: _rrelu}
 
