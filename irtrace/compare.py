@@ -184,7 +184,7 @@ def rounding_bound(magnitude, exact, policy=Policy()):
 
 
 def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None):
-    """(verdict, metrics, extras dict) for one output. `magnitude`: (M, Q) of the rounding-error
+    """(verdict, metrics, details dict) for one output. `magnitude`: (M, Q) of the rounding-error
     model of an accumulating op (see rounding_bound); an element within it is NOISE."""
     a, r = np.asarray(actual), np.asarray(ref)
     if a.shape != r.shape:
@@ -206,14 +206,14 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None):
     base = oracle if oracle is not None else r64
     scale = float(np.max(np.abs(np.where(finite, base, 0)))) if r64.size else 0.0
     floor = policy.match_ulps * EPS32 * max(scale, np.finfo(np.float32).tiny)
-    extras = {}
+    details = {}
     if policy.fixed or oracle is None:
         ok = np.allclose(a64, r64, rtol=policy.rtol, atol=policy.atol * (1.0 if policy.fixed else max(scale, 1.0)),
                          equal_nan=True)
-        extras["allowed"] = policy.atol
+        details["allowed"] = policy.atol
         if not policy.fixed and m.max_abs <= floor:
-            return MATCH, m, extras
-        return (NOISE if ok else DIVERGENT), m, extras
+            return MATCH, m, details
+        return (NOISE if ok else DIVERGENT), m, details
     o = np.asarray(oracle, np.float64)
     fin = np.isfinite(o) & finite
     ref_err = float(np.max(np.abs(np.where(fin, r64 - o, 0)))) if o.size else 0.0
@@ -222,21 +222,21 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None):
     bound = rounding_bound(magnitude, o, policy)
     per_element = np.maximum(allowed, bound) if bound is not None else allowed
     worst_b = float(b_err.max()) if o.size else 0.0
-    extras.update(oracle_abs=ref_err, backend_oracle_abs=worst_b,
+    details.update(oracle_abs=ref_err, backend_oracle_abs=worst_b,
                   allowed=float(np.max(per_element)) if np.ndim(per_element) and np.size(per_element) else allowed,
                   closer_to_oracle="tie" if abs(worst_b - ref_err) <= floor else
                   ("backend" if worst_b < ref_err else "reference"))
     if bound is not None:
-        extras["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(b_err))]) if o.size else 0.0
+        details["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(b_err))]) if o.size else 0.0
     if m.max_abs <= floor:
-        return MATCH, m, extras
-    return (NOISE if np.all(b_err <= per_element) else DIVERGENT), m, extras
+        return MATCH, m, details
+    return (NOISE if np.all(b_err <= per_element) else DIVERGENT), m, details
 
 
 def judge_reference(ref, oracle, policy=Policy(), magnitude=None):
     """The reference's own result judged against the float64 oracle (no third opinion): MATCH within
     `match_ulps` float32 ULPs of the output's scale, NOISE within the rounding-error model of an
-    accumulating op, DIVERGENT beyond both. (verdict, metrics, extras)."""
+    accumulating op, DIVERGENT beyond both. (verdict, metrics, details)."""
     r, o = np.asarray(ref), np.asarray(oracle)
     if r.shape != o.shape:
         return SHAPE_MISMATCH, None, {"message": f"shape {list(r.shape)} vs float64 {list(o.shape)}"}
@@ -253,15 +253,15 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None):
     floor = policy.match_ulps * EPS32 * max(scale, np.finfo(np.float32).tiny)
     bound = rounding_bound(magnitude, o64, policy)
     worst = float(err.max()) if err.size else 0.0
-    extras = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
+    details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
     if worst <= floor:
-        return MATCH, m, extras
+        return MATCH, m, details
     if bound is not None:
-        extras["allowed"] = float(np.max(np.maximum(bound, floor)))
-        extras["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(err))])
+        details["allowed"] = float(np.max(np.maximum(bound, floor)))
+        details["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(err))])
         if np.all(err <= np.maximum(bound, floor)):
-            return NOISE, m, extras
-    return DIVERGENT, m, extras
+            return NOISE, m, details
+    return DIVERGENT, m, details
 
 
 def allclose(actual, expected, rtol, atol):

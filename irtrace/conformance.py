@@ -20,6 +20,7 @@ from irtrace.ir.canonical import canonicalize
 from irtrace.ir.spec import node_specs
 from irtrace import compare
 from irtrace.replay import backends as registry
+from irtrace.replay.call import NodeCall
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
 
 log = logging.getLogger(__name__)
@@ -82,15 +83,12 @@ def _run_case(w, name, model, ins, outs, rtol, atol):
     if len(canon.graph.node) != 1:
         return CaseResult(name, op, SKIP, "folded away by canonicalization (a Constant)")
     spec = node_specs(canon)[0]
-    n = canon.graph.node[0]
-    d = spec.to_json()
-    d["proto"] = base64.b64encode(n.SerializeToString()).decode()
-    d["out_dtypes"] = [o.dtype.str for o in outs] + [""] * (len(spec.outputs) - len(outs))
-    graph_inputs = [i.name for i in model.graph.input]
-    feeds = dict(zip(graph_inputs, ins))
-    arrays = [feeds.get(i) if i else None for i in spec.inputs]
+    proto = base64.b64encode(canon.graph.node[0].SerializeToString()).decode()
+    feeds = dict(zip([i.name for i in model.graph.input], ins))
+    call = NodeCall(spec, "fwd", proto, tuple(feeds.get(i) if i else None for i in spec.inputs),
+                    out_dtypes=tuple([o.dtype.str for o in outs] + [""] * (len(spec.outputs) - len(outs))))
     try:
-        reply, got = w.call({"kind": "run", "mode": "fwd", "spec": d}, arrays, 30.0)
+        reply, got = w.call(call.message(), call.arrays(), 30.0)
     except WorkerFailed as e:
         return CaseResult(name, op, ERROR, f"{e.verdict}: {e.message}")
     if reply["status"] == "unsupported":

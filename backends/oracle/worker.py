@@ -25,7 +25,7 @@ def _overrides():
         # onnx.reference 1.23 mixes up channels for group > 1 with more than one output channel
         # per group; its group == 1 path is right, so run it once per group and concatenate.
         def _run(self, X, W, B=None, **kw):
-            group = kw.get("group") or self.group or 1
+            group = next((g for g in (kw.get("group"), self.group) if g is not None), 1)
             if group == 1:
                 return super()._run(X, W, B, **kw)
             kw = {**kw, "group": 1}
@@ -76,9 +76,9 @@ def max_pool(x, kernel, strides, pads, dilations, ceil_mode):
 
     from numpy.lib.stride_tricks import sliding_window_view
     r = len(kernel)
-    strides = strides or [1] * r
-    dilations = dilations or [1] * r
-    pads = pads or [0] * (2 * r)
+    strides = strides if strides is not None else [1] * r
+    dilations = dilations if dilations is not None else [1] * r
+    pads = pads if pads is not None else [0] * (2 * r)
     eff = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
     out = []
     for i in range(r):

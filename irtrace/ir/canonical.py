@@ -170,14 +170,14 @@ def _explicit_window(n, shapes):
         kernel = list(w_shape[2:])
         _set_attr(n, "kernel_shape", kernel)
     r = len(kernel)
-    strides = attrs.get("strides") or [1] * r
-    dilations = attrs.get("dilations") or [1] * r
+    strides = attrs["strides"] if attrs.get("strides") is not None else [1] * r
+    dilations = attrs["dilations"] if attrs.get("dilations") is not None else [1] * r
     _set_attr(n, "strides", strides)
     if n.op_type != "AveragePool" or "dilations" in attrs:
         _set_attr(n, "dilations", dilations)
     mode = attrs.get("auto_pad", "NOTSET")
     if n.op_type == "ConvTranspose":
-        output_padding = attrs.get("output_padding") or [0] * r
+        output_padding = attrs["output_padding"] if attrs.get("output_padding") is not None else [0] * r
         _set_attr(n, "output_padding", output_padding)
         out_shape = attrs.get("output_shape")
         if mode in ("SAME_UPPER", "SAME_LOWER") or out_shape:

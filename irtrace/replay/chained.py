@@ -55,10 +55,10 @@ def _run(pool, backend, msg, arrays, timeout):
     return "ok", reply, dict(zip(reply["values"], out[:nv])), dict(zip(reply["grads"], out[nv:]))
 
 
-def _entry(name, node, index, verdict, m, extras, kind):
+def _entry(name, node, index, verdict, m, details, kind):
     return {"value": name, "node": node, "index": index, "kind": kind, "verdict": verdict,
             "max_abs": m.max_abs if m else None, "max_rel": m.max_rel if m else None,
-            "closer_to_oracle": extras.get("closer_to_oracle"), "message": extras.get("message", "")}
+            "closer_to_oracle": details.get("closer_to_oracle"), "message": details.get("message", "")}
 
 
 @dataclass(frozen=True)

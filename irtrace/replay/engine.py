@@ -9,19 +9,18 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
-from irtrace.store import u_name
 from irtrace.ir.semantics import accumulates, kink_tag, nondifferentiable_inputs
 from irtrace.ir.graph import gradient_path, gradient_sources, shape_arithmetic
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as registry
+from irtrace.replay.call import from_bundle
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
-from irtrace.store import grad_name
 
 log = logging.getLogger(__name__)
 MODES = ("fwd", "vjp", "vjp2")
@@ -118,17 +117,10 @@ class WorkerPool:
             w.close()
 
 
-def _request(spec, mode, proto, out_dtypes):
-    d = spec.to_json()
-    d["proto"] = proto
-    d["out_dtypes"] = out_dtypes
-    return {"kind": "run", "mode": mode, "spec": d}
-
-
-def _call(pool, backend, msg, arrays, timeout):
-    """(status, reply, arrays) where status is ok / UNSUPPORTED / ERROR / CRASH / TIMEOUT."""
+def _call(pool, backend, call, timeout):
+    """(status, reply, arrays) of a NodeCall on one backend; status: ok / UNSUPPORTED / ERROR / CRASH / TIMEOUT."""
     try:
-        reply, out = pool.get(backend).call(msg, arrays, timeout)
+        reply, out = pool.get(backend).call(call.message(), call.arrays(), timeout)
     except WorkerFailed as e:
         return e.verdict, {"message": e.message}, []
     status = {"ok": "ok", "unsupported": compare.UNSUPPORTED, "error": compare.ERROR}[reply["status"]]
@@ -180,13 +172,11 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
         index, spec = item
         node = NodeReport(spec.name, spec.op_type, spec.domain, index, bundle.node_source(spec.name))
         inputs = [np.asarray(values[i]) if i else None for i in spec.inputs]
-        out_dtypes = [values.spec(o)[0].str if o and o in values else "" for o in spec.outputs]
-        cots = [np.asarray(values[grad_name(o)]) if o and grad_name(o) in values else None for o in spec.outputs]
         # inputs off every gradient path (gains, filter taps, folded exponents) are not differentiated
         # by the model: their gradients are not judged, and their u does not enter vjp2's s
         off = [k for k, i in enumerate(spec.inputs) if i and i not in path and inputs[k].dtype.kind == "f"]
-        us = [np.asarray(values[u_name(i)]) if i and u_name(i) in values and k not in off else None
-              for k, i in enumerate(spec.inputs)]
+        base = from_bundle(bundle, spec, "fwd", protos[spec.name], us_off=off)
+        cots = base.cots
         float_in = any(a is not None and a.dtype.kind == "f" for k, a in enumerate(inputs) if k not in off)
         on = backends
         if spec.name in shapes_only:  # a port computes shape arithmetic in Python: only the reference is judged
@@ -204,14 +194,14 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
             node.skipped += [{"mode": mode, "output": f"{'d' if mode == 'vjp' else 'd2x'}:{spec.inputs[k]}",
                               "backend": None, "reason": "not on a gradient path of the model"}
                              for k in off if mode != "fwd"]
-            msg = _request(spec, mode, protos[spec.name], out_dtypes)
-            arrays = inputs if mode == "fwd" else inputs + cots + (us if mode == "vjp2" else [])
+            call = replace(base, mode=mode)
             # --form original: ONNX-executing backends get the node as it was before canonicalization;
             # the reference and the oracle run once either way
-            own = {b: _request(spec, mode, originals[spec.name], out_dtypes) for b in on
-                   if spec.name in originals and pool.get(b).hello.get("native")}
-            node.results.extend(_run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, on,
-                                          use_oracle, timeout, policy, messages=own, off_path=off))
+            forms = {b: originals[spec.name] for b in on if spec.name in originals and pool.get(b).hello.get("native")}
+            ref_fwd = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs] \
+                if mode == "fwd" else None
+            got = run_everywhere(pool, call, ref_fwd, on, use_oracle, timeout, forms)
+            node.results.extend(judge_all(call, got, policy, off_path=off))
         if progress:
             progress()
         return node
@@ -241,28 +231,28 @@ def labels(spec, mode):
     return [f"d2x:{i}" for i in spec.inputs] + [f"d2g:{o}" for o in spec.outputs]
 
 
-def _wants_model(spec, mode, arrays):
+def _wants_model(call):
     """For an accumulating op in this mode (ir/semantics.py): the input positions that are not operands
     (the schema's NonDifferentiable ones: Resize's scales, Clip's bounds), which the oracle leaves as
     they are when it evaluates the op on absolute values; None when the model does not apply."""
-    in_sizes = [int(np.size(a)) for a in arrays[:len(spec.inputs)] if a is not None]
-    out_sizes = [int(np.size(a)) for a in arrays[len(spec.inputs):len(spec.inputs) + len(spec.outputs)]
-                 if a is not None] if mode != "fwd" else []
+    spec, mode = call.spec, call.mode
+    in_sizes = [int(np.size(a)) for a in call.inputs if a is not None]
+    out_sizes = [int(np.size(c)) for c in call.cots if c is not None] if mode != "fwd" else []
     if not accumulates(spec.op_type, mode, in_sizes, out_sizes or [max(in_sizes or [0])]):
         return None
     return sorted(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
 
 
-def gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle, timeout, messages=None):
-    """Run one node in one mode on the reference, the oracle and `backends`. `ref_fwd`: the recorded
-    outputs (the fwd reference) or None to use the reference worker's; `messages`: a backend's own
-    request where it differs from `msg` (--form original). Returns a Gathered."""
-    ref_status, ref_reply, ref_out = _call(pool, REFERENCE, msg, arrays, timeout)
+def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=None):
+    """Run one NodeCall on the reference, the oracle and `backends`. `ref_fwd`: the recorded outputs (the
+    fwd reference) or None to use the reference worker's; `forms`: backend -> another form of the node
+    (--form original). Returns a Gathered."""
+    spec, mode = call.spec, call.mode
+    ref_status, ref_reply, ref_out = _call(pool, REFERENCE, call, timeout)
     ref = ref_fwd if mode == "fwd" and ref_fwd is not None else (ref_out if ref_status == "ok" else None)
     oracle, magnitude = None, None
     if use_oracle and ref is not None:
-        o_status, o_reply, o_out = _call(pool, ORACLE, {**msg, "magnitude": _wants_model(spec, mode, arrays)}, arrays,
-                                         timeout)
+        o_status, o_reply, o_out = _call(pool, ORACLE, call.with_extra(magnitude=_wants_model(call)), timeout)
         n_mag = o_reply.get("magnitude", 0) if o_status == "ok" else 0
         if n_mag:  # M of every result, then Q of every result
             mags, o_out = o_out[len(o_out) - n_mag:], o_out[:len(o_out) - n_mag]
@@ -278,8 +268,9 @@ def gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle, timeout
         for backend in backends:
             if backend == ORACLE or mode not in pool.get(backend).hello["modes"]:
                 continue  # the oracle arbitrates, it is not under test; onnxruntime is forward-only
+            own = call.with_proto(forms[backend]) if forms and backend in forms else call
             outs[backend] = (ref_status, ref_reply, ref_out if mode != "fwd" or ref_fwd is None else ref_fwd) \
-                if backend == REFERENCE else _call(pool, backend, (messages or {}).get(backend, msg), arrays, timeout)
+                if backend == REFERENCE else _call(pool, backend, own, timeout)
     return Gathered(ref_status, ref_reply, ref, oracle, outs, magnitude)
 
 
@@ -296,9 +287,10 @@ class Gathered:
     magnitude: list = None
 
 
-def judge_all(spec, mode, inputs, got, policy, off_path=()):
+def judge_all(call, got, policy, off_path=()):
     """Results (one per output, or one '*' per whole-node failure) from a Gathered. The reference
     itself is judged against the float64 oracle (no row compares a result with itself)."""
+    spec, mode, inputs = call.spec, call.mode, call.inputs
     results = []
     if got.ref is None:
         return [compare.Result(spec.name, spec.op_type, REFERENCE, mode, "*", got.ref_status,
@@ -336,22 +328,15 @@ def judge_all(spec, mode, inputs, got, policy, off_path=()):
                                               time_s=reply.get("time_s"), ref_time_s=ref_time))
                 continue
             if is_ref:
-                verdict, m, extras = compare.judge_reference(a, o, policy, mag)
+                verdict, m, details = compare.judge_reference(a, o, policy, mag)
             else:
-                verdict, m, extras = compare.judge(a, r, o, policy, mag)
+                verdict, m, details = compare.judge(a, r, o, policy, mag)
             if verdict in compare.FAILING and mode != "fwd" and tag is None:
                 tag = kink_tag(spec.op_type, inputs) or ""
             tags = (tag,) if tag and verdict in compare.FAILING else ()
             results.append(compare.Result(spec.name, spec.op_type, backend, mode, label, verdict, m,
-                                          extras.get("oracle_abs"), extras.get("backend_oracle_abs"),
-                                          extras.get("closer_to_oracle"), extras.get("allowed"),
-                                          extras.get("rounding_bound"), extras.get("message", ""), tags,
+                                          details.get("oracle_abs"), details.get("backend_oracle_abs"),
+                                          details.get("closer_to_oracle"), details.get("allowed"),
+                                          details.get("rounding_bound"), details.get("message", ""), tags,
                                           reply.get("time_s"), ref_time))
     return results
-
-
-def _run_mode(pool, spec, mode, msg, arrays, inputs, cots, values, backends, use_oracle, timeout, policy,
-              messages=None, off_path=()):
-    ref_fwd = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs] if mode == "fwd" else None
-    return judge_all(spec, mode, inputs, gather(pool, spec, mode, msg, arrays, ref_fwd, backends, use_oracle,
-                                                timeout, messages), policy, off_path)

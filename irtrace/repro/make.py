@@ -19,7 +19,8 @@ from irtrace.store import u_name
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
-from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, gather, judge_all, labels
+from irtrace.replay.call import NodeCall
+from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_all, run_everywhere, labels
 from irtrace.repro import script
 from irtrace.repro.shrink import Case, shrink
 from irtrace.store import grad_name, load
@@ -96,14 +97,11 @@ class _Runner:
             if cots is None:
                 return None, None
         us = list(case.us[:len(spec.inputs)])
-        arrays = inputs if self.mode == "fwd" else inputs + cots + (us if self.mode == "vjp2" else [])
-        msg = {"kind": "run", "mode": self.mode, "spec": {**spec.to_json(), "proto": proto,
-                                                          "out_dtypes": [""] * len(spec.outputs)}}
-        got = gather(self.pool, spec, self.mode, msg, arrays, None, [self.backend], self.use_oracle, self.timeout)
+        call = NodeCall(spec, self.mode, proto, tuple(inputs), tuple(cots), tuple(us))
+        got = run_everywhere(self.pool, call, None, [self.backend], self.use_oracle, self.timeout)
         if got.ref is None:
             return None, None
-        return judge_all(spec, self.mode, inputs, got, compare.Policy()), \
-            (spec, inputs, cots, us, got.ref, got.oracle, got.outs)
+        return judge_all(call, got, compare.Policy()), (spec, inputs, cots, us, got.ref, got.oracle, got.outs)
 
 
 def _pick_label(results, backend, verdict):
@@ -139,7 +137,7 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
     folders = []
     try:
         for f in findings:
-            folder = _one(bundle, report, f, pool, out_dir, shrink_budget, timeout)
+            folder = _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout)
             if folder is not None:
                 folders.append(folder)
     finally:
@@ -147,7 +145,7 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
     return folders
 
 
-def _one(bundle, report, f, pool, out_dir, shrink_budget, timeout):
+def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout):
     backend, mode, verdict = f["backend"], f["mode"], f["verdict"]
     specs = {s.name: s for s in node_specs(bundle.model)}
     spec = specs[f["first_node"]]
