@@ -65,7 +65,8 @@ def run(bundle, options, progress=None):
         pool = WorkerPool()
         try:
             # the oracle arbitrates the chains; it is not one of the backends under test there
-            under_test = [n for n in options.backends if registry.get(n).role != registry.ORACLE]
+            # and the reference is what every chain is compared with: a chained torch row would be torch vs torch
+            under_test = [n for n in options.backends if registry.get(n).role == registry.UNDER_TEST]
             outcome.chained, outcome.loss = chained_replay(bundle, under_test, pool, loss=options.loss,
                                                            policy=policy, isolated=rep)
         finally:

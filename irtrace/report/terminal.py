@@ -33,7 +33,7 @@ def finding_lines(report, color=False):
                                 if shown and key != "allowed")
             out.append(f"{'':15}output {w.get('output')}  {numbers}  passes with atol >= {_g(w.get('min_atol'))}"
                        f" or rtol >= {_g(w.get('min_rtol'))}  ({oracle})")
-        note = "; ".join(f["tags"]) or f["message"]
+        note = " ".join(("; ".join(f["tags"]) or f["message"]).split())  # one line, whatever the framework wrote
         out.append(f"{'':15}id {f['id']}" + (f"  {note[:300]}" if note else ""))
     return out
 

@@ -2,6 +2,7 @@
 EfficientFormerV2 / LeViT attention-bias tables: GatherND; `x[idx] = v`: ScatterND)."""
 import torch
 
+from backends._table import Unsupported
 from backends.torch.ops import OPS
 
 
@@ -39,11 +40,28 @@ def scatter_nd(x, indices, updates, *, reduction="none"):
         return x.index_put(index, updates)
     if reduction == "add":
         return x.index_put(index, updates, accumulate=True)
-    if reduction == "mul":
-        out = x.clone()
-        out[index] = out[index] * updates
-        return out
-    raise NotImplementedError(f"ScatterND reduction={reduction!r}")
+    if reduction not in _REDUCE:
+        raise Unsupported(f"ScatterND reduction={reduction!r}")
+    # mul/max/min must combine every update aimed at one place (x[idx] = x[idx] * u keeps only the
+    # last of duplicate indices): index_reduce over the first k dims flattened
+    k = indices.shape[-1]
+    lead = [int(d) for d in x.shape[:k]]
+    strides = torch.tensor([_prod(lead[j + 1:]) for j in range(k)], dtype=torch.int64)
+    flat = (torch.stack(index, dim=-1) * strides).sum(-1).reshape(-1)
+    rest = tuple(x.shape[k:])
+    out = x.reshape((-1,) + rest).index_reduce(0, flat, updates.reshape((-1,) + rest), _REDUCE[reduction],
+                                                include_self=True)
+    return out.reshape(x.shape)
+
+
+_REDUCE = {"mul": "prod", "max": "amax", "min": "amin"}
+
+
+def _prod(xs):
+    out = 1
+    for v in xs:
+        out *= v
+    return out
 
 
 @OPS.register("ScatterElements", since=18, nondiff=(1,))
