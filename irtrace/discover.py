@@ -4,6 +4,7 @@
 A declaration is standard-library code (backends/_runtime/declare.py), so reading all of them
 imports no framework. The host never names a backend: what differs per backend is declared in
 its folder, and this module is the only place that looks there."""
+import functools
 import importlib.util
 import os
 from dataclasses import dataclass
@@ -47,7 +48,13 @@ def _folders():
 
 
 def discover():
-    """{name: Found} for every declared backend, in a stable order (built-in first, then by path)."""
+    """{name: Found} for every declared backend, in a stable order (built-in first, then by path).
+    Read once per value of $IRTRACE_BACKEND_PATH: environments and the backend registry both ask."""
+    return dict(_discover(os.environ.get(PATH_VARIABLE, "")))
+
+
+@functools.lru_cache(maxsize=None)
+def _discover(_path_variable):
     found = {}
     for base, prefix, search in _folders():
         if not base.is_dir():
@@ -58,4 +65,4 @@ def discover():
             if decl.name in found:
                 raise IrtraceError(f"backend {decl.name!r} is declared twice: {found[decl.name].folder} and {folder}")
             found[decl.name] = Found(decl, folder, prefix + folder.name, search)
-    return found
+    return tuple(found.items())

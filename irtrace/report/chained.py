@@ -1,7 +1,6 @@
 """Chained replay in the reports: JSON section, terminal lines, the error-growth plot, HTML."""
 import base64
 import html
-import io
 from dataclasses import asdict
 from pathlib import Path
 
