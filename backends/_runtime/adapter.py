@@ -16,6 +16,7 @@ class Adapter:
     table = None
     last_check = None  # set by a backend that verifies its own result (the oracle)
     magnitudes = False  # whether magnitude() computes the rounding-error model's M (the oracle)
+    estimates_rounding = False  # whether rounding() estimates float32 rounding by Monte Carlo arithmetic (the oracle)
 
     def lookup(self, spec):
         return self.table.lookup(spec.domain, spec.op_type, spec.opset)

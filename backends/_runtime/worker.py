@@ -132,6 +132,15 @@ def handle(adapter, msg, arrays):
             out += list(extra)
         except Exception as e:  # noqa: BLE001 - no model for this node: the verdicts say so
             reply["magnitude_error"] = f"{type(e).__name__}: {e}"[:300]
+    if msg.get("rounding") and adapter.estimates_rounding:
+        # Monte Carlo arithmetic: how far float32 rounding can move each result, appended last
+        try:
+            extra = adapter.rounding(mode, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:],
+                                     samples=int(msg["rounding"]))
+            reply["rounding"] = len(extra)
+            out += list(extra)
+        except Exception as e:  # noqa: BLE001 - no estimate for this node: the verdicts say so
+            reply["rounding_error"] = f"{type(e).__name__}: {e}"[:300]
     return reply, out
 
 

@@ -189,6 +189,7 @@ class OracleAdapter(ReferenceAdapter):
         return dx, dg
 
     magnitudes = True
+    estimates_rounding = True
 
     def magnitude(self, mode, entry, inputs, spec, cots, us, fixed=()):
         """M and Q of the rounding-error model (compare.rounding_bound): this mode of the op in float64
@@ -209,6 +210,22 @@ class OracleAdapter(ReferenceAdapter):
             dx, dg = self.grad.vjp2(torch_entry, each(inputs, fixed), spec, each(cots), each(us))
             return list(dx) + list(dg)
         return run(np.abs) + run(np.square)
+
+    def rounding(self, mode, inputs, spec, cots, us, samples=4):
+        """Per result, how far float32 rounding of the op's own formula can move it at these inputs:
+        the largest deviation of `samples` Monte Carlo arithmetic runs of torch in float64 from the
+        exact result (backends/oracle/rounding.py). None for a result without a float value."""
+        from backends.oracle.rounding import spread
+        entry = self._torch_entry(spec)
+
+        def run():
+            if mode == "fwd":
+                return list(self.grad.fwd(entry, inputs, spec))
+            if mode == "vjp":
+                return list(self.grad.vjp(entry, inputs, spec, cots))
+            dx, dg = self.grad.vjp2(entry, inputs, spec, cots, us)
+            return list(dx) + list(dg)
+        return spread(run, samples)
 
     def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None):
         """The float64 chain: torch's op table in float64 (the oracle for chained errors)."""
