@@ -62,14 +62,14 @@ EPS32 = float(np.finfo(np.float32).eps)
 @dataclass(frozen=True)
 class Policy:
     """How verdicts are decided. Defaults: noise_factor=8, match_ulps=8, fallback rtol=1e-4,
-    atol=1e-5 (relative to the output's scale), rounding_factor=4; atol/rtol set by the user
+    atol=1e-5 (relative to the output's scale), rounding_factor=8; atol/rtol set by the user
     override the oracle."""
     noise_factor: float = 8.0
     match_ulps: float = 8.0
     rtol: float = 1e-4
     atol: float = 1e-5
     fixed: bool = False
-    rounding_factor: float = 4.0   # c in the rounding-error model (docs/report.md)
+    rounding_factor: float = 8.0   # c in the rounding-error model (docs/report.md)
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,7 @@ class Metrics:
 # table and the terminal read this list.
 DISPLAY = (("max_abs", "max abs", True), ("max_rel", "max rel", True), ("ulp", "ULP", True),
            ("cosine", "cosine", False), ("allowed", "allowed", True), ("rounding_bound", "rounding bound", False),
+           ("float32_rounding", "float32 rounding (MCA)", False),
            ("oracle_abs", "reference vs float64", False), ("backend_oracle_abs", "backend vs float64", False),
            ("time_s", "time s", False))
 
@@ -109,6 +110,7 @@ class Result:
     closer_to_oracle: str = None      # "backend" | "reference" | "tie" | None
     allowed: float = None             # the tolerance the verdict used
     rounding_bound: float = None      # the rounding-error model's bound at the worst element (accumulating ops)
+    float32_rounding: float = None    # the largest move float32 rounding makes in the op's formula (Monte Carlo)
     message: str = ""
     tags: tuple = ()
     time_s: float = None
@@ -183,9 +185,20 @@ def rounding_bound(magnitude, exact, policy=Policy()):
     return policy.rounding_factor * EPS32 * np.sqrt(np.maximum(n_eff, 1.0)) * np.where(np.isfinite(size), size, 0.0)
 
 
-def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None):
+def emulated_rounding(spread):
+    """The largest move float32 rounding of the op's own formula makes in this result, from the
+    oracle's Monte Carlo arithmetic runs (backends/oracle/rounding.py); None without them."""
+    if spread is None or not np.size(spread):
+        return None
+    s = np.asarray(spread, np.float64)
+    return float(np.max(np.where(np.isfinite(s), s, 0.0)))
+
+
+def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None):
     """(verdict, metrics, details dict) for one output. `magnitude`: (M, Q) of the rounding-error
-    model of an accumulating op (see rounding_bound); an element within it is NOISE."""
+    model of an accumulating op (see rounding_bound); an element within it is NOISE. `spread`: the
+    Monte Carlo estimate of float32 rounding in this result (emulated_rounding): an error within
+    `noise_factor` times it is NOISE, as one within that many times the reference's own error is."""
     a, r = np.asarray(actual), np.asarray(ref)
     if a.shape != r.shape:
         return SHAPE_MISMATCH, None, {"message": f"shape {list(a.shape)} vs reference {list(r.shape)}"}
@@ -218,7 +231,8 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None):
     fin = np.isfinite(o) & finite
     ref_err = float(np.max(np.abs(np.where(fin, r64 - o, 0)))) if o.size else 0.0
     b_err = np.abs(np.where(fin, a64 - o, 0))
-    allowed = max(policy.noise_factor * ref_err, floor)
+    emulated = emulated_rounding(spread)
+    allowed = max(policy.noise_factor * max(ref_err, emulated or 0.0), floor)
     bound = rounding_bound(magnitude, o, policy)
     per_element = np.maximum(allowed, bound) if bound is not None else allowed
     worst_b = float(b_err.max()) if o.size else 0.0
@@ -228,15 +242,18 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None):
                   ("backend" if worst_b < ref_err else "reference"))
     if bound is not None:
         details["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(b_err))]) if o.size else 0.0
+    if emulated is not None:
+        details["float32_rounding"] = emulated
     if m.max_abs <= floor:
         return MATCH, m, details
     return (NOISE if np.all(b_err <= per_element) else DIVERGENT), m, details
 
 
-def judge_reference(ref, oracle, policy=Policy(), magnitude=None):
+def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None):
     """The reference's own result judged against the float64 oracle (no third opinion): MATCH within
     `match_ulps` float32 ULPs of the output's scale, NOISE within the rounding-error model of an
-    accumulating op, DIVERGENT beyond both. (verdict, metrics, details)."""
+    accumulating op or within `noise_factor` times the Monte Carlo estimate of float32 rounding in
+    the op's formula (`spread`), DIVERGENT beyond them. (verdict, metrics, details)."""
     r, o = np.asarray(ref), np.asarray(oracle)
     if r.shape != o.shape:
         return SHAPE_MISMATCH, None, {"message": f"shape {list(r.shape)} vs float64 {list(o.shape)}"}
@@ -256,11 +273,15 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None):
     details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
     if worst <= floor:
         return MATCH, m, details
+    emulated = emulated_rounding(spread)
+    allowed = max(floor, policy.noise_factor * emulated) if emulated is not None else floor
+    if emulated is not None:
+        details.update(allowed=allowed, float32_rounding=emulated)
     if bound is not None:
-        details["allowed"] = float(np.max(np.maximum(bound, floor)))
+        details["allowed"] = max(allowed, float(np.max(bound)))
         details["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(err))])
-        if np.all(err <= np.maximum(bound, floor)):
-            return NOISE, m, details
+    if np.all(err <= (np.maximum(bound, allowed) if bound is not None else allowed)):
+        return NOISE, m, details
     return DIVERGENT, m, details
 
 

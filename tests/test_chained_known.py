@@ -195,3 +195,30 @@ def test_recorded_cotangents_by_hand(tmp_path, loss):
     _assert_close(b.values["grad/y"], c, "grad/y")
     _assert_close(b.values["grad/w"], x * c + (2 * w * c * c if loss == "grad-penalty" else 0), "grad/w")
     _assert_close(b.values["grad/x"], w * c, "grad/x")
+
+
+# --- the float32 rounding estimate of a chain ------------------------------------------------------
+def test_chain_rounding_estimate_has_the_size_of_float32_rounding(tmp_path, pool):
+    """(x + 1e4) - 1e4 loses x's low digits in float32: about u * 1e4 per element (u = 2^-24). The
+    oracle's Monte Carlo estimate of the whole chain (asked once, the first time a chained verdict
+    would be DIVERGENT) has that size, and torch's float32 chain is off by no more than it."""
+    from irtrace import compare
+    from irtrace.replay.chained import _ChainRounding
+    x = RNG.standard_normal((1, 512)).astype(np.float32)
+    model = _model([helper.make_node("Add", ["x", "big"], ["up"], name="up"),
+                    helper.make_node("Sub", ["up", "big"], ["y"], name="down")], [("x", [1, 512])], "y",
+                   {"big": np.array(1e4)})
+    bundle = bundle_from_onnx(model, {"x": x}, tmp_path / "y.irt")
+    request = chain_request(bundle, "bundle")
+    _, _, ref, _ = run_chain(pool, "torch", request)
+    _, _, exact, _ = run_chain(pool, "oracle", request)
+    np.testing.assert_array_equal(exact["y"], x.astype(np.float64))  # float64 keeps every digit
+    moved = _ChainRounding(pool, request, 120).get("values", "y")
+    u = 2.0 ** -24
+    assert moved.shape == x.shape and 0.3 * u * 1e4 < moved.max() <= 2 * u * 1e4 * 1.001
+    torch_err = np.abs(ref["y"] - exact["y"]).max()
+    assert 0.3 * u * 1e4 < torch_err <= moved.max() * 1.5
+    # judged: torch's own error is the yardstick here, so a backend 3x the estimate off is NOISE,
+    # one 5% off is DIVERGENT
+    assert compare.judge(ref["y"] + 3 * moved, ref["y"], exact["y"], spread=moved)[0] == compare.NOISE
+    assert compare.judge(exact["y"] * 1.05, ref["y"], exact["y"], spread=moved)[0] == compare.DIVERGENT

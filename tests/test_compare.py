@@ -106,7 +106,8 @@ def test_rounding_model_accepts_a_different_summation_order_and_nothing_more():
 
 def test_rounding_model_for_same_sign_sums():
     """A long sum of positive terms (a variance, a mean of squares) in float32, summed one by one:
-    its error grows like sqrt(n) eps |y|; the model allows that, and not a 1e-4 relative error."""
+    its error grows like sqrt(n) eps |y|; the model allows that (1.35e-4 relative at n = 20,000), and not
+    a 5e-4 relative error."""
     rng = np.random.default_rng(1)
     t = rng.random((8, 20000)).astype(np.float32)
     exact = t.astype(np.float64).sum(axis=1)
@@ -118,7 +119,7 @@ def test_rounding_model_for_same_sign_sums():
     ref = exact.astype(np.float32)
     assert compare.judge(running, ref, exact)[0] == compare.DIVERGENT
     assert compare.judge(running, ref, exact, magnitude=model)[0] == compare.NOISE
-    assert compare.judge(ref * np.float32(1 + 1e-4), ref, exact, magnitude=model)[0] == compare.DIVERGENT
+    assert compare.judge(ref * np.float32(1 + 5e-4), ref, exact, magnitude=model)[0] == compare.DIVERGENT
 
 
 def test_reference_is_judged_against_float64():

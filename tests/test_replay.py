@@ -231,3 +231,28 @@ def test_shape_arithmetic_and_constants_are_not_judged_on_backends_under_test(tm
     assert not [r for r in square.results if r.output.endswith(":two")]
     assert {s["output"] for s in square.skipped} == {"d:two", "d2x:two"}
     assert all(r.verdict in (compare.MATCH, compare.NOISE) for n in rep.nodes for r in n.results)
+
+
+def test_gradient_path_follows_differentiable_inputs_only():
+    """MobileViTv2's GroupNorm(1, C) as torch.onnx exports it: InstanceNormalization's scale is a
+    ones constant CastLike'd to the activation's type and expanded to a shape computed from it. The
+    activation reaches the scale only through CastLike's target_type and Shape: nothing the model
+    differentiates, so the scale's gradient is not judged. Where's condition likewise."""
+    from onnx import TensorProto, helper
+
+    from irtrace.ir.graph import gradient_path
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("CastLike", ["one", "x"], ["one_like"]),
+             helper.make_node("Shape", ["x"], ["shape"], start=1, end=2),
+             helper.make_node("Expand", ["one_like", "shape"], ["scale"]),
+             helper.make_node("InstanceNormalization", ["x", "scale", "bias"], ["y"]),
+             helper.make_node("Greater", ["y", "zero"], ["positive"]),
+             helper.make_node("Where", ["positive", "gain", "w"], ["z"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", f, [1, 3, 4])],
+                              [helper.make_tensor_value_info("z", f, None)],
+                              [helper.make_tensor("one", f, [], [1.0]), helper.make_tensor("bias", f, [3], [0.0] * 3),
+                               helper.make_tensor("zero", f, [], [0.0]), helper.make_tensor("gain", f, [], [2.0]),
+                               helper.make_tensor("w", f, [], [3.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    on = gradient_path(model, {"x", "w"})
+    assert on == {"x", "w", "y", "z"}  # Greater: a comparison, no derivative either

@@ -56,8 +56,12 @@ def graph(adapter, msg, arrays):
         return {"status": "unsupported", "message": str(e)}, []
     t = time.perf_counter()
     try:
-        values, grads = adapter.chained(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []),
-                                        shapes=msg.get("shapes"))
+        if msg.get("rounding") and adapter.estimates_rounding:  # the oracle's float32 rounding estimate
+            values, grads = adapter.chained_rounding(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []),
+                                                     shapes=msg.get("shapes"), samples=int(msg["rounding"]))
+        else:
+            values, grads = adapter.chained(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []),
+                                            shapes=msg.get("shapes"))
     except Unsupported as e:
         return {"status": "unsupported", "message": str(e)}, []
     except NodeFailed as e:  # the host substitutes this node's recorded value and runs the rest

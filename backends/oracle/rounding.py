@@ -2,8 +2,8 @@
 Arithmetic", 1997; the method of Verificarlo) on torch in float64.
 
 The op (fwd, vjp or vjp2) runs in float64 again, with every intermediate result torch computes
-multiplied by (1 + eps32 * r), r uniform in [-1, 1]: each rounding a float32 implementation makes,
-emulated at twice its size (round to nearest errs by at most eps32 / 2). Fused kernels are first
+multiplied by (1 + u * r), r uniform in [-1, 1], u = 2^-24 the unit roundoff of float32: each
+rounding a float32 implementation makes (round to nearest errs by at most u, relative), emulated. Fused kernels are first
 broken into torch's own decompositions (softmax, batch and layer norm, their backward formulas...),
 so the cancellation inside them (x - mean over few values, 1 - 2 sigmoid(x) near 0) is rounded too.
 The spread of a few such runs around the exact result is what float32 rounding of this op's formula
@@ -18,7 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map_only
 
-EPS32 = float(np.finfo(np.float32).eps)
+UNIT_ROUNDOFF = float(np.finfo(np.float32).eps) / 2
 
 # Exact in float32: they move, select or negate values, they never round.
 _EXACT = frozenset({
@@ -33,13 +33,19 @@ _EXACT = frozenset({
     "reflection_pad3d", "replication_pad1d", "replication_pad2d", "replication_pad3d", "tril", "triu",
     "threshold_backward", "le", "lt", "ge", "gt", "eq", "ne", "logical_not", "logical_and", "logical_or",
     "bitwise_and", "bitwise_or", "masked_scatter", "expand", "view", "reshape", "_unsafe_view", "unsqueeze",
-    "squeeze", "t", "transpose", "select", "slice", "unfold", "embedding", "embedding_dense_backward"})
+    "squeeze", "t", "transpose", "select", "slice", "unfold", "embedding", "embedding_dense_backward",
+    # torch's primitives (what the decompositions reach)
+    "convert_element_type", "broadcast_in_dim", "view_of", "collapse_view", "split_dim", "slice_in_dim",
+    "squeeze", "transpose", "reshape", "select", "where", "maximum", "minimum", "neg", "abs", "cat", "pad",
+    "rev", "as_strided", "iota", "full", "scalar_tensor", "empty_strided", "copy_to", "copy_strided"})
 
 
 @functools.lru_cache(maxsize=1)
 def _decompositions():
-    from torch._decomp import core_aten_decompositions
-    return dict(core_aten_decompositions())
+    # every decomposition torch registers, not only the "core ATen" set: native_batch_norm and the
+    # norms' backward formulas are core ops there, and their inner cancellation is what matters
+    from torch._decomp import decomposition_table
+    return dict(decomposition_table)
 
 
 class Float32Rounding(TorchDispatchMode):
@@ -55,8 +61,11 @@ class Float32Rounding(TorchDispatchMode):
         kwargs = kwargs or {}
         decomposition = self.table.get(func)
         if decomposition is not None:
-            with self:  # the decomposition's own ops are rounded one by one
-                out = decomposition(*args, **kwargs)
+            try:
+                with self:  # the decomposition's own ops are rounded one by one
+                    out = decomposition(*args, **kwargs)
+            except Exception:  # noqa: BLE001 - a decomposition that does not take these arguments: the op whole
+                out = NotImplemented
             if out is not NotImplemented:
                 return out
         out = func(*args, **kwargs)
@@ -71,13 +80,14 @@ class Float32Rounding(TorchDispatchMode):
         if t.dtype != torch.float64 or t.numel() == 0:
             return t
         r = torch.rand(t.shape, generator=self.gen, dtype=torch.float64)
-        return t * (1.0 + EPS32 * (2.0 * r - 1.0))
+        return t * (1.0 + UNIT_ROUNDOFF * (2.0 * r - 1.0))
 
 
-def spread(run, samples=4):
+def spread(run, samples=4, exact=None):
     """Per result of `run()` (a list of arrays or None, computed by torch in float64): the largest
-    deviation from the exact result over `samples` Monte Carlo arithmetic runs."""
-    exact = run()
+    deviation from the exact result (`exact`, or run() once more) over `samples` Monte Carlo
+    arithmetic runs."""
+    exact = run() if exact is None else exact
     worst = [None if e is None else np.zeros(np.shape(e)) for e in exact]
     for seed in range(samples):
         with Float32Rounding(seed):

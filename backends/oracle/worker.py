@@ -233,5 +233,19 @@ class OracleAdapter(ReferenceAdapter):
                                  shapes)
 
 
+    def chained_rounding(self, pairs, feeds, outputs, cots, penalty, shapes=None, samples=2):
+        """The chain's values and gradients as `chained` names them, each replaced by how far float32
+        rounding of the whole chain can move it (Monte Carlo arithmetic, see `rounding`)."""
+        from backends.oracle.rounding import spread
+        values, grads = self.chained(pairs, feeds, outputs, cots, penalty, shapes)
+        vnames, gnames = sorted(values), sorted(grads)
+
+        def run():
+            v, g = self.chained(pairs, feeds, outputs, cots, penalty, shapes)
+            return [v.get(k) for k in vnames] + [g.get(k) for k in gnames]
+        moved = spread(run, samples, exact=[values[k] for k in vnames] + [grads[k] for k in gnames])
+        return dict(zip(vnames, moved[:len(vnames)])), dict(zip(gnames, moved[len(vnames):]))
+
+
 def make_adapter():
     return OracleAdapter()

@@ -1,6 +1,8 @@
 """The node graph of a canonical model (networkx)."""
 import networkx as nx
 
+from irtrace.ir.semantics import nondifferentiable_inputs
+
 
 def dag(specs):
     """A DiGraph of node names with an edge producer -> consumer for every value."""
@@ -29,11 +31,15 @@ def gradient_sources(model, parameters=None):
 
 def gradient_path(model, sources):
     """Names of the values on a gradient path: the sources and every value computed from one of them
-    (nodes are in topological order in a canonical model). A gradient with respect to anything else
+    through a differentiable input (nodes are in topological order in a canonical model). A gradient with respect to anything else
     — a gain, a filter tap, a folded exponent, a recorded mask — is one the model never takes."""
     on = set(sources)
+    opsets = {o.domain: o.version for o in model.opset_import}
     for n in model.graph.node:
-        if any(i in on for i in n.input if i):
+        # an input the schema marks NonDifferentiable (CastLike's target_type, Shape's data, Reshape's
+        # shape, Where's condition) passes its type or shape on, never a derivative
+        passive = nondifferentiable_inputs(n.op_type, n.domain, opsets.get(n.domain, opsets.get("", 1)), len(n.input))
+        if any(i in on for k, i in enumerate(n.input) if i and k not in passive):
             on.update(o for o in n.output if o)
     return on
 

@@ -58,7 +58,39 @@ def _run(pool, backend, msg, arrays, timeout):
 def _entry(name, node, index, verdict, m, details, kind):
     return {"value": name, "node": node, "index": index, "kind": kind, "verdict": verdict,
             "max_abs": m.max_abs if m else None, "max_rel": m.max_rel if m else None,
+            "allowed": details.get("allowed"), "float32_rounding": details.get("float32_rounding"),
             "closer_to_oracle": details.get("closer_to_oracle"), "message": details.get("message", "")}
+
+
+CHAIN_MCA_SAMPLES = 2  # Monte Carlo arithmetic runs of the whole float64 chain (backends/oracle/rounding.py)
+
+
+class _ChainRounding:
+    """How far float32 rounding of the whole chain can move each value and gradient: asked of the
+    oracle once per chained replay, the first time a verdict would be DIVERGENT without it (a chain
+    accumulates rounding that no single op's model sees: a scalar's gradient summed over a network,
+    a cotangent of 1e-28 behind a mask). The same for every backend."""
+
+    def __init__(self, pool, request, timeout):
+        self.pool, self.request, self.timeout, self.got = pool, request, timeout, None
+
+    def get(self, kind, name):
+        if self.got is None:
+            msg = {**self.request.message, "rounding": CHAIN_MCA_SAMPLES}
+            status, reply, vals, grads = _run(self.pool, ORACLE, msg, self.request.arrays, self.timeout)
+            if status != "ok":
+                log.info("no float32 rounding estimate of the chain: %s", reply.get("message", status))
+            self.got = (vals, grads)
+        return self.got[0 if kind == "values" else 1].get(name)
+
+    def judge(self, kind, name, actual, ref, oracle, policy):
+        """compare.judge, and again with the chain's rounding estimate where it would be DIVERGENT."""
+        verdict, met, details = compare.judge(actual, ref, oracle, policy)
+        if verdict == compare.DIVERGENT and oracle is not None and not policy.fixed:
+            moved = self.get(kind, name)
+            if moved is not None:
+                verdict, met, details = compare.judge(actual, ref, oracle, policy, spread=moved)
+        return verdict, met, details
 
 
 @dataclass(frozen=True)
@@ -136,6 +168,7 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     params = [p for p in m.get("parameters", []) if p in feeds]
     state = m.get("state_outputs", {})
     runs = []
+    rounding = _ChainRounding(pool, request, timeout)
     g = dag(node_specs(bundle.model))
     for backend in backends:
         t0 = time.perf_counter()
@@ -155,7 +188,8 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
                                              "fwd"))
                     continue
                 if name in vals and name in ref_vals:
-                    verdict, met, ex = compare.judge(vals[name], ref_vals[name], o_vals.get(name), policy)
+                    verdict, met, ex = rounding.judge("values", name, vals[name], ref_vals[name],
+                                                      o_vals.get(name), policy)
                     run.values.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "fwd"))
                 if name in cut and name in path:
                     run.grads.append(_entry(name, producer[name][1], producer[name][0], compare.ERROR, None,
@@ -164,7 +198,8 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
                 elif penalty and name in grads:
                     unjudged += 1
                 elif name in grads and name in ref_grads and name in path:
-                    verdict, met, ex = compare.judge(grads[name], ref_grads[name], o_grads.get(name), policy)
+                    verdict, met, ex = rounding.judge("grads", name, grads[name], ref_grads[name],
+                                                      o_grads.get(name), policy)
                     run.grads.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "bwd"))
             if unjudged:
                 # under a gradient penalty d loss / d v of an intermediate v depends on which tensors each
@@ -178,12 +213,13 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
                         "message": f"not computed: its gradient passes through {nodes}, which failed on "
                                    f"{backend} and was replaced by its recorded value"}, "param_grad"))
                 elif p in grads and p in ref_grads:
-                    verdict, met, ex = compare.judge(grads[p], ref_grads[p], o_grads.get(p), policy)
+                    verdict, met, ex = rounding.judge("grads", p, grads[p], ref_grads[p], o_grads.get(p), policy)
                     run.parameters.append(_entry(p, "", -1, verdict, met, ex, "param_grad"))
             run.parameters.sort(key=lambda e: (-compare.SEVERITY.get(e["verdict"], 0), -(e["max_rel"] or 0.0), e["value"]))
             for key, value in state.items():
                 if value in vals and value in ref_vals:
-                    verdict, met, ex = compare.judge(vals[value], ref_vals[value], o_vals.get(value), policy)
+                    verdict, met, ex = rounding.judge("values", value, vals[value], ref_vals[value],
+                                                      o_vals.get(value), policy)
                     run.state.append({**_entry(value, producer[value][1], producer[value][0], verdict, met, ex,
                                                "state"), "state_dict_key": key})
             run.first_divergence = _link(run.values, specs, isolated, backend, "fwd", "upstream")

@@ -20,7 +20,7 @@ from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
 from irtrace.replay.call import NodeCall
-from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_all, run_everywhere, labels
+from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_node, run_everywhere, labels
 from irtrace.repro import script
 from irtrace.repro.shrink import Case, shrink
 from irtrace.store import grad_name, load
@@ -101,7 +101,7 @@ class _Runner:
         got = run_everywhere(self.pool, call, None, [self.backend], self.use_oracle, self.timeout)
         if got.ref is None:
             return None, None
-        return judge_all(call, got, compare.Policy()), (spec, inputs, cots, us, got.ref, got.oracle, got.outs)
+        return judge_node(self.pool, call, got, compare.Policy(), self.timeout), (spec, inputs, cots, us, got.ref, got.oracle, got.outs)
 
 
 def _pick_label(results, backend, verdict):
