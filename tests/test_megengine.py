@@ -43,19 +43,115 @@ def test_op_table_against_torch_known_findings_are_strict(mge_replay):
     assert not fixed, f"known MegEngine findings that no longer show (fixed? update tests/megengine_known.py): {fixed}"
 
 
-def test_every_case_and_mode_is_covered(mge_replay):
-    """Every case has a MegEngine fwd result, and vjp and vjp2 results wherever torch has them;
-    only shape arithmetic (Shape, and nodes computed from shapes alone) is left to the host."""
+def _by_hand(op, x, g, u, lo=-0.5, hi=0.5):
+    """fwd, vjp [h] and vjp2 [ds/dx, ds/dg] (s = <h, u>) of one elementwise op, in float64."""
+    x, g, u = (np.asarray(a, np.float64) for a in (x, g, u))
+    sig = 1 / (1 + np.exp(-x))
+    if op == "Sigmoid":
+        d = sig * (1 - sig)
+        return {"fwd": sig, "vjp": g * d, "vjp2": (g * u * d * (1 - 2 * sig), d * u)}
+    if op == "Softplus":
+        return {"fwd": np.log1p(np.exp(x)), "vjp": g * sig, "vjp2": (g * u * sig * (1 - sig), sig * u)}
+    if op == "Exp":
+        return {"fwd": np.exp(x), "vjp": g * np.exp(x), "vjp2": (g * u * np.exp(x), np.exp(x) * u)}
+    if op == "Sin":
+        return {"fwd": np.sin(x), "vjp": g * np.cos(x), "vjp2": (-g * u * np.sin(x), np.cos(x) * u)}
+    if op == "Clip":  # piecewise linear: no second derivative in x; ds/dg = u where x is inside
+        inside = (x > lo) & (x < hi)
+        return {"fwd": np.clip(x, lo, hi), "vjp": g * inside, "vjp2": (np.zeros_like(x), u * inside)}
+    raise ValueError(op)
+
+
+def test_every_case_and_mode_is_covered(mge_replay, cases_bundle):
+    """Every case has a MegEngine result in every mode torch has (fwd, vjp, vjp2), for every output
+    torch has there; each verdict is MATCH or NOISE unless tests/megengine_known.py names exactly
+    that (case, mode, output) with that verdict; only shape arithmetic (Shape, and nodes computed
+    from shapes alone) is left to the host. Values, where the answer is a formula: fwd, vjp and vjp2
+    of five elementwise cases on MegEngine's own worker, against float64 by hand (Softplus's vjp2
+    and Clip's ds/dg are known rows: the first is MegEngine's error, the second is explained by hand
+    below, and is not MegEngine's mistake)."""
+    import base64
+
     import op_cases
+    from megengine_known import KNOWN
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.call import from_bundle
+    from irtrace.replay.worker import WorkerProxy
+    from irtrace.store import grad_name, u_name
     by_node = {n.name: {r.mode for r in n.results if r.backend == "megengine"} for n in mge_replay.nodes}
     torch_modes = {n.name: {r.mode for r in n.results if r.backend == "torch"} for n in mge_replay.nodes}
     shapes = {n.name for n in mge_replay.nodes if any("shape arithmetic" in s["reason"] for s in n.skipped)}
     assert shapes == {"shape", "range"}  # Range of constants is shape arithmetic too
-    for c in op_cases.CASES:
-        if c.id in shapes:
+    ok = (compare.MATCH, compare.NOISE)
+    per_mode = {m: {"cases": 0, "ok": 0, "known": 0} for m in ("fwd", "vjp", "vjp2")}
+    for n in mge_replay.nodes:
+        if n.name in shapes:
             continue
-        assert "fwd" in by_node[c.id], c.id
-        assert torch_modes[c.id] - {"fwd"} <= by_node[c.id], (c.id, torch_modes[c.id], by_node[c.id])
+        assert "fwd" in by_node[n.name], n.name
+        assert torch_modes[n.name] - {"fwd"} <= by_node[n.name], (n.name, torch_modes[n.name], by_node[n.name])
+        for mode in sorted(by_node[n.name]):
+            mine = {r.output: r.verdict for r in n.results if r.backend == "megengine" and r.mode == mode}
+            theirs = {r.output for r in n.results if r.backend == "torch" and r.mode == mode}
+            per_mode[mode]["cases"] += 1
+            if set(mine) == {"*"}:  # the whole node failed in this mode: must be the known failure
+                assert KNOWN.get((n.name, mode, "*"), (None,))[0] == mine["*"], (n.name, mode, mine)
+                per_mode[mode]["known"] += 1
+                continue
+            # every output torch is judged on (against the oracle) is judged on MegEngine too
+            assert mine and theirs <= set(mine), (n.name, mode, sorted(mine), sorted(theirs))
+            for out, verdict in mine.items():
+                if verdict not in ok:
+                    assert KNOWN.get((n.name, mode, out), (None,))[0] == verdict, (n.name, mode, out, verdict)
+            per_mode[mode]["ok" if all(v in ok for v in mine.values()) else "known"] += 1
+    assert len(op_cases.CASES) - len(shapes) == per_mode["fwd"]["cases"]
+    # as observed: erf, einsum and gelu_tanh unsupported in every mode; 32 cases with a known vjp2 failure
+    assert per_mode == {"fwd": {"cases": 96, "ok": 93, "known": 3}, "vjp": {"cases": 92, "ok": 89, "known": 3},
+                        "vjp2": {"cases": 92, "ok": 60, "known": 32}}, per_mode
+    assert {m: len({c for c, mode, _ in KNOWN if mode == m}) for m in per_mode} == \
+        {m: c["known"] for m, c in per_mode.items()}  # and every known row is one of them
+
+    # values: MegEngine's own answers on the bundle's recorded x, g, u
+    specs = {s.name: s for s in node_specs(cases_bundle.model)}
+    protos = {nd.name: base64.b64encode(nd.SerializeToString()).decode() for nd in cases_bundle.model.graph.node}
+    v = cases_bundle.values
+    w = WorkerProxy(backends.get("megengine"))
+    w.start()
+    try:
+        for name in ("sigmoid", "exp", "sin", "softplus", "clip"):
+            spec = specs[name]
+            x, g, u = (np.asarray(v[k]) for k in (spec.inputs[0], grad_name(spec.outputs[0]), u_name(spec.inputs[0])))
+            want = _by_hand(spec.op_type, x, g, u)
+            got = {}
+            for mode in ("fwd", "vjp", "vjp2"):
+                call = from_bundle(cases_bundle, spec, mode, protos[name])
+                reply, out = w.call(call.message(), call.arrays(), 60.0)
+                if (name, mode, "*") in KNOWN:  # MegEngine has no double backward of Softplus
+                    assert (reply["status"].upper(), reply["message"]) == KNOWN[(name, mode, "*")], (name, reply)
+                    continue
+                assert reply["status"] == "ok", (name, mode, reply.get("message"))
+                got[mode] = [None if a is None else np.asarray(a, np.float64) for a in out]
+            np.testing.assert_allclose(got["fwd"][0], want["fwd"], rtol=1e-5, atol=1e-6, err_msg=name)
+            np.testing.assert_allclose(got["vjp"][0], want["vjp"], rtol=1e-5, atol=1e-6, err_msg=name)
+            if "vjp2" not in got:
+                continue
+            d2x, d2g = got["vjp2"][0], got["vjp2"][len(spec.inputs)]
+            np.testing.assert_allclose(d2x, want["vjp2"][0], rtol=1e-5, atol=1e-6, err_msg=name)
+            if name != "clip":
+                np.testing.assert_allclose(d2g, want["vjp2"][1], rtol=1e-5, atol=1e-6, err_msg=name)
+            else:
+                # MegEngine's ds/dg of Clip is the hand answer with the bounds constant (ONNX marks
+                # min and max NonDifferentiable). The known DIVERGENT row is torch differentiating the
+                # bounds too: the bundle's u of min and max enter s (ds/dg gains u_min where x < min,
+                # u_max where x > max), though d:min and d:max themselves are never compared.
+                np.testing.assert_allclose(d2g, want["vjp2"][1], rtol=1e-5, atol=1e-6, err_msg=name)
+                u_lo, u_hi = (float(np.asarray(v[u_name(i)])) for i in spec.inputs[1:])
+                torchs = want["vjp2"][1] + u_lo * (x < -0.5) + u_hi * (x > 0.5)
+                worst = np.unravel_index(np.argmax(np.abs(d2g - torchs)), d2g.shape)
+                assert KNOWN[("clip", "vjp2", "d2g:clip.out0")] == (
+                    "DIVERGENT", f"megengine {d2g[worst]:.4g} vs torch {torchs[worst]:.4g} at "
+                                 f"{[int(i) for i in worst]}, max abs {np.abs(d2g - torchs).max():.3g}")
+    finally:
+        w.close()
 
 
 def test_translation_guards_forward(mge_replay):
