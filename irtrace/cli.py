@@ -52,8 +52,15 @@ def _inspect(args):
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are user input like any other: one line, exit 2 (argparse prints usage first)."""
+
+    def error(self, message):
+        raise IrtraceError(f"{message} (see {self.prog} --help)")
+
+
 def build_parser():
-    p = argparse.ArgumentParser(prog="irtrace", description="Find the first op where two frameworks disagree.")
+    p = _Parser(prog="irtrace", description="Find the first op where two frameworks disagree.")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -84,10 +91,10 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
-                        format="%(levelname)s %(name)s: %(message)s")
     try:
+        args = build_parser().parse_args(argv)
+        logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
+                            format="%(levelname)s %(name)s: %(message)s")
         return args.func(args)
     except IrtraceError as e:
         print(f"irtrace: error: {e}", file=sys.stderr)

@@ -1,6 +1,42 @@
 """Subcommands beyond export/inspect: replay, backends, demo. Parsing only; the work is the API."""
+import argparse
+import math
 
 from irtrace.errors import IrtraceError
+
+
+def seconds(text):
+    """A finite, positive number of seconds (nan would turn a timeout off, inf never fires)."""
+    value = _number(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite, positive number of seconds")
+    return value
+
+
+def tolerance(text):
+    """A finite tolerance >= 0."""
+    value = _number(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite tolerance >= 0")
+    return value
+
+
+def count(text):
+    """An integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _number(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
 def add_commands(sub):
@@ -11,12 +47,12 @@ def add_commands(sub):
                         "against the float64 oracle, which arbitrates every comparison); see `irtrace backends`")
     r.add_argument("--modes", default="fwd,vjp,vjp2", help="fwd, vjp, vjp2 (default all three)")
     r.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.replay)")
-    r.add_argument("--jobs", type=int, default=1, help="parallel workers per backend (default 1)")
+    r.add_argument("--jobs", type=count, default=1, help="parallel workers per backend (default 1)")
     r.add_argument("--nodes", help="only nodes whose name matches this regex")
     r.add_argument("--ops", help="only these op types, comma-separated (e.g. Conv,Pad)")
-    r.add_argument("--timeout", type=float, default=60.0, help="seconds per node and backend before TIMEOUT (60)")
-    r.add_argument("--atol", type=float, help="fixed absolute tolerance (overrides the oracle)")
-    r.add_argument("--rtol", type=float, help="fixed relative tolerance (overrides the oracle)")
+    r.add_argument("--timeout", type=seconds, default=60.0, help="seconds per node and backend before TIMEOUT (60)")
+    r.add_argument("--atol", type=tolerance, help="fixed absolute tolerance (overrides the oracle)")
+    r.add_argument("--rtol", type=tolerance, help="fixed relative tolerance (overrides the oracle)")
     r.add_argument("--strict", action="store_true", help="UNSUPPORTED fails too")
     r.add_argument("--form", default="canonical", choices=["canonical", "original"],
                    help="original: onnxruntime/onnxref get each node's attributes as before canonicalization "
@@ -33,7 +69,7 @@ def add_commands(sub):
     rp.add_argument("report", help="OUT/report.json of `irtrace replay`")
     rp.add_argument("--finding", action="append", help="only this finding id (repeatable)")
     rp.add_argument("-o", "--out", default="repros", help="output folder (default repros/)")
-    rp.add_argument("--budget", type=int, default=300, help="shrink steps per finding (default 300)")
+    rp.add_argument("--budget", type=count, default=300, help="shrink steps per finding (default 300)")
     rp.set_defaults(func=_repro)
 
     b = sub.add_parser("backends", help="list backends: availability, modes, op coverage")

@@ -2,8 +2,9 @@
 as one call (tests and benchmarks use it too)."""
 import sys
 
+from irtrace.errors import IrtraceError
 from irtrace.replay.api import ReplayOptions, run
-from irtrace.replay.engine import parse_modes
+from irtrace.replay.engine import MODES, parse_modes
 from irtrace.replay import backends as registry
 from irtrace.report import write as report_writer
 from irtrace.store import load
@@ -19,7 +20,12 @@ def run_replay(bundle_path, backend, modes, out=None, quiet=False, **options):
     """Replay + reports; returns (report dict, out folder). `options`: the fields of ReplayOptions
     (jobs, nodes, ops as text, timeout, atol, rtol, strict, chained, loss, form)."""
     opts = options_from_text(backend, modes, **options)
+    if not opts.modes and not opts.chained:
+        raise IrtraceError(f"--modes {modes!r} names no mode and --chained is off: nothing would be tested; "
+                           f"choose from {', '.join(MODES)}")
     bundle = load(bundle_path)
+    out = out if out else report_writer.default_out(bundle)
+    report_writer.prepare_out(out)  # before the replay: its results are never lost to an unwritable -o
     progress, bar = None, None
     if sys.stderr.isatty() and not quiet:
         from rich.progress import Progress
@@ -32,7 +38,6 @@ def run_replay(bundle_path, backend, modes, out=None, quiet=False, **options):
     finally:
         if bar is not None:
             bar.stop()
-    out = out if out else report_writer.default_out(bundle)
     report = report_writer.write(outcome, out)
     if not quiet:
         from irtrace.report import terminal

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from irtrace import store_check
 from irtrace.errors import IrtraceError, suggest
 
 SCHEMA = "irtrace.bundle/1"
@@ -22,13 +23,6 @@ GRAD_PREFIX = "grad/"   # grad/<value>: the cotangent of <value> under the bundl
 SEED_PREFIX = "loss/"   # loss/<output>: the output seed c_o of the loss
 U_PREFIX = "u/"         # u/<value>: the seeded double-backward direction for the cotangent of <value>
 REQUIRED_MANIFEST_KEYS = ("schema", "source", "versions", "mode", "seed", "loss", "inputs", "outputs", "nodes")
-
-# safetensors dtype codes <-> numpy (the format's own table)
-_ST_DTYPES = {
-    "F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
-    "I16": np.int16, "I8": np.int8, "U8": np.uint8, "U16": np.uint16, "U32": np.uint32,
-    "U64": np.uint64, "BOOL": np.bool_,
-}
 
 
 def grad_name(value):
@@ -62,15 +56,8 @@ class LazyValues:
 
     def __init__(self, path):
         self.path = Path(path)
-        try:
-            with open(self.path, "rb") as f:
-                n = int.from_bytes(f.read(8), "little")
-                header = json.loads(f.read(n))
-        except (OSError, ValueError) as e:
-            raise IrtraceError(f"cannot read {self.path}: not a safetensors file ({e})") from e
-        self.metadata = header.pop("__metadata__", {}) or {}
-        self._header = header
-        self._start = 8 + n
+        # validated completely (store_check.read_header) before anything is mapped or allocated
+        self.metadata, self._header, self._start = store_check.read_header(self.path)
         self._map = None
 
     def _mm(self):
@@ -93,8 +80,8 @@ class LazyValues:
 
     def spec(self, name):
         """(numpy dtype, shape) of `name` without reading it."""
-        h = self._entry(name)
-        return np.dtype(_ST_DTYPES[h["dtype"]]), tuple(h["shape"])
+        dtype, shape, _, _ = self._entry(name)
+        return dtype, shape
 
     def _entry(self, name):
         try:
@@ -103,10 +90,8 @@ class LazyValues:
             raise IrtraceError(f"value {name!r} is not in {self.path}.{suggest(name, self._header)}") from None
 
     def __getitem__(self, name):
-        h = self._entry(name)
-        dtype, shape = np.dtype(_ST_DTYPES[h["dtype"]]), tuple(h["shape"])
-        b, e = h["data_offsets"]
-        if e == b:
+        dtype, shape, b, e = self._entry(name)
+        if e == b:  # only an empty tensor: read_header checked end - begin == prod(shape) * itemsize
             return np.zeros(shape, dtype)
         return self._mm()[self._start + b:self._start + e].view(dtype).reshape(shape)
 
@@ -124,38 +109,67 @@ class Bundle:
 
     @property
     def model(self):
-        """The canonical graph as an onnx.ModelProto (parsed on first use)."""
+        """The canonical graph as an onnx.ModelProto (parsed and checked by `load`, else on first use)."""
         if self._model is None:
-            import onnx
-            from irtrace.ir.schemas import register_schemas
-            register_schemas()
-            self._model = onnx.load(str(self.path / GRAPH))
+            self._model = _read_graph(self.path / GRAPH)
         return self._model
 
     def node_source(self, node_name):
         return self.manifest["nodes"].get(node_name, {})
 
 
+def _read_graph(path):
+    from irtrace.ir.schemas import register_schemas
+    register_schemas()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise IrtraceError(f"{path}: cannot read ({e.strerror})") from None
+    return store_check.parse_graph(path, data)
+
+
 def load(path):
-    """Open the bundle at `path`, validating its manifest; values stay on disk."""
+    """Open the bundle at `path`, validating all of it before use (store_check): the manifest's
+    fields and types, the values file's header against its size and a memory budget, and the
+    graph (decodes, UTF-8, no external data, unique node names, the same nodes as the manifest).
+    Values stay on disk. Anything wrong is an IrtraceError naming the file and the field."""
     path = Path(path)
     if not path.is_dir():
         raise IrtraceError(f"{path}: no such bundle (expected a folder NAME.irt/ made by `irtrace export`)")
     missing = [f for f in (GRAPH, VALUES, MANIFEST) if not (path / f).is_file()]
     if missing:
         raise IrtraceError(f"{path}: not a complete bundle, missing {', '.join(missing)}")
+    where = path / MANIFEST
     try:
-        manifest = json.loads((path / MANIFEST).read_text())
-    except ValueError as e:
-        raise IrtraceError(f"{path / MANIFEST}: not valid JSON ({e})") from e
-    schema = manifest.get("schema") if isinstance(manifest, dict) else None
+        size = where.stat().st_size
+        if size > store_check.MAX_MANIFEST_BYTES:
+            raise IrtraceError(f"{where}: {size} bytes, over the {store_check.MAX_MANIFEST_BYTES} byte limit")
+        manifest = store_check.parse_json(where.read_bytes(), where)
+    except OSError as e:
+        raise IrtraceError(f"{where}: cannot read ({e.strerror})") from None
+    if not isinstance(manifest, dict):
+        raise IrtraceError(f"{where}: a JSON {type(manifest).__name__}, expected an object")
+    schema = manifest.get("schema")
     if schema != SCHEMA:
-        raise IrtraceError(f"{path}: bundle schema {schema!r} is not supported (this irtrace reads {SCHEMA!r}); "
-                           f"re-export it with this version of irtrace")
+        raise IrtraceError(f"{where}: bundle schema {store_check.quote(schema)} is not supported (this irtrace reads "
+                           f"{SCHEMA!r}); re-export it with this version of irtrace")
     absent = [k for k in REQUIRED_MANIFEST_KEYS if k not in manifest]
     if absent:
-        raise IrtraceError(f"{path / MANIFEST}: missing keys {', '.join(absent)}")
-    return Bundle(path, manifest, LazyValues(path / VALUES))
+        raise IrtraceError(f"{where}: missing keys {', '.join(absent)}")
+    store_check.check_manifest(where, manifest)
+    values = LazyValues(path / VALUES)
+    store_check.check_values(path / VALUES, manifest, values)
+    model = _read_graph(path / GRAPH)
+    graph_nodes = [n.name for n in model.graph.node]
+    names = set(graph_nodes)
+    extra = [n for n in graph_nodes if n not in manifest["nodes"]]
+    lost = [n for n in manifest["nodes"] if n not in names]
+    if extra or lost:
+        raise IrtraceError(f"{path / GRAPH}: {len(graph_nodes)} nodes, manifest.json lists {len(manifest['nodes'])} "
+                           f"(first " + (f"not in the manifest: {store_check.quote(extra[0])}" if extra else
+                                         f"not in the graph: {store_check.quote(lost[0])}") +
+                           "); the graph is truncated or from another bundle")
+    return Bundle(path, manifest, values, model)
 
 
 def write(path, model, values, manifest, force=False):

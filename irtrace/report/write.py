@@ -1,7 +1,10 @@
 """Write an Outcome of a replay: report.json (docs/report.md), report.html and, with a chained
 run, chained.png. Returns the report dict (what report.json holds)."""
+import os
+import tempfile
 from pathlib import Path
 
+from irtrace.errors import IrtraceError
 from irtrace.report import html, json_report
 from irtrace.report.findings import group
 
@@ -33,3 +36,17 @@ def write(outcome, out):
 
 def default_out(bundle):
     return Path(str(bundle.path).rstrip("/") + ".replay")
+
+
+def prepare_out(out):
+    """Create the output folder `out` (and its parents) and prove it writable, before a replay runs."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise IrtraceError(f"output folder {out}: exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".irtrace-probe-", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise IrtraceError(f"output folder {out}: cannot write there ({e.strerror}: {e.filename})") from None

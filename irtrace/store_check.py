@@ -1,0 +1,340 @@
+"""Validation of a bundle on open (the store's room; shared/DESIGN.md, "Parts and their rooms").
+
+Every check runs before anything the bundle declares is allocated: the safetensors header is
+read only after its length is checked against the file and a limit; every tensor's dtype,
+shape and data_offsets are checked against each other, the file and the other tensors (what
+safetensors itself checks, and more) before a byte of data is mapped. A failure is an
+IrtraceError of one line naming the file and the tensor or field, never a traceback: a bundle
+may come from anyone, and a corrupt value must not pass as a recorded one (a zero-length or
+overlapping range would otherwise read zeros or another tensor's bytes).
+"""
+import json
+import os
+
+import numpy as np
+
+from irtrace.errors import IrtraceError
+
+# safetensors dtype codes <-> numpy (the format's own table)
+ST_DTYPES = {
+    "F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
+    "I16": np.int16, "I8": np.int8, "U8": np.uint8, "U16": np.uint16, "U32": np.uint32,
+    "U64": np.uint64, "BOOL": np.bool_,
+}
+MAX_HEADER_BYTES = 100_000_000    # safetensors' own limit on the JSON header
+MAX_MANIFEST_BYTES = 256_000_000
+MAX_NDIM = 64                     # numpy's limit
+MAX_JSON_DEPTH = 64
+BUDGET_ENV = "IRTRACE_MEMORY_BUDGET"
+NODE_TEXT_FIELDS = ("module", "file_line", "class", "fx_node", "fx_op")
+
+
+def quote(name, limit=80):
+    """repr of a name from a bundle, one line and bounded, for messages."""
+    text = repr(name)
+    return text if len(text) <= limit else text[:limit - 4] + "...'"
+
+
+def memory_budget():
+    """Bytes one tensor may declare: $IRTRACE_MEMORY_BUDGET, else the machine's physical memory."""
+    text = os.environ.get(BUDGET_ENV)
+    if text is not None:
+        try:
+            value = int(text)
+        except ValueError:
+            raise IrtraceError(f"${BUDGET_ENV}={quote(text)} is not a number of bytes") from None
+        if value <= 0:
+            raise IrtraceError(f"${BUDGET_ENV}={value} must be a positive number of bytes")
+        return value
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40
+
+
+def _no_nan(text):
+    raise ValueError(f"{text} is not a JSON number")
+
+
+def _unique_keys(pairs):
+    seen = {}
+    for k, v in pairs:
+        if k in seen:
+            raise ValueError(f"duplicate key {quote(k)}")
+        seen[k] = v
+    return seen
+
+
+def _depth(value):
+    """Nesting depth of parsed JSON, iteratively (no recursion on hostile input)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return deepest
+
+
+def parse_json(data, where):
+    """Strict JSON of `data` (bytes): UTF-8, no NaN/Infinity, no duplicate keys, bounded nesting."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise IrtraceError(f"{where}: not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r})") from None
+    try:
+        value = json.loads(text, parse_constant=_no_nan, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise IrtraceError(f"{where}: JSON nested too deeply") from None
+    except ValueError as e:
+        raise IrtraceError(f"{where}: not valid JSON ({quote(str(e), 120)[1:-1]})") from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise IrtraceError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def read_header(path):
+    """(metadata, {name: (numpy dtype, shape, begin, end)}, data start) of the safetensors file at `path`.
+
+    Checks, in this order and before any allocation: the file holds 8 bytes; the header length fits
+    the file and MAX_HEADER_BYTES; the header is a UTF-8 JSON object; __metadata__ maps strings to
+    strings; every tensor has a known dtype, a shape of non-negative ints (at most 64 dims), no larger
+    than the memory budget, and data_offsets [begin, end] with 0 <= begin <= end <= data size and
+    end - begin == prod(shape) * itemsize; the ranges, sorted, tile the data section exactly
+    (no overlap, no gap, nothing after the last)."""
+    where = str(path)
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise IrtraceError(f"{where}: {size} bytes, too short for a safetensors file (8-byte header length)")
+            n = int.from_bytes(head, "little")
+            if n > MAX_HEADER_BYTES:
+                raise IrtraceError(f"{where}: header length {n} is over the {MAX_HEADER_BYTES} byte limit "
+                                   f"(the file has {size} bytes); not a safetensors file or corrupt")
+            if n > size - 8:
+                raise IrtraceError(f"{where}: header length {n} is larger than the file's remaining {size - 8} bytes")
+            raw = f.read(n)
+    except OSError as e:
+        raise IrtraceError(f"{where}: cannot read ({e.strerror})") from None
+    header = parse_json(raw, f"{where} header")
+    if not isinstance(header, dict):
+        raise IrtraceError(f"{where}: header is a JSON {type(header).__name__}, expected an object of tensors")
+    metadata = header.pop("__metadata__", None)
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise IrtraceError(f"{where}: __metadata__ must map strings to strings")
+    data_size = size - 8 - n
+    budget = memory_budget()
+    entries = {name: _entry(where, name, info, data_size, budget) for name, info in header.items()}
+    _check_tiling(where, entries, data_size)
+    return metadata, entries, 8 + n
+
+
+def _entry(where, name, info, data_size, budget):
+    at = f"{where}: tensor {quote(name)}"
+    if not isinstance(info, dict):
+        raise IrtraceError(f"{at}: entry is a JSON {type(info).__name__}, expected an object "
+                           f"with dtype, shape, data_offsets")
+    missing = [k for k in ("dtype", "shape", "data_offsets") if k not in info]
+    if missing:
+        raise IrtraceError(f"{at}: missing {', '.join(missing)}")
+    extra = sorted(set(info) - {"dtype", "shape", "data_offsets"})
+    if extra:
+        raise IrtraceError(f"{at}: unknown field {quote(extra[0])}")
+    code = info["dtype"]
+    if not isinstance(code, str) or code not in ST_DTYPES:
+        raise IrtraceError(f"{at}: dtype {quote(code)} is not supported (supported: {', '.join(sorted(ST_DTYPES))})")
+    dtype = np.dtype(ST_DTYPES[code])
+    shape = info["shape"]
+    if (not isinstance(shape, list) or len(shape) > MAX_NDIM
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+        raise IrtraceError(f"{at}: shape {quote(shape)} is not a list of at most {MAX_NDIM} non-negative integers")
+    offsets = info["data_offsets"]
+    if (not isinstance(offsets, list) or len(offsets) != 2
+            or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
+        raise IrtraceError(f"{at}: data_offsets {quote(offsets)} is not a pair of integers [begin, end]")
+    begin, end = offsets
+    if not 0 <= begin <= end <= data_size:
+        raise IrtraceError(f"{at}: data_offsets [{begin}, {end}] outside the data section of {data_size} bytes "
+                           f"(need 0 <= begin <= end <= {data_size})")
+    count = 1
+    for d in shape:
+        count *= d
+    nbytes = count * dtype.itemsize
+    if nbytes > budget:
+        raise IrtraceError(f"{at}: {code} {shape} declares {nbytes} bytes, over the memory budget of {budget} "
+                           f"(set ${BUDGET_ENV} to raise it)")
+    if end - begin != nbytes:
+        raise IrtraceError(f"{at}: {code} {shape} needs {nbytes} bytes but data_offsets [{begin}, {end}] "
+                           f"hold {end - begin}")
+    return dtype, tuple(shape), begin, end
+
+
+def _check_tiling(where, entries, data_size):
+    """The ranges, sorted, must cover [0, data_size) exactly. Overlaps are named first (one value
+    would read another's bytes), then gaps and a tail (bytes no value owns)."""
+    ranges = sorted(((begin, end, name) for name, (_, _, begin, end) in entries.items()))
+    reach, owner = 0, None  # the furthest end so far, and whose
+    for begin, end, name in ranges:
+        if begin < reach:
+            raise IrtraceError(f"{where}: tensors {quote(owner)} and {quote(name)} overlap "
+                               f"(bytes [{begin}, {min(end, reach)}) of the data section)")
+        if end > reach or owner is None:
+            reach, owner = end, name
+    pos = 0
+    for begin, end, name in ranges:
+        if begin > pos:
+            raise IrtraceError(f"{where}: bytes [{pos}, {begin}) of the data section belong to no tensor "
+                               f"(before {quote(name)})")
+        pos = max(pos, end)
+    if pos != data_size:
+        raise IrtraceError(f"{where}: bytes [{pos}, {data_size}) at the end of the data section belong to no tensor")
+
+
+def _is_str_list(v):
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_manifest(where, m):
+    """Types of every manifest field irtrace reads (docs/bundle.md); the first wrong one is named."""
+    def bad(field, want, got):
+        raise IrtraceError(f"{where}: field {field} must be {want}, got {quote(got, 60)}")
+
+    if "name" in m and not isinstance(m["name"], str):
+        bad("name", "a string", m["name"])
+    src = m["source"]
+    if not isinstance(src, dict) or not isinstance(src.get("framework"), str):
+        bad("source", "an object with a string 'framework'", src)
+    if "model" in src and not isinstance(src["model"], str):
+        bad("source.model", "a string", src["model"])
+    versions = m["versions"]
+    if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
+        bad("versions", "an object of strings", versions)
+    if m["mode"] not in ("train", "eval"):
+        bad("mode", "'train' or 'eval'", m["mode"])
+    if not _is_int(m["seed"]):
+        bad("seed", "an integer", m["seed"])
+    loss = m["loss"]
+    if not isinstance(loss, dict) or not isinstance(loss.get("kind"), str):
+        bad("loss", "an object with a string 'kind'", loss)
+    if "definition" in loss and not isinstance(loss["definition"], str):
+        bad("loss.definition", "a string", loss["definition"])
+    if "outputs" in loss and not _is_str_list(loss["outputs"]):
+        bad("loss.outputs", "a list of strings", loss["outputs"])
+    if not isinstance(m["inputs"], list):
+        bad("inputs", "a list", m["inputs"])
+    for i, spec in enumerate(m["inputs"]):
+        if not isinstance(spec, dict):
+            bad(f"inputs[{i}]", "an object with name, dtype, shape", spec)
+        for k in ("name", "dtype"):
+            if not isinstance(spec.get(k), str):
+                bad(f"inputs[{i}].{k}", "a string", spec.get(k))
+        shape = spec.get("shape")
+        if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+            bad(f"inputs[{i}].shape", "a list of non-negative integers", shape)
+    if not _is_str_list(m["outputs"]):
+        bad("outputs", "a list of strings", m["outputs"])
+    for k in ("parameters", "buffers", "differentiable"):
+        if k in m and m[k] is not None and not _is_str_list(m[k]):
+            bad(k, "a list of strings", m[k])
+    state = m.get("state_outputs", {})
+    if not isinstance(state, dict) or not all(isinstance(v, str) for v in state.values()):
+        bad("state_outputs", "an object of strings", state)
+    timings = m.get("timings", {})
+    if not isinstance(timings, dict) or not all(isinstance(v, (int, float)) for v in timings.values()):
+        bad("timings", "an object of numbers", timings)
+    if not isinstance(m["nodes"], dict):
+        bad("nodes", "an object: node name -> source", m["nodes"])
+    for name, source in m["nodes"].items():
+        if not isinstance(source, dict):
+            bad(f"nodes[{quote(name)}]", "an object", source)
+        for k in NODE_TEXT_FIELDS:
+            if k in source and not isinstance(source[k], str):
+                bad(f"nodes[{quote(name)}].{k}", "a string", source[k])
+        if "original_attrs" in source and not isinstance(source["original_attrs"], dict):
+            bad(f"nodes[{quote(name)}].original_attrs", "an object", source["original_attrs"])
+
+
+def check_values(where, manifest, values):
+    """Manifest inputs and outputs are recorded in the values file, with the declared dtype and shape."""
+    for spec in manifest["inputs"]:
+        if spec["name"] not in values:
+            raise IrtraceError(f"{where}: input {quote(spec['name'])} of manifest.json has no recorded value")
+        dtype, shape = values.spec(spec["name"])
+        if str(dtype) != spec["dtype"] or list(shape) != spec["shape"]:
+            raise IrtraceError(f"{where}: input {quote(spec['name'])} is {dtype}{list(shape)} but manifest.json "
+                               f"declares {quote(spec['dtype'])}{spec['shape']}")
+    for name in manifest["outputs"]:
+        if name not in values:
+            raise IrtraceError(f"{where}: output {quote(name)} of manifest.json has no recorded value")
+
+
+def parse_graph(path, data):
+    """The onnx.ModelProto in `data` (bytes of graph.onnx), checked: it decodes, every string in it is
+    UTF-8, no tensor keeps its data outside the file (external data is never read: a bundle is
+    self-contained), node names are present and unique."""
+    import onnx
+    from google.protobuf.message import DecodeError
+    where = str(path)
+    try:
+        model = onnx.load_model_from_string(data)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise IrtraceError(f"{where}: not an ONNX model ({quote(str(e), 120)[1:-1]})") from None
+    if not model.HasField("graph"):
+        raise IrtraceError(f"{where}: the ONNX model has no graph")
+    try:
+        _check_message(where, model, "model")
+    except RecursionError:
+        raise IrtraceError(f"{where}: subgraphs nested too deeply") from None
+    seen = set()
+    for i, n in enumerate(model.graph.node):
+        if not n.name:
+            raise IrtraceError(f"{where}: node {i} ({n.op_type}) has no name; bundles name every node")
+        if n.name in seen:
+            raise IrtraceError(f"{where}: two nodes are named {quote(n.name)}; bundles name every node uniquely")
+        seen.add(n.name)
+    return model
+
+
+def _check_message(where, msg, at):
+    """Walk string, bytes-attribute and message fields only (never copying tensor data)."""
+    from google.protobuf.descriptor import FieldDescriptor as FD
+    from onnx import AttributeProto, TensorProto
+    if isinstance(msg, TensorProto) and (msg.data_location == TensorProto.EXTERNAL or len(msg.external_data)):
+        location = next((e.value for e in msg.external_data if e.key == "location"), "?")
+        raise IrtraceError(f"{where}: tensor {quote(msg.name)} at {at} keeps its data outside the file "
+                           f"(external data {quote(location)}); a bundle holds every tensor in graph.onnx")
+    for fd in msg.DESCRIPTOR.fields:
+        if fd.type == FD.TYPE_STRING:
+            values = getattr(msg, fd.name)
+            for v in (values if _repeated(fd) else [values]):
+                if not isinstance(v, str):
+                    raise IrtraceError(f"{where}: {at}.{fd.name} {quote(v)} is not UTF-8")
+        elif fd.type == FD.TYPE_BYTES and isinstance(msg, AttributeProto) and fd.name in ("s", "strings"):
+            values = getattr(msg, fd.name)
+            for v in (values if _repeated(fd) else [values]):
+                try:
+                    v.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise IrtraceError(f"{where}: attribute {quote(msg.name)} at {at} holds {quote(v)}, "
+                                       f"not UTF-8") from None
+        elif fd.type == FD.TYPE_MESSAGE:
+            if _repeated(fd):
+                for k, sub in enumerate(getattr(msg, fd.name)):
+                    _check_message(where, sub, f"{at}.{fd.name}[{k}]" if not getattr(sub, "name", "") or
+                                   not isinstance(sub.name, str) else f"{at}.{fd.name}[{quote(sub.name)}]")
+            elif msg.HasField(fd.name):
+                _check_message(where, getattr(msg, fd.name), f"{at}.{fd.name}")
+
+
+def _repeated(fd):
+    return fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
