@@ -114,6 +114,11 @@ class Bundle:
             self._model = _read_graph(self.path / GRAPH)
         return self._model
 
+    @property
+    def state(self):
+        """Names of the model's parameters and buffers (the manifest's lists; empty for foreign ONNX)."""
+        return set(self.manifest.get("parameters", [])) | set(self.manifest.get("buffers", []))
+
     def node_source(self, node_name):
         return self.manifest["nodes"].get(node_name, {})
 

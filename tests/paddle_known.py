@@ -5,7 +5,6 @@ oracle arbitrating. Strict: each entry must still show this verdict and this mes
 Keys of KNOWN: (op case, mode, output) -> (verdict, observed). ERROR messages are Paddle's own.
   - fwd, running_var (out2): Paddle's batch_norm updates running_var with the biased (population)
     variance; torch uses the unbiased one (tests/test_paddle.py::test_running_var_is_the_biased_estimator).
-  - vjp2, d2g of Clip: Paddle's clip double grad gives 0 for d/dg (torch: u inside the range).
   - vjp2, d2g of Pad (constant value 1.5, and -1 on a 2-D tensor): Paddle's pad double grad pads
     the direction with the pad value instead of zeros: a silent wrong value where torch has 0.
   - vjp2 ERRORs: no double-grad op (or kernel) registered for the op; eval-mode batch_norm refuses
@@ -22,7 +21,6 @@ KNOWN = {('avgpool3d', 'vjp2', '*'): ('ERROR',
                                                       'paddle 0.6794 vs torch 0.682 at [2], max abs 0.00262'),
  ('batchnorm_train_m07', 'fwd', 'batchnorm_train_m07.out2'): ('DIVERGENT',
                                                               'paddle 1.362 vs torch 1.37 at [1], max abs 0.00847'),
- ('clip', 'vjp2', 'd2g:clip.out0'): ('DIVERGENT', 'paddle 0 vs torch -0.5227 at [0, 2], max abs 0.523'),
  ('conv_depthwise', 'vjp2', '*'): ('ERROR',
                                    'RuntimeError: (NotFound) The kernel `depthwise_conv2d_double_grad` is not '
                                    'registered. [Hint: Expecte'),

@@ -68,8 +68,7 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle):
     that (case, mode, output) with that verdict; only shape arithmetic (Shape, and nodes computed
     from shapes alone) is left to the host. Values, where the answer is a formula: fwd, vjp and vjp2
     of five elementwise cases on MegEngine's own worker, against float64 by hand (Softplus's vjp2
-    and Clip's ds/dg are known rows: the first is MegEngine's error, the second is explained by hand
-    below, and is not MegEngine's mistake)."""
+    is a known row: MegEngine's error)."""
     import base64
 
     import op_cases
@@ -104,9 +103,9 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle):
                     assert KNOWN.get((n.name, mode, out), (None,))[0] == verdict, (n.name, mode, out, verdict)
             per_mode[mode]["ok" if all(v in ok for v in mine.values()) else "known"] += 1
     assert len(op_cases.CASES) - len(shapes) == per_mode["fwd"]["cases"]
-    # as observed: erf, einsum and gelu_tanh unsupported in every mode; 32 cases with a known vjp2 failure
+    # as observed: erf, einsum and gelu_tanh unsupported in every mode; 31 cases with a known vjp2 failure
     assert per_mode == {"fwd": {"cases": 96, "ok": 93, "known": 3}, "vjp": {"cases": 92, "ok": 89, "known": 3},
-                        "vjp2": {"cases": 92, "ok": 60, "known": 32}}, per_mode
+                        "vjp2": {"cases": 92, "ok": 61, "known": 31}}, per_mode
     assert {m: len({c for c, mode, _ in KNOWN if mode == m}) for m in per_mode} == \
         {m: c["known"] for m, c in per_mode.items()}  # and every known row is one of them
 
@@ -136,20 +135,9 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle):
                 continue
             d2x, d2g = got["vjp2"][0], got["vjp2"][len(spec.inputs)]
             np.testing.assert_allclose(d2x, want["vjp2"][0], rtol=1e-5, atol=1e-6, err_msg=name)
-            if name != "clip":
-                np.testing.assert_allclose(d2g, want["vjp2"][1], rtol=1e-5, atol=1e-6, err_msg=name)
-            else:
-                # MegEngine's ds/dg of Clip is the hand answer with the bounds constant (ONNX marks
-                # min and max NonDifferentiable). The known DIVERGENT row is torch differentiating the
-                # bounds too: the bundle's u of min and max enter s (ds/dg gains u_min where x < min,
-                # u_max where x > max), though d:min and d:max themselves are never compared.
-                np.testing.assert_allclose(d2g, want["vjp2"][1], rtol=1e-5, atol=1e-6, err_msg=name)
-                u_lo, u_hi = (float(np.asarray(v[u_name(i)])) for i in spec.inputs[1:])
-                torchs = want["vjp2"][1] + u_lo * (x < -0.5) + u_hi * (x > 0.5)
-                worst = np.unravel_index(np.argmax(np.abs(d2g - torchs)), d2g.shape)
-                assert KNOWN[("clip", "vjp2", "d2g:clip.out0")] == (
-                    "DIVERGENT", f"megengine {d2g[worst]:.4g} vs torch {torchs[worst]:.4g} at "
-                                 f"{[int(i) for i in worst]}, max abs {np.abs(d2g - torchs).max():.3g}")
+            # Clip: ONNX marks min and max NonDifferentiable, so ds/dg is u inside the range and 0
+            # outside; replay leaves the bounds' u out of s, and MegEngine's answer is judged MATCH
+            np.testing.assert_allclose(d2g, want["vjp2"][1], rtol=1e-5, atol=1e-6, err_msg=name)
     finally:
         w.close()
 

@@ -256,3 +256,33 @@ def test_gradient_path_follows_differentiable_inputs_only():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     on = gradient_path(model, {"x", "w"})
     assert on == {"x", "w", "y", "z"}  # Greater: a comparison, no derivative either
+
+
+def test_index_tables_from_lengths_are_shape_arithmetic_but_a_scalar_parameter_is_data():
+    """T5's relative-position buckets: Range over constant lengths, a Log of a length ratio (a float
+    scalar the exporter folds), Min and Where in int64 — computed from shapes and constants only, so
+    a port computes them in Python (or int32), not as the model's data. A one-element float that is
+    a parameter (CLIP's logit_scale) stays data, and so does what is computed from it."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from irtrace.ir.graph import shape_arithmetic
+    i64 = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    f32 = lambda v, n: numpy_helper.from_array(np.array(v, np.float32), n)  # noqa: E731
+    inits = [i64(0, "zero"), i64(8, "len"), i64(1, "one"), i64(7, "max_bucket"), f32(2.0, "ratio"),
+             f32(2.659, "logit_scale"), f32(np.ones((8, 4)), "table")]
+    nodes = [helper.make_node("Range", ["zero", "len", "one"], ["pos"], name="range"),
+             helper.make_node("Cast", ["pos"], ["posf"], name="to_float", to=TensorProto.FLOAT),
+             helper.make_node("Div", ["posf", "ratio"], ["scaled"], name="div"),
+             helper.make_node("Log", ["scaled"], ["logs"], name="log"),
+             helper.make_node("Cast", ["logs"], ["bucket"], name="to_int", to=TensorProto.INT64),
+             helper.make_node("Min", ["bucket", "max_bucket"], ["clamped"], name="min"),
+             helper.make_node("Gather", ["table", "clamped"], ["bias"], name="lookup", axis=0),
+             helper.make_node("Exp", ["logit_scale"], ["scale"], name="exp_scale"),
+             helper.make_node("Mul", ["x", "scale"], ["xs"], name="apply_scale"),
+             helper.make_node("Add", ["xs", "bias"], ["y"], name="add_bias")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 4])
+    m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 17)])
+    assert shape_arithmetic(m, state={"logit_scale", "table"}) == {"range", "to_float", "div", "log", "to_int", "min"}
+    # without knowing the parameters, a one-element float is a folded constant
+    assert "exp_scale" in shape_arithmetic(m)

@@ -1,5 +1,6 @@
 """The node graph of a canonical model (networkx)."""
 import networkx as nx
+import numpy as np
 
 from irtrace.ir.semantics import nondifferentiable_inputs
 
@@ -47,14 +48,18 @@ def gradient_path(model, sources):
 _SHAPE_ONLY = {"Shape", "Size"}  # read only their input's shape, never its values
 
 
-def shape_arithmetic(model):
+def shape_arithmetic(model, state=()):
     """Names of the nodes that compute from shapes and constants only (no model data reaches them
     except through Shape/Size): the exporter's shape arithmetic (Shape → Gather → Concat → Reshape's
-    target, Slice's INT64_MAX "to the end"), which a port computes in Python, not with the framework.
-    Data: the graph's inputs and its float initializers (weights); int initializers are constants."""
+    target, Slice's INT64_MAX "to the end") and index tables built from sequence lengths (T5's
+    relative-position buckets: Range, Sub, Abs, Log of a length ratio, Min, Where), which a port
+    computes in Python or with whatever integer type its framework has, not as the model's data.
+    Data: the graph's inputs, `state` (the model's parameters and buffers by name) and every float
+    initializer of more than one element (weights, recorded random draws); int initializers and
+    float scalars that are not state (the exporter's folded constants) are constants."""
     inits = {t.name: t for t in model.graph.initializer}
-    data = {i.name for i in model.graph.input if i.name not in inits}
-    data |= {n for n, t in inits.items() if t.data_type in _FLOAT_TYPES}
+    data = {i.name for i in model.graph.input if i.name not in inits} | (set(state) & set(inits))
+    data |= {n for n, t in inits.items() if t.data_type in _FLOAT_TYPES and int(np.prod(t.dims)) != 1}
     out = set()
     for n in model.graph.node:
         if n.op_type in _SHAPE_ONLY and n.domain in ("", "ai.onnx"):

@@ -114,7 +114,7 @@ def chain_request(bundle, loss="bundle", substituted=()):
     import base64
     model = bundle.model
     # shape arithmetic is what a port computes in Python: every backend gets its recorded values
-    shapes_only = shape_arithmetic(model) | set(substituted)
+    shapes_only = shape_arithmetic(model, bundle.state) | set(substituted)
     specs = [s for s in node_specs(model) if s.name not in shapes_only]
     protos = {n.name: base64.b64encode(n.SerializeToString()).decode() for n in model.graph.node}
     m = bundle.manifest

@@ -163,7 +163,7 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
     selected = _select(specs, nodes_regex, ops)
     declared = bundle.manifest.get("differentiable")
     path = gradient_path(model, declared if declared is not None else gradient_sources(model))
-    shapes_only = shape_arithmetic(model)
+    shapes_only = shape_arithmetic(model, bundle.state)
     use_oracle = registry.get(ORACLE).unavailable() is None
     pool = WorkerPool()
     values = bundle.values
@@ -174,7 +174,15 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
         inputs = [np.asarray(values[i]) if i else None for i in spec.inputs]
         # inputs off every gradient path (gains, filter taps, folded exponents) are not differentiated
         # by the model: their gradients are not judged, and their u does not enter vjp2's s
-        off = [k for k, i in enumerate(spec.inputs) if i and i not in path and inputs[k].dtype.kind == "f"]
+        # ... nor are the inputs the schema marks NonDifferentiable (Clip's bounds, Resize's scales),
+        # whatever path they lie on: torch would differentiate a float Clip bound, the ONNX op does not
+        # (an op whose every float input is NonDifferentiable, Floor or Round, is still differentiated
+        # by autograd, to zero, and a framework without that rule is a finding: it stays judged)
+        passive = nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))
+        if all(k in passive for k, a in enumerate(inputs) if a is not None and a.dtype.kind == "f"):
+            passive = set()
+        off = [k for k, i in enumerate(spec.inputs)
+               if i and (i not in path or k in passive) and inputs[k].dtype.kind == "f"]
         base = from_bundle(bundle, spec, "fwd", protos[spec.name], us_off=off)
         cots = base.cots
         float_in = any(a is not None and a.dtype.kind == "f" for k, a in enumerate(inputs) if k not in off)
@@ -192,7 +200,8 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                                          "reason": "no input on a gradient path"})
                 continue
             node.skipped += [{"mode": mode, "output": f"{'d' if mode == 'vjp' else 'd2x'}:{spec.inputs[k]}",
-                              "backend": None, "reason": "not on a gradient path of the model"}
+                              "backend": None, "reason": "NonDifferentiable in the ONNX schema" if k in passive
+                              else "not on a gradient path of the model"}
                              for k in off if mode != "fwd"]
             call = replace(base, mode=mode)
             # --form original: ONNX-executing backends get the node as it was before canonicalization;

@@ -147,6 +147,11 @@ def report(name, actual, expected):
     worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(d)), a.shape)) if a.ndim else ()
     print(f"{{name}}: shape {{list(a.shape)}}  max abs {{d.max():.6g}}  max rel {{rel.max():.6g}}  "
           f"worst index {{list(worst)}}: got {{float(a[worst])!r}}, expected {{float(e[worst])!r}}")
+    odd = np.isfinite(a) != np.isfinite(e)
+    if odd.any():  # NaN/inf where the other side is finite: not in max abs, so said here
+        first = tuple(int(i) for i in np.argwhere(odd)[0]) if a.ndim else ()
+        print(f"{{name}}: non-finite pattern differs at {{int(odd.sum())}} of {{a.size}} elements, first "
+              f"{{list(first)}}: got {{float(a[first])!r}}, expected {{float(e[first])!r}}")
     return float(d.max())
 
 
