@@ -472,8 +472,8 @@ def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
 
 
 def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases_outcome, tmp_path):
-    """OneFlow's log_softmax double backward is silently off in ds/dx: the repro script, shrunk to
-    one element and run by the OneFlow env's own interpreter (no LD_LIBRARY_PATH: autodiff.py loads
+    """OneFlow's log_softmax double backward is off in ds/dx: the repro script, shrunk to [2, 1]
+    and run by the OneFlow env's own interpreter (no LD_LIBRARY_PATH: autodiff.py loads
     the CUDA runtime wheels itself), shows it and exits 1."""
     from irtrace.repro.make import make_repros
     _, report, path = cases_outcome
@@ -481,12 +481,14 @@ def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases_outcom
     assert finding["verdict"] == compare.DIVERGENT and finding["mode"] == "vjp2"
     (folder,) = make_repros(path, tmp_path / "repros", finding_ids=[finding["id"]], shrink_budget=20)
     meta = json.loads((folder / "finding.json").read_text())
-    assert meta["framework"] == "oneflow" and meta["shrunk_shapes"] == [[1, 1]]
+    # [1, 1] with the recorded values is NOISE now (OneFlow 9.7e-8 against an exact 0: float32
+    # rounding, which the oracle's Monte Carlo estimate bounds), so shrinking stops at [2, 1]
+    assert meta["framework"] == "oneflow" and meta["shrunk_shapes"] == [[2, 1]]
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     r = subprocess.run([backends.get("oneflow").interpreter(), "repro.py"], capture_output=True, text=True,
                        cwd=folder, timeout=300, env=env)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "reproduces" in r.stdout.splitlines()[-1] and "import torch" not in r.stdout
-    assert "worst index [0, 0]: got 2.26" in r.stdout and "expected 0.0" in r.stdout
+    assert "worst index [1, 0]: got 1.66893" in r.stdout and "expected 0.0" in r.stdout
     issue = (folder / "issue.md").read_text()
     assert issue.startswith("# [OneFlow] LogSoftmax") and "oneflow.nn.functional" in (folder / "repro.py").read_text()
