@@ -4,6 +4,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from irtrace.ir.graph import gradient_path, gradient_sources
+from irtrace.ir.semantics import nondifferentiable_inputs
+
 
 @dataclass(frozen=True)
 class NodeCall:
@@ -51,3 +54,24 @@ def from_bundle(bundle, spec, mode, proto, us_off=()):
                for k, i in enumerate(spec.inputs))
     dtypes = tuple(values.spec(o)[0].str if o and o in values else "" for o in spec.outputs)
     return NodeCall(spec, mode, proto, inputs, cots, us, dtypes)
+
+
+def bundle_gradient_path(bundle):
+    """The values on a gradient path of the bundle's model (the manifest's `differentiable` sources)."""
+    declared = bundle.manifest.get("differentiable")
+    return gradient_path(bundle.model, declared if declared is not None else gradient_sources(bundle.model))
+
+
+def undifferentiated_inputs(spec, inputs, path):
+    """(positions, passive): the float inputs of `spec` the model never differentiates, whose gradients
+    are not judged and whose u leaves vjp2's s: those off every gradient path (a gain, a filter tap, a
+    folded exponent) and those the ONNX schema marks NonDifferentiable whatever path they lie on
+    (`passive`: Clip's bounds, Resize's scales; torch would differentiate a float Clip bound, the ONNX
+    op does not). An op whose every float input is NonDifferentiable (Floor, Round) is still
+    differentiated by autograd, to zero, and a framework without that rule is a finding: it stays."""
+    passive = set(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
+    if all(k in passive for k, a in enumerate(inputs) if a is not None and a.dtype.kind == "f"):
+        passive = set()
+    off = [k for k, i in enumerate(spec.inputs)
+           if i and (i not in path or k in passive) and inputs[k].dtype.kind == "f"]
+    return off, passive

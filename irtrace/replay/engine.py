@@ -16,10 +16,10 @@ import numpy as np
 from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
 from irtrace.ir.semantics import accumulates, kink_tag, nondifferentiable_inputs
-from irtrace.ir.graph import gradient_path, gradient_sources, shape_arithmetic
+from irtrace.ir.graph import shape_arithmetic
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as registry
-from irtrace.replay.call import from_bundle
+from irtrace.replay.call import bundle_gradient_path, from_bundle, undifferentiated_inputs
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
 
 log = logging.getLogger(__name__)
@@ -161,8 +161,7 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
             if attrs is not None:
                 originals[n.name] = original_proto(n, attrs)
     selected = _select(specs, nodes_regex, ops)
-    declared = bundle.manifest.get("differentiable")
-    path = gradient_path(model, declared if declared is not None else gradient_sources(model))
+    path = bundle_gradient_path(bundle)
     shapes_only = shape_arithmetic(model, bundle.state)
     use_oracle = registry.get(ORACLE).unavailable() is None
     pool = WorkerPool()
@@ -172,17 +171,7 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
         index, spec = item
         node = NodeReport(spec.name, spec.op_type, spec.domain, index, bundle.node_source(spec.name))
         inputs = [np.asarray(values[i]) if i else None for i in spec.inputs]
-        # inputs off every gradient path (gains, filter taps, folded exponents) are not differentiated
-        # by the model: their gradients are not judged, and their u does not enter vjp2's s
-        # ... nor are the inputs the schema marks NonDifferentiable (Clip's bounds, Resize's scales),
-        # whatever path they lie on: torch would differentiate a float Clip bound, the ONNX op does not
-        # (an op whose every float input is NonDifferentiable, Floor or Round, is still differentiated
-        # by autograd, to zero, and a framework without that rule is a finding: it stays judged)
-        passive = nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))
-        if all(k in passive for k, a in enumerate(inputs) if a is not None and a.dtype.kind == "f"):
-            passive = set()
-        off = [k for k, i in enumerate(spec.inputs)
-               if i and (i not in path or k in passive) and inputs[k].dtype.kind == "f"]
+        off, passive = undifferentiated_inputs(spec, inputs, path)
         base = from_bundle(bundle, spec, "fwd", protos[spec.name], us_off=off)
         cots = base.cots
         float_in = any(a is not None and a.dtype.kind == "f" for k, a in enumerate(inputs) if k not in off)

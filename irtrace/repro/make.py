@@ -19,7 +19,7 @@ from irtrace.store import u_name
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
-from irtrace.replay.call import NodeCall
+from irtrace.replay.call import NodeCall, bundle_gradient_path, undifferentiated_inputs
 from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_node, run_everywhere, labels
 from irtrace.repro import script
 from irtrace.repro.shrink import Case, shrink
@@ -153,7 +153,10 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout):
                  if n.name == spec.name)
     v = bundle.values
     inputs = tuple(np.array(v[i]) if i else None for i in spec.inputs)
-    us = tuple(np.array(v[u_name(i)]) if i and u_name(i) in v else None for i in spec.inputs)
+    # the same inputs leave vjp2's s as in the replay that found it (off every path, Clip's bounds)
+    off, _ = undifferentiated_inputs(spec, inputs, bundle_gradient_path(bundle))
+    us = tuple(np.array(v[u_name(i)]) if i and u_name(i) in v and k not in off else None
+               for k, i in enumerate(spec.inputs))
     cots = [np.array(v[grad_name(o)]) if o and grad_name(o) in v else None for o in spec.outputs]
     out_dtypes = [v.spec(o)[0].str if o and o in v else "" for o in spec.outputs]
     try:
