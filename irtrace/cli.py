@@ -90,7 +90,20 @@ def build_parser():
     return p
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that every `finally` runs: workers are killed, what
+    is done stays on disk."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None):
+    import signal
+    import threading
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
         args = build_parser().parse_args(argv)
         logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
@@ -99,9 +112,13 @@ def main(argv=None):
     except IrtraceError as e:
         print(f"irtrace: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("irtrace: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, Terminated)
+        print(f"irtrace: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ reference (torch), `oracle` from float64. The verdict:
 - DIVERGENT otherwise; NAN_MISMATCH / SHAPE_MISMATCH for NaN-Inf pattern / shape.
 Without an oracle (or with --atol/--rtol): allclose(actual, ref, rtol, atol * scale).
 """
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 
 import numpy as np
@@ -124,6 +124,20 @@ class Result:
         d["tags"] = list(self.tags)
         d["worst_index"] = list(d["worst_index"]) if d.get("worst_index") is not None else None
         return d
+
+    @classmethod
+    def from_json(cls, d):
+        """The Result that to_json wrote (a resumed replay reads its journal with this)."""
+        d = dict(d)
+        names = [f.name for f in fields(Metrics)]
+        metrics = None
+        if any(d.get(n) is not None for n in names):
+            metrics = Metrics(**{n: d.get(n) for n in names})
+            if metrics.worst_index is not None:
+                metrics = replace(metrics, worst_index=tuple(metrics.worst_index))
+        for n in names:
+            d.pop(n, None)
+        return cls(**{**d, "verdict": Verdict(d["verdict"]), "tags": tuple(d.get("tags", ())), "metrics": metrics})
 
 
 def _ulp_distance(a, b):

@@ -7,6 +7,7 @@ from irtrace.replay.api import ReplayOptions, run
 from irtrace.replay.engine import MODES, parse_modes
 from irtrace.replay import backends as registry
 from irtrace.report import write as report_writer
+from irtrace.report.journal import Journal, header as journal_header
 from irtrace.store import load
 
 
@@ -16,9 +17,11 @@ def options_from_text(backend, modes, ops=None, **kw):
                          ops=tuple(o.strip() for o in ops.split(",") if o.strip()) if ops else None, **kw)
 
 
-def run_replay(bundle_path, backend, modes, out=None, quiet=False, **options):
+def run_replay(bundle_path, backend, modes, out=None, quiet=False, resume=False, **options):
     """Replay + reports; returns (report dict, out folder). `options`: the fields of ReplayOptions
-    (jobs, nodes, ops as text, timeout, atol, rtol, strict, chained, loss, form)."""
+    (jobs, nodes, ops as text, timeout, atol, rtol, strict, chained, loss, form). Each node's results
+    are appended to OUT/journal.jsonl as it completes; `resume` keeps those of an earlier run of the
+    same replay and runs only the rest."""
     opts = options_from_text(backend, modes, **options)
     if not opts.modes and not opts.chained:
         raise IrtraceError(f"--modes {modes!r} names no mode and --chained is off: nothing would be tested; "
@@ -33,9 +36,17 @@ def run_replay(bundle_path, backend, modes, out=None, quiet=False, **options):
         task = bar.add_task("replaying", total=None)
         bar.start()
         progress = lambda: bar.advance(task)  # noqa: E731
+    journal = Journal(out, journal_header(bundle, opts), resume)
+    if resume and not quiet:
+        print(f"irtrace: resuming: {len(journal.done)} node(s) already in {journal.path}", file=sys.stderr)
     try:
-        outcome = run(bundle, opts, progress)
+        outcome = run(bundle, opts, progress, done=journal.done, on_node=journal.append)
+    except KeyboardInterrupt:
+        print(f"irtrace: the nodes completed so far are in {journal.path}; finish with the same command "
+              f"and --resume", file=sys.stderr)
+        raise
     finally:
+        journal.close()
         if bar is not None:
             bar.stop()
     report = report_writer.write(outcome, out)

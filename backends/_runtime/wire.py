@@ -9,6 +9,7 @@ import struct
 import numpy as np
 
 _LEN = struct.Struct("<Q")
+MAX_HEADER = 1 << 26  # a JSON header is kilobytes; more means the stream is not frames
 
 
 def write(stream, msg, arrays=()):
@@ -45,12 +46,18 @@ def _read_exact(stream, n):
 def read(stream):
     """(msg, arrays); EOFError when the other side is gone."""
     (n,) = _LEN.unpack(_read_exact(stream, _LEN.size))
+    if n > MAX_HEADER:
+        raise ValueError(f"not a frame: header length {n}")
     msg = json.loads(_read_exact(stream, n))
+    if not isinstance(msg, dict):
+        raise ValueError(f"not a frame: header is a {type(msg).__name__}")
     arrays = []
     for s in msg.pop("arrays", []):
         if s is None:
             arrays.append(None)
             continue
+        if s["nbytes"] != int(np.prod(s["shape"], dtype=np.int64)) * np.dtype(s["dtype"]).itemsize:
+            raise ValueError(f"not a frame: {s['nbytes']} bytes for shape {s['shape']} of {s['dtype']}")
         buf = _read_exact(stream, s["nbytes"]) if s["nbytes"] else b""
         arrays.append(np.frombuffer(buf, dtype=np.dtype(s["dtype"])).reshape(s["shape"]).copy()
                       if s["nbytes"] else np.zeros(s["shape"], np.dtype(s["dtype"])))

@@ -50,14 +50,16 @@ class Outcome:
     loss: str = None
 
 
-def run(bundle, options, progress=None):
-    """Replay `bundle` (an opened Bundle) as `options` say; returns an Outcome."""
+def run(bundle, options, progress=None, done=None, on_node=None):
+    """Replay `bundle` (an opened Bundle) as `options` say; returns an Outcome. `done`: node name ->
+    NodeReport of an earlier, interrupted run (not run again); `on_node` is called with each node's
+    NodeReport as it completes."""
     from irtrace.replay.engine import replay
     options.check()
     policy = options.policy()
     rep = replay(bundle, list(options.backends), list(options.modes), nodes_regex=options.nodes,
                  ops=list(options.ops) if options.ops else None, jobs=options.jobs, timeout=options.timeout,
-                 policy=policy, progress=progress, form=options.form)
+                 policy=policy, progress=progress, form=options.form, done=done, on_node=on_node)
     outcome = Outcome(rep, options)
     if options.chained:
         from irtrace.replay.chained import chained_replay

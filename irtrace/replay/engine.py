@@ -8,7 +8,7 @@ import logging
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -36,6 +36,15 @@ class NodeReport:
     source: dict
     results: list = field(default_factory=list)
     skipped: list = field(default_factory=list)   # {"mode", "output", "backend" (None: all), "reason"}
+
+    def to_json(self):
+        return {"name": self.name, "op_type": self.op_type, "domain": self.domain, "index": self.index,
+                "source": self.source, "results": [r.to_json() for r in self.results], "skipped": self.skipped}
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(d["name"], d["op_type"], d["domain"], d["index"], d["source"],
+                   [compare.Result.from_json(r) for r in d["results"]], d["skipped"])
 
 
 @dataclass
@@ -77,37 +86,46 @@ def _select(specs, nodes_regex, ops):
     return out
 
 
+class Stopped(Exception):
+    """The replay is being interrupted: no worker is started or restarted any more."""
+
+
 class WorkerPool:
-    """One worker per backend per thread (thread-local), all closed at the end."""
+    """One worker per backend per thread (thread-local), all closed at the end. A worker that fails
+    to start is not an error here: its calls fail with the reason (WorkerProxy.ensure)."""
 
     def __init__(self):
         self.local = threading.local()
         self.all = []
         self.lock = threading.Lock()
+        self.stopping = threading.Event()
 
-    def get(self, name):
+    def _mine(self):
         d = getattr(self.local, "workers", None)
         if d is None:
             d = self.local.workers = {}
+        return d
+
+    def get(self, name):
+        if self.stopping.is_set():
+            raise Stopped()
+        d = self._mine()
         if name not in d:
-            w = WorkerProxy(registry.get(name))
-            w.start()
-            d[name] = w
+            w = d[name] = WorkerProxy(registry.get(name))
             with self.lock:
                 self.all.append(w)
+            _start(w)
         return d[name]
 
     def prestart(self, names):
         """Start this thread's workers for `names` concurrently (each start imports a framework)."""
-        d = getattr(self.local, "workers", None)
-        if d is None:
-            d = self.local.workers = {}
-        todo = [n for n in names if n not in d]
-        workers = {n: WorkerProxy(registry.get(n)) for n in todo}
-        with ThreadPoolExecutor(max(1, len(todo))) as ex:
-            list(ex.map(lambda w: w.start(), workers.values()))
+        d = self._mine()
+        workers = {n: WorkerProxy(registry.get(n)) for n in names if n not in d}
         d.update(workers)
-        self.all.extend(workers.values())
+        with self.lock:
+            self.all.extend(workers.values())
+        with ThreadPoolExecutor(max(1, len(workers))) as ex:
+            list(ex.map(_start, workers.values()))
 
     def available(self):
         return {w.info.name for w in self.all} | {n for n, i in registry.BACKENDS.items() if i.unavailable() is None}
@@ -116,12 +134,34 @@ class WorkerPool:
         for w in self.all:
             w.close()
 
+    def kill(self):
+        """Interrupted: no new worker starts, every running one is killed now (not asked to exit)."""
+        self.stopping.set()
+        with self.lock:
+            for w in self.all:
+                w.kill()
+
+
+def _start(worker):
+    try:
+        worker.ensure()
+    except WorkerFailed:
+        pass  # its calls report it: ERROR / CRASH on every node of that backend, the rest go on
+
+
+def modes_of(pool, backend):
+    """The modes a backend computes (its worker says; its declaration when it could not start)."""
+    w = pool.get(backend)
+    return tuple(w.hello["modes"]) if w.hello else registry.get(backend).modes
+
 
 def _call(pool, backend, call, timeout):
     """(status, reply, arrays) of a NodeCall on one backend; status: ok / UNSUPPORTED / ERROR / CRASH / TIMEOUT."""
     try:
         reply, out = pool.get(backend).call(call.message(), call.arrays(), timeout)
     except WorkerFailed as e:
+        if pool.stopping.is_set():
+            raise Stopped() from None  # killed by the interrupt, not by the node
         return e.verdict, {"message": e.message}, []
     status = {"ok": "ok", "unsupported": compare.UNSUPPORTED, "error": compare.ERROR}[reply["status"]]
     return status, reply, out
@@ -140,10 +180,12 @@ def original_proto(node, original_attrs):
 
 
 def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, timeout=60.0, policy=compare.Policy(),
-           progress=None, form="canonical"):
+           progress=None, form="canonical", done=None, on_node=None):
     """Replay every selected node of `bundle` on `backends` (names) in `modes`; returns a Replay.
     form="original": backends that execute ONNX natively get each node's attributes as they were
-    before canonicalization (the others always get the canonical node)."""
+    before canonicalization (the others always get the canonical node). `done`: node name ->
+    NodeReport already computed (a resumed run: not run again); `on_node(NodeReport)` is called as
+    each node completes (the journal appends it)."""
     for b in backends:
         reason = registry.get(b).unavailable()
         if reason:
@@ -195,7 +237,8 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
             call = replace(base, mode=mode)
             # --form original: ONNX-executing backends get the node as it was before canonicalization;
             # the reference and the oracle run once either way
-            forms = {b: originals[spec.name] for b in on if spec.name in originals and pool.get(b).hello.get("native")}
+            forms = {b: originals[spec.name] for b in on
+                     if spec.name in originals and (pool.get(b).hello or {}).get("native")}
             ref_fwd = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs] \
                 if mode == "fwd" else None
             got = run_everywhere(pool, call, ref_fwd, on, use_oracle, timeout, forms)
@@ -204,19 +247,36 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
             progress()
         return node
 
+    done = dict(done or {})
+    todo = [it for it in selected if it[1].name not in done]
+    nodes = [done[s.name] for _, s in selected if s.name in done]
+    ex = None
     try:
         if jobs <= 1:
-            pool.prestart(list(dict.fromkeys([REFERENCE] + ([ORACLE] if use_oracle else []) + list(backends))))
-            nodes = [run_node(it) for it in selected]
+            if todo:
+                pool.prestart(list(dict.fromkeys([REFERENCE] + ([ORACLE] if use_oracle else []) + list(backends))))
+            for item in todo:
+                nodes.append(run_node(item))
+                if on_node:
+                    on_node(nodes[-1])
         else:
-            with ThreadPoolExecutor(jobs) as ex:
-                nodes = list(ex.map(run_node, selected))
+            ex = ThreadPoolExecutor(jobs)
+            for future in as_completed([ex.submit(run_node, item) for item in todo]):
+                nodes.append(future.result())
+                if on_node:
+                    on_node(nodes[-1])
         versions = {w.info.name: w.hello.get("versions", {}) for w in pool.all if w.hello}
         restarts = {}
         for w in pool.all:
             restarts[w.info.name] = restarts.get(w.info.name, 0) + w.restarts
+    except BaseException:
+        pool.kill()  # interrupted (or broken): workers end now, with irtrace, not after their node
+        raise
     finally:
+        if ex is not None:
+            ex.shutdown(wait=True, cancel_futures=True)
         pool.close()
+    nodes.sort(key=lambda n: n.index)
     return Replay(bundle, list(backends), list(modes), nodes, time.perf_counter() - t0, policy, versions, restarts)
 
 
@@ -261,15 +321,18 @@ def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=Non
         elif o_status == "ok":
             log.info("%s %s: oracle gradient failed its finite-difference check (%s); not arbitrating",
                      spec.name, mode, check)
+    oracle_failed = None
+    if use_oracle and ref is not None and o_status in (compare.ERROR, compare.CRASH, compare.TIMEOUT):
+        oracle_failed = (o_status, o_reply.get("message", ""))
     outs = {}
     if ref is not None:
         for backend in backends:
-            if backend == ORACLE or mode not in pool.get(backend).hello["modes"]:
+            if backend == ORACLE or mode not in modes_of(pool, backend):
                 continue  # the oracle arbitrates, it is not under test; onnxruntime is forward-only
             own = call.with_proto(forms[backend]) if forms and backend in forms else call
             outs[backend] = (ref_status, ref_reply, ref_out if mode != "fwd" or ref_fwd is None else ref_fwd) \
                 if backend == REFERENCE else _call(pool, backend, own, timeout)
-    return Gathered(ref_status, ref_reply, ref, oracle, outs, magnitude)
+    return Gathered(ref_status, ref_reply, ref, oracle, outs, magnitude, oracle_failed=oracle_failed)
 
 
 @dataclass(frozen=True)
@@ -284,6 +347,7 @@ class Gathered:
     outs: dict
     magnitude: list = None
     spread: list = None    # per result, the oracle's Monte Carlo estimate of float32 rounding (on request)
+    oracle_failed: tuple = None  # (verdict, message) when the oracle crashed, hung or raised
 
 
 def judge_all(call, got, policy, off_path=()):
@@ -296,6 +360,11 @@ def judge_all(call, got, policy, off_path=()):
                                message=f"reference failed: {got.ref_reply.get('message', '')}")]
     names = labels(spec, mode)
     ref_time = got.ref_reply.get("time_s")
+    if got.oracle_failed:  # a dead oracle is a row of its own: what follows was judged without float64
+        status, message = got.oracle_failed
+        results.append(compare.Result(spec.name, spec.op_type, ORACLE, mode, "*", status,
+                                      message=f"the float64 oracle failed: {message}; the {mode} results of this "
+                                              f"node are judged without it"))
     tag = None  # computed on the first failing gradient only: it scans the input
     skip = set(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))) | set(off_path)
     for backend, (status, reply, out) in got.outs.items():

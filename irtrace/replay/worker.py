@@ -5,6 +5,7 @@ reported as CRASH / TIMEOUT for the request it was serving, then restarted."""
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import tempfile
@@ -20,9 +21,28 @@ _BANNER = ("info: ", "debug: ")
 
 
 class WorkerFailed(Exception):
-    def __init__(self, verdict, message):
+    def __init__(self, verdict, message, exit_code=None):
         super().__init__(message)
-        self.verdict, self.message = verdict, message
+        self.verdict, self.message, self.exit_code = verdict, message, exit_code
+
+
+class StartFailed(IrtraceError):
+    """A worker that did not answer its hello (its import failed, it was killed, it hung)."""
+
+    def __init__(self, name, failure):
+        super().__init__(f"backend {name!r} failed to start: {failure.message}")
+        # a worker that exits (its import failed) is an ERROR; killed by a signal a CRASH; hung a TIMEOUT
+        self.verdict = "ERROR" if failure.exit_code is not None and failure.exit_code > 0 else failure.verdict
+
+
+# onnxruntime (and others) write timestamped, coloured lines to stderr; the messages that carry them
+# must read the same in every run (docs/report.md: report.json is deterministic)
+_NOISE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|^\s*\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?\s*")
+
+
+def normalise(line):
+    """A line of a framework's stderr without its timestamp and colour codes."""
+    return _NOISE.sub("", line).strip()
 
 
 class WorkerProxy:
@@ -31,6 +51,7 @@ class WorkerProxy:
         self.proc = None
         self.hello = None
         self.restarts = 0
+        self.dead = None    # (verdict, message) once it failed to start twice: not started again
 
     def start(self):
         reason = self.info.unavailable()
@@ -50,16 +71,37 @@ class WorkerProxy:
         try:
             self.hello, _ = self._call({"kind": "hello"}, [], self.start_timeout)
         except WorkerFailed as e:
-            raise IrtraceError(f"backend {self.info.name!r} failed to start: {e.message}") from e
+            raise StartFailed(self.info.name, e) from e
         return self.hello
+
+    def ensure(self):
+        """Start the worker unless it runs; a start that fails is tried once more, then the worker is
+        dead: every later call fails at once with the reason (WorkerFailed)."""
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        if self.dead:
+            raise WorkerFailed(*self.dead)
+        for attempt in range(2):
+            if self.proc is not None or self.hello is not None or attempt:
+                self.restarts += 1
+            try:
+                self.start()
+                return
+            except StartFailed as e:
+                self.kill()
+                failure = e
+        self.dead = (failure.verdict, f"{failure} (twice; not restarted again)")
+        raise WorkerFailed(*self.dead)
 
     @staticmethod
     def _reader(proc, frames):
         try:
             while True:
                 frames.put(wire.read(proc.stdout))
-        except (EOFError, ValueError, OSError):
+        except EOFError:
             frames.put(None)
+        except Exception as e:  # noqa: BLE001 - bytes that are not a frame (a stray print to fd 1, a bug)
+            frames.put(e)
 
     def stderr_tail(self, n=6):
         try:
@@ -67,7 +109,7 @@ class WorkerProxy:
             lines = self._stderr.read().decode(errors="replace").splitlines()
         except (OSError, ValueError):
             return ""
-        lines = [ln for ln in lines if ln.strip() and not ln.startswith(_BANNER)]
+        lines = [normalise(ln) for ln in lines if ln.strip() and not ln.startswith(_BANNER)]
         return " | ".join(lines[-n:])
 
     def _call(self, msg, arrays, timeout):
@@ -80,27 +122,28 @@ class WorkerProxy:
         except queue.Empty:
             self.kill()
             raise WorkerFailed("TIMEOUT", f"no answer within {timeout:g} s (worker killed and restarted)") from None
+        if isinstance(frame, Exception):
+            self.kill()  # it may live on, but its stream is out of step: nothing it says can be trusted
+            raise WorkerFailed("CRASH", f"worker wrote something that is not a frame to its output stream "
+                                        f"({type(frame).__name__}: {str(frame)[:200]}); worker killed")
         if frame is None:
             rc = self.proc.wait()
             how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
             tail = self.stderr_tail()
             self.proc = None
-            raise WorkerFailed("CRASH", f"worker {how}" + (f": {tail}" if tail else ""))
+            raise WorkerFailed("CRASH", f"worker {how}" + (f": {tail}" if tail else ""), rc)
         return frame
 
     def call(self, msg, arrays, timeout):
         """(reply, arrays); WorkerFailed on crash or timeout (the worker is restarted on next call).
         An error reply carries what the framework wrote to stderr meanwhile (MegEngine's AsyncError
         says only "see above")."""
-        if self.proc is None or self.proc.poll() is not None:
-            if self.proc is not None or self.hello is not None:
-                self.restarts += 1
-            self.start()
+        self.ensure()
         mark = self._stderr.seek(0, 2)
         reply, out = self._call(msg, arrays, timeout)
         if reply.get("status") == "error":
             self._stderr.seek(mark)
-            new = [ln for ln in self._stderr.read().decode(errors="replace").splitlines()
+            new = [normalise(ln) for ln in self._stderr.read().decode(errors="replace").splitlines()
                    if ln.strip() and not ln.startswith(_BANNER)]
             if new:
                 reply["message"] = reply.get("message", "") + " | stderr: " + " | ".join(new[-3:])[:500]

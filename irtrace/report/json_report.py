@@ -1,6 +1,7 @@
 """report.json: the stable, documented schema (docs/report.md)."""
 import json
 import math
+import os
 import platform
 import statistics
 from dataclasses import asdict
@@ -61,15 +62,13 @@ def build(replay, findings, strict=False):
         "oracle": registry.oracle(),
         "backends": [{"name": b, "versions": replay.versions.get(b, {}), "restarts": replay.restarts.get(b, 0)}
                      for b in replay.backends],
+        "restarts": dict(sorted(replay.restarts.items())),  # every worker's, the reference's and oracle's too
         "modes": replay.modes,
         "policy": asdict(replay.policy),
         "host": {"python": platform.python_version(), "platform": platform.platform(),
                  "processor": platform.processor() or platform.machine()},
         "elapsed_s": round(replay.elapsed_s, 3),
-        "nodes": [{"name": n.name, "op_type": n.op_type, "domain": n.domain, "index": n.index,
-                   "source": n.source, "worst": _worst(n), "results": [r.to_json() for r in n.results],
-                   "skipped": n.skipped}
-                  for n in replay.nodes],
+        "nodes": [{**n.to_json(), "worst": _worst(n)} for n in replay.nodes],
         "findings": [asdict(f) for f in findings],
         "speed": speed(replay),
         "summary": {**summary, "nodes": len(replay.nodes), "findings": len(findings), "strict": strict},
@@ -82,12 +81,43 @@ def _worst(node):
     return max((r.verdict for r in node.results), key=lambda v: compare.SEVERITY.get(v, 0))
 
 
+_TIMES = ("time_s", "ref_time_s")
+
+
+def split_timings(report):
+    """(report, timings): what a replay found, identical in every run of it, and how long it took
+    (elapsed_s, speed, and each result's time_s / ref_time_s), which differs from run to run."""
+    timings = {"elapsed_s": report.get("elapsed_s"), "speed": report.get("speed", {}), "results": []}
+    kept = {k: v for k, v in report.items() if k not in ("elapsed_s", "speed")}
+    kept["nodes"] = []
+    for n in report["nodes"]:
+        rows = []
+        for r in n["results"]:
+            if any(r.get(k) is not None for k in _TIMES):
+                timings["results"].append({"node": n["name"], "backend": r["backend"], "mode": r["mode"],
+                                           "output": r["output"], **{k: r.get(k) for k in _TIMES}})
+            rows.append({k: v for k, v in r.items() if k not in _TIMES})
+        kept["nodes"].append({**n, "results": rows})
+    kept["findings"] = [{**f, "worst": {k: v for k, v in f["worst"].items() if k not in _TIMES}}
+                        for f in report["findings"]]
+    return kept, timings
+
+
 def write(report, out_dir):
+    """OUT/report.json (byte-identical for the same replay) and OUT/timings.json; returns report.json's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    kept, timings = split_timings(report)
     p = out / "report.json"
-    p.write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
+    _write_atomic(p, json.dumps(kept, indent=1, allow_nan=False) + "\n")
+    _write_atomic(out / "timings.json", json.dumps(timings, indent=1, allow_nan=False) + "\n")
     return p
+
+
+def _write_atomic(path, text):
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def chained_failures(report):

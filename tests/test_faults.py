@@ -1,0 +1,131 @@
+"""Fault injection (issue 16): each worker kind (the reference, the float64 oracle, a backend under
+test) with a real segfault, a SIGKILL mid-call and while starting, a hang, a MemoryError, garbage on
+its output stream and a failing import. The node and backend get CRASH / TIMEOUT / ERROR with the
+reason, the worker is restarted (counted in report.json), every other node completes with its right
+verdict, and no process is left behind. A worker that cannot start at all fails its calls; the rest
+of the replay completes.
+"""
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from irtrace.export.onnx_bundle import bundle_from_onnx
+from irtrace.pipeline import run_replay
+from irtrace.replay import backends
+
+HERE = Path(__file__).parent
+CHAIN = ["Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Softplus", "Sin"]
+OP_FAULTS = {"Sigmoid": "segv", "Tanh": "kill", "Exp": "hang", "Neg": "memory", "Abs": "garbage",
+             "Softplus": "import"}
+EXPECTED = {"segv": ("CRASH", "killed by signal SIGSEGV"), "kill": ("CRASH", "killed by signal SIGKILL"),
+            "hang": ("TIMEOUT", "no answer within 3 s"), "memory": ("ERROR", "MemoryError: planted"),
+            "garbage": ("CRASH", "not a frame"),
+            "import": ("ERROR", "No module named 'irtrace_planted_missing_module'")}
+TIMEOUT = 3.0
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    """x -> Relu -> Sigmoid -> ... -> Sin: one node per fault, and two that stay clean."""
+    names = [f"v{k}" for k in range(len(CHAIN) + 1)]
+    nodes = [helper.make_node(op, [names[k]], [names[k + 1]], name=f"{op.lower()}") for k, op in enumerate(CHAIN)]
+    x = helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info(names[-1], TensorProto.FLOAT, None)
+    m = helper.make_model(helper.make_graph(nodes, "chain", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    x0 = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    return bundle_from_onnx(m, {"v0": x0}, tmp_path_factory.mktemp("chain") / "chain.irt")
+
+
+@pytest.fixture
+def faulty(tmp_path):
+    """faulty(role_backend, faults, name=None): re-register a backend (by name) with its worker wrapped
+    in tests/faulty_backend.py; every registration is restored afterwards."""
+    saved = dict(backends.BACKENDS)
+
+    def make(base, faults, name=None):
+        info = backends.get(base)
+        env = {**info.env, "IRTRACE_FAULT_BASE": info.worker, "IRTRACE_FAULT": faults,
+               "IRTRACE_FAULT_ONCE": str(tmp_path / f"{name or base}.once"), "IRTRACE_FAULTS_TEST": str(tmp_path)}
+        return backends.register(replace(info, name=name or base, worker="faulty_backend",
+                                          extra_path=tuple(info.extra_path) + (HERE,), env=env))
+    yield make
+    backends.BACKENDS.clear()
+    backends.BACKENDS.update(saved)
+
+
+def leftover_workers(tag):
+    """Processes still alive whose environment carries this test's tag."""
+    alive = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if f"IRTRACE_FAULTS_TEST={tag}".encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                    alive.append(int(pid))
+            except OSError:
+                pass
+    return alive
+
+
+def rows(report):
+    return {(n["op_type"], r["backend"], r["mode"], r["output"]): r for n in report["nodes"] for r in n["results"]}
+
+
+def check_faults(report, backend, mode):
+    got = rows(report)
+    for op, kind in OP_FAULTS.items():
+        verdict, words = EXPECTED[kind]
+        r = got[(op, backend, mode, "*")]
+        assert r["verdict"] == verdict and words in r["message"], (op, kind, r)
+
+
+@pytest.mark.parametrize("role", ["under-test", "reference", "oracle"])
+def test_every_fault_is_its_node_and_backend_only(role, chain, faulty, tmp_path):
+    faults = ",".join(f"{k}:{op}:{'fwd' if role == 'under-test' else 'vjp'}" for op, k in OP_FAULTS.items())
+    if role == "under-test":   # onnxruntime, wrapped: forward only
+        faulty("onnxruntime", faults + ",startkill", name="faulty")
+        names, modes, where = "torch,faulty", "fwd", ("faulty", "fwd")
+    elif role == "reference":
+        faulty("torch", faults + ",startkill")
+        names, modes, where = "torch,onnxruntime", "fwd,vjp", ("torch", "vjp")
+    else:
+        faulty("oracle", faults + ",startkill")
+        names, modes, where = "torch,onnxruntime", "fwd,vjp", ("oracle", "vjp")
+    report, out = run_replay(chain.path, names, modes, tmp_path / "r", quiet=True, timeout=TIMEOUT)
+    check_faults(report, *where)
+    if role == "reference":  # without the reference, nothing is compared for that node and mode
+        assert all(r["message"].startswith("reference failed: ") for (op, b, m, o), r in rows(report).items()
+                   if op in OP_FAULTS and m == "vjp")
+    if role == "oracle":  # the dead oracle is a row; the backends are still judged (by fixed tolerances)
+        got = rows(report)
+        assert all("the float64 oracle failed: " in got[(op, "oracle", "vjp", "*")]["message"] for op in OP_FAULTS)
+    # every other result is what a clean run gives: the clean nodes, and every fault-free mode
+    clean = {k: v["verdict"] for k, v in rows(report).items() if k[0] not in OP_FAULTS or k[2] != where[1]}
+    assert clean and set(clean.values()) <= {"MATCH", "NOISE"}, clean
+    assert {n["name"] for n in report["nodes"]} == {op.lower() for op in CHAIN}
+    # one restart per crash, kill, hang and garbage, and one for the start-up kill
+    assert report["restarts"] == {**{b: 0 for b in ("torch", "oracle", "onnxruntime", "faulty")
+                                     if b in report["restarts"]}, where[0]: 5}
+    assert leftover_workers(str(tmp_path)) == []
+    assert json.loads((out / "report.json").read_text())["summary"]["nodes"] == len(CHAIN)
+
+
+@pytest.mark.parametrize("role", ["under-test", "reference", "oracle"])
+def test_a_worker_that_cannot_start_fails_its_calls_and_the_rest_completes(role, chain, faulty, tmp_path):
+    base = {"under-test": "onnxruntime", "reference": "torch", "oracle": "oracle"}[role]
+    info = faulty(base, "startimport", name="faulty" if role == "under-test" else None)
+    names = "torch,faulty" if role == "under-test" else "torch,onnxruntime"
+    report, _ = run_replay(chain.path, names, "fwd", tmp_path / "r", quiet=True, timeout=TIMEOUT)
+    dead = [r for (op, b, m, o), r in rows(report).items() if b == info.name or r["message"].startswith("reference")]
+    assert len(dead) == len(CHAIN) and {r["verdict"] for r in dead} == {"ERROR"}
+    assert all(f"backend {info.name!r} failed to start: worker exited with code 1" in r["message"] and
+               "No module named 'irtrace_planted_missing_framework'" in r["message"] and
+               "(twice; not restarted again)" in r["message"] for r in dead), dead[0]["message"]
+    others = [r["verdict"] for r in rows(report).values() if r not in dead]
+    assert set(others) <= {"MATCH", "NOISE"} and (others or role == "reference")
+    assert report["restarts"][info.name] == 1  # tried twice, then left dead
+    assert leftover_workers(str(tmp_path)) == []

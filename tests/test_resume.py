@@ -1,0 +1,119 @@
+"""Interrupted runs lose nothing and resume; verdicts are deterministic (issue 16).
+
+A replay appends each node's results to OUT/journal.jsonl as it completes. SIGTERM or SIGINT in
+the middle of a node: irtrace ends within seconds, its workers with it, the completed nodes are on
+disk, and `--resume` finishes the run without redoing them, with a report.json byte-identical to an
+uninterrupted run's. Three runs of one replay write byte-identical report.json files.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from irtrace.cli import main
+from irtrace.pipeline import run_replay
+from test_faults import CHAIN, HERE, chain, faulty, leftover_workers  # noqa: F401 - fixtures
+
+ROOT = HERE.parent
+DRIVER = """
+import sys
+from dataclasses import replace
+sys.path.insert(0, {tests!r})
+from irtrace.cli import main
+from irtrace.replay import backends
+info = backends.get("onnxruntime")
+backends.register(replace(info, name="faulty", worker="faulty_backend", extra_path=(sys.path[0],),
+                          env={{**info.env, "IRTRACE_FAULT_BASE": info.worker, "IRTRACE_FAULT": "hang:Exp",
+                               "IRTRACE_FAULTS_TEST": {tag!r}}}))
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def journal_nodes(out):
+    path = Path(out) / "journal.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(ln)["name"] for ln in path.read_text().splitlines()[1:] if ln.endswith("}")]
+
+
+@pytest.mark.parametrize("sig, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_interrupted_replay_keeps_its_nodes_and_resumes(sig, code, word, chain, faulty, tmp_path):
+    out = tmp_path / "r"
+    argv = ["replay", str(chain.path), "--backend", "torch,faulty", "--modes", "fwd,vjp", "-o", str(out),
+            "--timeout", "120"]
+    env = {**os.environ, "IRTRACE_FAULTS_TEST": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER.format(tests=str(HERE), tag=str(tmp_path)), *argv],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(journal_nodes(out)) < 3 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(0.5)   # now in Exp, hanging on the faulty backend
+    assert journal_nodes(out) == ["relu", "sigmoid", "tanh"]
+    t = time.monotonic()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - t < 10, "irtrace took too long to end"
+    assert proc.returncode == code, err
+    assert f"irtrace: {word}" in err and "finish with the same command and --resume" in err
+    assert "Traceback" not in err
+    assert leftover_workers(str(tmp_path)) == [], "a worker outlived irtrace"
+    assert not (out / "report.json").exists()
+    if sig != signal.SIGTERM:
+        return  # resuming is the same after either
+
+    # resume with a backend that would fail every node already done: they must not run again
+    faulty("onnxruntime", "memory:Relu,memory:Sigmoid,memory:Tanh", name="faulty")
+    report, _ = run_replay(chain.path, "torch,faulty", "fwd,vjp", out, quiet=True, resume=True, timeout=120)
+    assert journal_nodes(out) == ["relu", "sigmoid", "tanh"] + [op.lower() for op in CHAIN[3:]]
+    faulty("onnxruntime", "", name="faulty")
+    run_replay(chain.path, "torch,faulty", "fwd,vjp", tmp_path / "clean", quiet=True, timeout=120)
+    assert (out / "report.json").read_bytes() == (tmp_path / "clean" / "report.json").read_bytes()
+
+
+def test_resume_refuses_another_replays_journal_and_drops_a_torn_line(chain, tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["replay", str(chain.path), "--backend", "torch", "--modes", "fwd", "-o", str(out),
+                 "--nodes", "^(relu|sigmoid)$"]) == 0
+    whole = (out / "report.json").read_bytes()
+    journal = out / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(lines[:2]) + lines[2][:40])  # killed while writing sigmoid's line
+    capsys.readouterr()
+    assert main(["replay", str(chain.path), "--backend", "torch", "--modes", "fwd", "-o", str(out),
+                 "--nodes", "^(relu|sigmoid)$", "--resume"]) == 0
+    assert "resuming: 1 node(s) already in" in capsys.readouterr().err
+    assert (out / "report.json").read_bytes() == whole
+    assert main(["replay", str(chain.path), "--backend", "torch", "--modes", "fwd,vjp", "-o", str(out),
+                 "--nodes", "^(relu|sigmoid)$", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert f"irtrace: error: {journal}: written by another replay (options modes differ); run without " \
+           f"--resume, or give another -o" in err and err.count("\n") == 1
+    journal.write_text(lines[0] + "{not json\n")
+    assert main(["replay", str(chain.path), "--backend", "torch", "--modes", "fwd", "-o", str(out),
+                 "--nodes", "^(relu|sigmoid)$", "--resume"]) == 2
+    assert f"{journal}: line 2 is not a node's results (JSONDecodeError" in capsys.readouterr().err
+
+
+def test_three_runs_give_byte_identical_reports(tmp_path):
+    """Findings, MCA re-judging, kinks, every mode: the same in every run; timings are kept apart in
+    timings.json."""
+    import irtrace
+    import models_for_tests
+    import planted_backend
+    planted_backend.register("pad")
+    bundle = irtrace.export(models_for_tests.planted_target(), models_for_tests.planted_target_inputs(),
+                            tmp_path / "b.irt")
+    outs = [tmp_path / f"r{k}" for k in range(3)]
+    for out in outs:
+        run_replay(bundle.path, "torch,onnxruntime,planted-pad", "fwd,vjp,vjp2", out, quiet=True)
+    first = (outs[0] / "report.json").read_bytes()
+    report = json.loads(first)
+    assert report["findings"] and "time_s" not in first.decode() and "elapsed_s" not in report
+    assert all((o / "report.json").read_bytes() == first for o in outs[1:])
+    timings = json.loads((outs[0] / "timings.json").read_text())
+    assert timings["elapsed_s"] > 0 and timings["results"][0]["time_s"] is not None
