@@ -4,6 +4,7 @@ Nothing in a bundle is pickled. Values are read lazily: opening a bundle maps
 values.safetensors into memory and reads only the header; a tensor is a view
 into the map until someone copies it.
 """
+import glob
 import json
 import os
 import shutil
@@ -177,10 +178,36 @@ def load(path):
     return Bundle(path, manifest, values, model)
 
 
+def _clean_leftovers(path):
+    """Remove what a killed export to `path` left: `.NAME.PID.*.partial` (a bundle half written) and
+    `.NAME.PID.*.old` (the bundle it replaced, put back first when it was killed between the renames),
+    for processes that no longer run."""
+    for p in path.parent.glob(f".{glob.escape(path.name)}.*"):
+        pid, _, rest = p.name[len(path.name) + 2:].partition(".")
+        if not (pid.isdigit() and rest.endswith((".partial", ".old")) and p.is_dir()) or _alive(int(pid)):
+            continue
+        if rest.endswith(".old") and not path.exists():
+            os.replace(p, path)
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def write(path, model, values, manifest, force=False):
     """Write a bundle atomically: into a temporary sibling folder, then rename.
 
-    An existing bundle is refused unless `force`; a failure leaves nothing behind.
+    An existing bundle is refused unless `force`; with `force` it is moved aside (renamed), the new one
+    renamed into place, and only then the old one removed: a failure at any point leaves the old bundle
+    as it was, and nothing else. Folders a killed export left are cleaned by the next export there.
     """
     import onnx
     from safetensors.numpy import save_file
@@ -191,19 +218,28 @@ def write(path, model, values, manifest, force=False):
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise IrtraceError(f"cannot write {path}: folder {parent} does not exist")
+    _clean_leftovers(path)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=parent))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".partial", dir=parent))
     except OSError as e:
         raise IrtraceError(f"cannot write {path}: {e.strerror} ({parent})") from e
+    old = None
     try:
         onnx.save(model, str(tmp / GRAPH))
         save_file({k: np.array(v, order="C") for k, v in values.items()}, str(tmp / VALUES),
                   metadata={"schema": SCHEMA})
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
         if path.exists():
-            shutil.rmtree(path)
+            old = tmp.with_name(tmp.name[:-len(".partial")] + ".old")
+            os.replace(path, old)
         os.replace(tmp, path)
     except BaseException:
+        if old is not None and not path.exists():
+            os.replace(old, path)  # the new one never arrived: the old one goes back
+            old = None
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
     return load(path)
