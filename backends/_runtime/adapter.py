@@ -1,4 +1,8 @@
-"""The base every backend adapter extends: lookup through its op table, shape checks."""
+"""The base every backend adapter extends: lookup through its op table, the shared work of a node
+call (run), shape checks. A backend fills fwd / vjp / vjp2 (and chained); what it can do beyond that
+is declared here, as class attributes, never discovered."""
+import time
+
 from backends._table import Unsupported
 
 
@@ -15,11 +19,33 @@ class Adapter:
     modes = ("fwd",)
     table = None
     last_check = None  # set by a backend that verifies its own result (the oracle)
+    # abilities, declared
     magnitudes = False  # whether magnitude() computes the rounding-error model's M (the oracle)
     estimates_rounding = False  # whether rounding() estimates float32 rounding by Monte Carlo arithmetic (the oracle)
+    native = False      # executes the ONNX node itself: `--form original` gives it the original attributes
+    script = None       # a method: what a repro script needs to run this backend's ops without irtrace
+    op_block = None     # a method: the node as script text (backends that execute ONNX); None: the op's source
 
     def lookup(self, spec):
         return self.table.lookup(spec.domain, spec.op_type, spec.opset)
+
+    def run(self, mode, entry, inputs, spec, cots=(), us=()):
+        """One node call: (results, seconds). fwd: one result per output; vjp: per input; vjp2: per
+        input (d2x) then per output (d2g). Unsupported for a mode this backend does not compute."""
+        if mode not in self.modes:
+            raise Unsupported(f"backend {self.name!r} does not compute {mode}")
+        if len(inputs) != len(spec.inputs):
+            raise ValueError(f"{spec.name}: {len(inputs)} inputs for {len(spec.inputs)} declared")
+        self.last_check = None
+        t = time.perf_counter()
+        if mode == "fwd":
+            out = list(self.fwd(entry, inputs, spec))
+        elif mode == "vjp":
+            out = list(self.vjp(entry, inputs, spec, cots))
+        else:
+            dx, dg = self.vjp2(entry, inputs, spec, cots, us)
+            out = list(dx) + list(dg)
+        return out, time.perf_counter() - t
 
     def versions(self):
         return {}
