@@ -61,6 +61,8 @@ def add_commands(sub):
                    help="also run the whole graph chained on each backend: error growth, parameter gradients")
     r.add_argument("--loss", default="bundle", choices=["bundle", "grad-penalty"],
                    help="chained loss: the bundle's (default) or a gradient penalty (double backward throughout)")
+    r.add_argument("--no-cache", dest="cache", action="store_false",
+                   help="compute the reference's and oracle's results again (default: reuse BUNDLE.cache/)")
     r.add_argument("--resume", action="store_true",
                    help="keep the nodes an interrupted run of the same replay wrote to OUT/journal.jsonl; "
                         "run only the rest")
@@ -111,7 +113,8 @@ def _replay(args):
     from irtrace.pipeline import run_replay
     report, out = run_replay(args.bundle, args.backend, args.modes, args.out, jobs=args.jobs, nodes=args.nodes,
                              ops=args.ops, timeout=args.timeout, atol=args.atol, rtol=args.rtol, strict=args.strict,
-                             chained=args.chained, loss=args.loss, form=args.form, resume=args.resume)
+                             chained=args.chained, loss=args.loss, form=args.form, resume=args.resume,
+                             cache=args.cache)
     if args.repro and report["findings"]:
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)

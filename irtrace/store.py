@@ -124,6 +124,22 @@ class Bundle:
         return self.manifest["nodes"].get(node_name, {})
 
 
+def content_key(bundle):
+    """The bundle's identity for what is computed from it (a journal, the reference cache): a hash of its
+    graph and manifest and of its value store's header, size and modification time."""
+    import hashlib
+    h = hashlib.sha256()
+    for name in (MANIFEST, GRAPH):
+        h.update((Path(bundle.path) / name).read_bytes())
+    values = Path(bundle.path) / VALUES
+    with open(values, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        h.update(f.read(min(n, 1 << 27)))
+    st = values.stat()
+    h.update(f"{st.st_size} {st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
 def _read_graph(path):
     from irtrace.ir.schemas import register_schemas
     register_schemas()

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import tempfile
 from pathlib import Path
 
@@ -529,3 +530,23 @@ def test_real_process(valid, tmp_path):
         p = subprocess.run([sys.executable, "-m", "irtrace", *map(str, argv)], capture_output=True, text=True,
                            timeout=120)
         check_one_line(p.returncode, p.stdout, p.stderr, pattern)
+
+
+def test_a_consistently_edited_value_is_a_finding_that_says_so(valid, tmp_path):
+    """A bundle whose conv weight was zeroed in place (the store itself is valid): the recorded conv
+    output is not what the recorded inputs give. Never exit 0; the finding says why."""
+    bundle = tmp_path / "b.irt"
+    shutil.copytree(valid, bundle)
+    from irtrace.store import load
+    entry = load(bundle).values._header["conv.weight"]
+    _, _, begin, end = entry
+    n, = struct.unpack("<Q", (bundle / VALUES).read_bytes()[:8])
+    with open(bundle / VALUES, "r+b") as f:
+        f.seek(8 + n + begin)
+        f.write(b"\0" * (end - begin))
+    rc, out, err = run_cli(["replay", bundle, "--modes", "fwd", "-o", tmp_path / "r"])
+    assert rc == 1, (out, err)
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    (conv,) = [r for n in report["nodes"] for r in n["results"] if r["op_type"] == "Conv" and r["backend"] == "torch"]
+    assert conv["verdict"] == "DIVERGENT"
+    assert "the recorded value is not what torch computes again from the recorded inputs" in conv["message"]

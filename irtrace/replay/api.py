@@ -24,6 +24,7 @@ class ReplayOptions:
     chained: bool = False
     loss: str = "bundle"           # chained loss: "bundle" or "grad-penalty"
     form: str = "canonical"        # "original": ONNX-executing backends get the pre-canonical attributes
+    cache: bool = True             # keep and reuse the reference's and oracle's results beside the bundle
 
     def policy(self):
         if self.atol is None and self.rtol is None:
@@ -59,7 +60,8 @@ def run(bundle, options, progress=None, done=None, on_node=None):
     policy = options.policy()
     rep = replay(bundle, list(options.backends), list(options.modes), nodes_regex=options.nodes,
                  ops=list(options.ops) if options.ops else None, jobs=options.jobs, timeout=options.timeout,
-                 policy=policy, progress=progress, form=options.form, done=done, on_node=on_node)
+                 policy=policy, progress=progress, form=options.form, done=done, on_node=on_node,
+                 cache=options.cache)
     outcome = Outcome(rep, options)
     if options.chained:
         from irtrace.replay.chained import chained_replay

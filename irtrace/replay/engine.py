@@ -19,6 +19,7 @@ from irtrace.ir.semantics import accumulates, kink_tag, nondifferentiable_inputs
 from irtrace.ir.graph import shape_arithmetic
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as registry
+from irtrace.replay.cache import ResultCache
 from irtrace.replay.call import bundle_gradient_path, from_bundle, undifferentiated_inputs
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
 
@@ -132,7 +133,9 @@ class WorkerPool:
 
     def close(self):
         for w in self.all:
-            w.close()
+            w.ask_to_exit()
+        for w in self.all:
+            w.wait_exit()
 
     def kill(self):
         """Interrupted: no new worker starts, every running one is killed now (not asked to exit)."""
@@ -157,8 +160,19 @@ def modes_of(pool, backend):
 
 def _call(pool, backend, call, timeout):
     """(status, reply, arrays) of a NodeCall on one backend; status: ok / UNSUPPORTED / ERROR / CRASH / TIMEOUT."""
+    return _receive(pool, _send(pool, backend, call), timeout)
+
+
+def _send(pool, backend, call):
+    """Start a NodeCall on one backend; _receive gets its (status, reply, arrays)."""
+    worker = pool.get(backend)
+    worker.send(call.message(), call.arrays())
+    return worker
+
+
+def _receive(pool, worker, timeout):
     try:
-        reply, out = pool.get(backend).call(call.message(), call.arrays(), timeout)
+        reply, out = worker.receive(timeout)
     except WorkerFailed as e:
         if pool.stopping.is_set():
             raise Stopped() from None  # killed by the interrupt, not by the node
@@ -180,12 +194,13 @@ def original_proto(node, original_attrs):
 
 
 def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, timeout=60.0, policy=compare.Policy(),
-           progress=None, form="canonical", done=None, on_node=None):
+           progress=None, form="canonical", done=None, on_node=None, cache=True):
     """Replay every selected node of `bundle` on `backends` (names) in `modes`; returns a Replay.
     form="original": backends that execute ONNX natively get each node's attributes as they were
     before canonicalization (the others always get the canonical node). `done`: node name ->
     NodeReport already computed (a resumed run: not run again); `on_node(NodeReport)` is called as
-    each node completes (the journal appends it)."""
+    each node completes (the journal appends it). `cache`: keep and reuse the reference's and the
+    oracle's results beside the bundle (irtrace/replay/cache.py)."""
     for b in backends:
         reason = registry.get(b).unavailable()
         if reason:
@@ -208,6 +223,7 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
     use_oracle = registry.get(ORACLE).unavailable() is None
     pool = WorkerPool()
     values = bundle.values
+    results = ResultCache(bundle, [REFERENCE] + ([ORACLE] if use_oracle else [])) if cache else None
 
     def run_node(item):
         index, spec = item
@@ -241,8 +257,8 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                      if spec.name in originals and (pool.get(b).hello or {}).get("native")}
             ref_fwd = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs] \
                 if mode == "fwd" else None
-            got = run_everywhere(pool, call, ref_fwd, on, use_oracle, timeout, forms)
-            node.results.extend(judge_node(pool, call, got, policy, timeout, off_path=off))
+            got = run_everywhere(pool, call, ref_fwd, on, use_oracle, timeout, forms, results)
+            node.results.extend(judge_node(pool, call, got, policy, timeout, off_path=off, cache=results))
         if progress:
             progress()
         return node
@@ -253,8 +269,10 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
     ex = None
     try:
         if jobs <= 1:
-            if todo:
-                pool.prestart(list(dict.fromkeys([REFERENCE] + ([ORACLE] if use_oracle else []) + list(backends))))
+            if todo:  # with answers cached, the reference and the oracle start only when one is missing
+                warm = results is not None and results.warm()
+                roles = [] if warm else [REFERENCE] + ([ORACLE] if use_oracle else [])
+                pool.prestart(list(dict.fromkeys(roles + [b for b in backends if b not in (ORACLE, REFERENCE)])))
             for item in todo:
                 nodes.append(run_node(item))
                 if on_node:
@@ -266,7 +284,11 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                 if on_node:
                     on_node(nodes[-1])
         versions = {w.info.name: w.hello.get("versions", {}) for w in pool.all if w.hello}
-        restarts = {}
+        if results is not None:  # the versions of a reference or oracle that was not started: the cache's
+            versions = {**results.versions(), **versions}
+            results.replayed(versions)
+        roles = [REFERENCE] + ([ORACLE] if use_oracle else [])
+        restarts = {name: 0 for name in dict.fromkeys(roles + list(backends))}
         for w in pool.all:
             restarts[w.info.name] = restarts.get(w.info.name, 0) + w.restarts
     except BaseException:
@@ -301,16 +323,31 @@ def _wants_model(call):
     return sorted(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
 
 
-def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=None):
+def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=None, cache=None):
     """Run one NodeCall on the reference, the oracle and `backends`. `ref_fwd`: the recorded outputs (the
     fwd reference) or None to use the reference worker's; `forms`: backend -> another form of the node
-    (--form original). Returns a Gathered."""
+    (--form original); `cache`: a ResultCache of the reference's and oracle's answers. Returns a Gathered."""
     spec, mode = call.spec, call.mode
-    ref_status, ref_reply, ref_out = _call(pool, REFERENCE, call, timeout)
+    oracle_call = call.with_extra(magnitude=_wants_model(call))
+    cached_ref = cache.get(call, REFERENCE) if cache is not None else None
+    cached_oracle = cache.get(oracle_call, ORACLE) if cache is not None and use_oracle else None
+    # every worker computes at once (one request each, then the replies); a backend's result is used
+    # only when the reference has one to compare it with
+    sent_ref = _send(pool, REFERENCE, call) if cached_ref is None else None
+    sent_oracle = _send(pool, ORACLE, oracle_call) if use_oracle and cached_oracle is None else None
+    sent = {}
+    for backend in backends:
+        if backend in (ORACLE, REFERENCE) or mode not in modes_of(pool, backend):
+            continue  # the oracle arbitrates, it is not under test; onnxruntime is forward-only
+        sent[backend] = _send(pool, backend, call.with_proto(forms[backend]) if forms and backend in forms else call)
+    ref_status, ref_reply, ref_out = cached_ref or _remember(cache, call, REFERENCE,
+                                                             _receive(pool, sent_ref, timeout))
     ref = ref_fwd if mode == "fwd" and ref_fwd is not None else (ref_out if ref_status == "ok" else None)
-    oracle, magnitude = None, None
+    oracle, magnitude, o_status = None, None, None
+    if use_oracle:
+        o_status, o_reply, o_out = cached_oracle or _remember(cache, oracle_call, ORACLE,
+                                                              _receive(pool, sent_oracle, timeout))
     if use_oracle and ref is not None:
-        o_status, o_reply, o_out = _call(pool, ORACLE, call.with_extra(magnitude=_wants_model(call)), timeout)
         n_mag = o_reply.get("magnitude", 0) if o_status == "ok" else 0
         if n_mag:  # M of every result, then Q of every result
             mags, o_out = o_out[len(o_out) - n_mag:], o_out[:len(o_out) - n_mag]
@@ -324,15 +361,17 @@ def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=Non
     oracle_failed = None
     if use_oracle and ref is not None and o_status in (compare.ERROR, compare.CRASH, compare.TIMEOUT):
         oracle_failed = (o_status, o_reply.get("message", ""))
+    received = {backend: _receive(pool, worker, timeout) for backend, worker in sent.items()}
     outs = {}
     if ref is not None:
         for backend in backends:
-            if backend == ORACLE or mode not in modes_of(pool, backend):
-                continue  # the oracle arbitrates, it is not under test; onnxruntime is forward-only
-            own = call.with_proto(forms[backend]) if forms and backend in forms else call
-            outs[backend] = (ref_status, ref_reply, ref_out if mode != "fwd" or ref_fwd is None else ref_fwd) \
-                if backend == REFERENCE else _call(pool, backend, own, timeout)
-    return Gathered(ref_status, ref_reply, ref, oracle, outs, magnitude, oracle_failed=oracle_failed)
+            if backend == REFERENCE:
+                outs[backend] = (ref_status, ref_reply, ref_out if mode != "fwd" or ref_fwd is None else ref_fwd)
+            elif backend in received:
+                outs[backend] = received[backend]
+    recomputed = ref_out if mode == "fwd" and ref_fwd is not None and ref_status == "ok" else None
+    return Gathered(ref_status, ref_reply, ref, oracle, outs, magnitude, oracle_failed=oracle_failed,
+                    recomputed=recomputed)
 
 
 @dataclass(frozen=True)
@@ -348,6 +387,7 @@ class Gathered:
     magnitude: list = None
     spread: list = None    # per result, the oracle's Monte Carlo estimate of float32 rounding (on request)
     oracle_failed: tuple = None  # (verdict, message) when the oracle crashed, hung or raised
+    recomputed: list = None      # fwd: what the reference computes now from the recorded inputs
 
 
 def judge_all(call, got, policy, off_path=()):
@@ -397,9 +437,13 @@ def judge_all(call, got, policy, off_path=()):
                                               time_s=reply.get("time_s"), ref_time_s=ref_time))
                 continue
             if is_ref:
-                verdict, m, details = compare.judge_reference(a, o, policy, mag, spread)
+                verdict, m, details = compare.judge_reference(a, o, policy, mag, spread, full=False)
+                if verdict in compare.FAILING and got.recomputed is not None and k < len(got.recomputed):
+                    why = _recorded_vs_recomputed(got.recomputed[k], a, o, policy, mag, spread)
+                    if why:
+                        details["message"] = "; ".join(filter(None, [details.get("message"), why]))
             else:
-                verdict, m, details = compare.judge(a, r, o, policy, mag, spread)
+                verdict, m, details = compare.judge(a, r, o, policy, mag, spread, full=False)
             if verdict in compare.FAILING and mode != "fwd" and tag is None:
                 tag = kink_tag(spec.op_type, inputs) or ""
             tags = (tag,) if tag and verdict in compare.FAILING else ()
@@ -410,17 +454,39 @@ def judge_all(call, got, policy, off_path=()):
     return results
 
 
+def _recorded_vs_recomputed(again, recorded, oracle, policy, magnitude, spread):
+    """Why the recorded forward value fails against float64: torch's own fault, or a value that is not
+    what the recorded inputs give (a bundle edited or corrupted after export, a nondeterministic op)."""
+    if again is None or np.shape(again) != np.shape(recorded):
+        return ""
+    verdict, _, _ = compare.judge_reference(again, oracle, policy, magnitude, spread, full=False)
+    if verdict in compare.FAILING:
+        return ""
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = float(np.nanmax(np.abs(np.asarray(again, np.float64) - np.asarray(recorded, np.float64)), initial=0.0))
+    return (f"the recorded value is not what torch computes again from the recorded inputs (max abs {gap:.3g}; "
+            f"that agrees with float64): the bundle was changed after export, or the op is not deterministic")
+
+
 MCA_SAMPLES = 4  # Monte Carlo arithmetic runs per estimate of float32 rounding (backends/oracle/rounding.py)
 
 
-def judge_node(pool, call, got, policy, timeout, off_path=()):
+def _remember(cache, call, role, answer):
+    if cache is not None:
+        cache.put(call, role, *answer)
+    return answer
+
+
+def judge_node(pool, call, got, policy, timeout, off_path=(), cache=None):
     """judge_all, and where a numeric result fails, judge again with the oracle's Monte Carlo estimate
     of how far float32 rounding of the op's formula can move it (asked for only then: it costs
     MCA_SAMPLES more float64 runs)."""
     results = judge_all(call, got, policy, off_path)
     if got.oracle is None or policy.fixed or not any(r.verdict == compare.DIVERGENT for r in results):
         return results
-    status, reply, out = _call(pool, ORACLE, call.with_extra(rounding=MCA_SAMPLES), timeout)
+    asked = call.with_extra(rounding=MCA_SAMPLES)
+    status, reply, out = (cache.get(asked, ORACLE) if cache is not None else None) or \
+        _remember(cache, asked, ORACLE, _call(pool, ORACLE, asked, timeout))
     n = reply.get("rounding", 0) if status == "ok" else 0
     if not n:
         log.info("%s %s: no float32 rounding estimate (%s)", call.spec.name, call.mode,

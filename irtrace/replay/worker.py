@@ -52,6 +52,8 @@ class WorkerProxy:
         self.hello = None
         self.restarts = 0
         self.dead = None    # (verdict, message) once it failed to start twice: not started again
+        self._pending = None  # a WorkerFailed send() met, for receive() to raise
+        self._mark = 0        # where its stderr was when the call began
 
     def start(self):
         reason = self.info.unavailable()
@@ -113,10 +115,16 @@ class WorkerProxy:
         return " | ".join(lines[-n:])
 
     def _call(self, msg, arrays, timeout):
+        self._write(msg, arrays)
+        return self._read(timeout)
+
+    def _write(self, msg, arrays):
         try:
             wire.write(self.proc.stdin, msg, arrays)
         except (BrokenPipeError, OSError):
-            pass  # it died: the reader reports EOF below
+            pass  # it died: the reader reports EOF when the reply is read
+
+    def _read(self, timeout):
         try:
             frame = self._frames.get(timeout=timeout)
         except queue.Empty:
@@ -138,11 +146,28 @@ class WorkerProxy:
         """(reply, arrays); WorkerFailed on crash or timeout (the worker is restarted on next call).
         An error reply carries what the framework wrote to stderr meanwhile (MegEngine's AsyncError
         says only "see above")."""
-        self.ensure()
-        mark = self._stderr.seek(0, 2)
-        reply, out = self._call(msg, arrays, timeout)
+        self.send(msg, arrays)
+        return self.receive(timeout)
+
+    def send(self, msg, arrays):
+        """Start a call and return at once: several workers compute at the same time; receive() gets
+        the reply (a worker that cannot start fails there)."""
+        self._pending = None
+        try:
+            self.ensure()
+        except WorkerFailed as e:
+            self._pending = e
+            return
+        self._mark = self._stderr.seek(0, 2)
+        self._write(msg, arrays)
+
+    def receive(self, timeout):
+        """The reply of the call send() started: (reply, arrays), or WorkerFailed."""
+        if self._pending is not None:
+            raise self._pending
+        reply, out = self._read(timeout)
         if reply.get("status") == "error":
-            self._stderr.seek(mark)
+            self._stderr.seek(self._mark)
             new = [normalise(ln) for ln in self._stderr.read().decode(errors="replace").splitlines()
                    if ln.strip() and not ln.startswith(_BANNER)]
             if new:
@@ -159,11 +184,23 @@ class WorkerProxy:
             self.proc = None
 
     def close(self):
+        self.ask_to_exit()
+        self.wait_exit()
+
+    def ask_to_exit(self):
+        """The first half of close(): several workers exit at the same time (a framework's
+        teardown takes a while)."""
         if self.proc is not None and self.proc.poll() is None:
             try:
                 wire.write(self.proc.stdin, {"kind": "exit"})
                 self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired, ValueError):
+            except (OSError, ValueError):
+                self.kill()
+
+    def wait_exit(self, timeout=10):
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
                 self.kill()
         self.proc = None

@@ -5,38 +5,24 @@ most a truncated last line, which a resume drops. Line 1 says which replay it be
 content and the options that decide verdicts); `irtrace replay --resume` reads the journal, keeps its
 nodes and runs only the others (docs/report.md).
 """
-import hashlib
 import json
 import os
 from dataclasses import asdict
 from pathlib import Path
 
 from irtrace.errors import IrtraceError
+from irtrace.store import content_key
 from irtrace.replay.engine import NodeReport
 from irtrace.report.json_report import clean
 
 SCHEMA = "irtrace.journal/1"
 NAME = "journal.jsonl"
-_NOT_VERDICTS = ("jobs",)  # options that change how fast, not what: a resume may change them
-
-
-def bundle_key(bundle):
-    """The bundle's identity: its graph and manifest, its value store's header, size and mtime."""
-    h = hashlib.sha256()
-    for name in ("manifest.json", "graph.onnx"):
-        h.update((Path(bundle.path) / name).read_bytes())
-    values = Path(bundle.path) / "values.safetensors"
-    with open(values, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        h.update(f.read(min(n, 1 << 27)))
-    st = values.stat()
-    h.update(f"{st.st_size} {st.st_mtime_ns}".encode())
-    return h.hexdigest()
+_NOT_VERDICTS = ("jobs", "cache")  # options that change how fast, not what: a resume may change them
 
 
 def header(bundle, options):
     opts = {k: v for k, v in asdict(options).items() if k not in _NOT_VERDICTS}
-    return json.loads(json.dumps(clean({"schema": SCHEMA, "bundle": bundle_key(bundle), "options": opts})))
+    return json.loads(json.dumps(clean({"schema": SCHEMA, "bundle": content_key(bundle), "options": opts})))
 
 
 class Journal:

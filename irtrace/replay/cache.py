@@ -1,0 +1,133 @@
+"""The reference's and the oracle's results, computed once per bundle and kept beside it.
+
+Replaying backend B after backend A costs B's compute and the comparisons: torch and float64 give the
+same answers on the same node every time. BUNDLE.cache/ holds one safetensors file per call (its
+arrays, and its status and reply as metadata), named by a hash of everything that decides the answer:
+the bundle's content (store.content_key), the code and versions that compute it (every backends/
+source file, irtrace's version, the worker's module, environment and interpreter, torch's and onnx's
+versions) and the call itself (the node, its attributes, the mode, which directions are in s, what
+else is asked). Only answers are kept (ok, UNSUPPORTED): a crash or a timeout is asked again. A
+bundle folder that cannot be written next to runs without a cache (logged).
+"""
+import hashlib
+import json
+import logging
+import os
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from irtrace import compare
+from irtrace.replay import backends as registry
+from irtrace.version import __version__
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[2]
+KEPT = ("ok", "UNSUPPORTED")
+
+
+def _code_key():
+    h = hashlib.sha256(__version__.encode())
+    for p in sorted((ROOT / "backends").rglob("*.py")):
+        h.update(str(p.relative_to(ROOT)).encode())
+        h.update(p.read_bytes())
+    for dist in ("torch", "onnx", "numpy"):
+        try:
+            h.update(f"{dist} {metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            pass
+    return h.hexdigest()
+
+
+def _worker_key(name):
+    info = registry.get(name)
+    return json.dumps([info.name, info.worker, sorted(info.variables().items()), info.interpreter(),
+                       [str(p) for p in info.extra_path]])
+
+
+class ResultCache:
+    """get(call, backend) -> (status, reply, arrays) or None; put(...) after a call. `backends`: the
+    roles cached (the reference and the oracle)."""
+
+    def __init__(self, bundle, roles):
+        from irtrace.store import content_key
+        self.dir = Path(str(bundle.path).rstrip("/") + ".cache")
+        base = hashlib.sha256((content_key(bundle) + _code_key()).encode())
+        self.marker = self.dir / f"{base.hexdigest()[:40]}.replayed"
+        self.keys = {}
+        for role in roles:
+            h = base.copy()
+            h.update(_worker_key(role).encode())
+            self.keys[role] = h
+        self.writable = True
+        self.hits = self.misses = 0
+
+    def warm(self):
+        """Whether an earlier replay of this bundle with this code left its answers here (then the
+        reference and the oracle start only when one is missing)."""
+        return self.marker.exists()
+
+    def replayed(self, versions):
+        """Mark the end of a replay that kept its answers; keep the cached roles' versions (a later
+        replay that starts neither reports them)."""
+        if self.writable and self.dir.is_dir():
+            kept = {role: versions[role] for role in self.keys if role in versions}
+            try:
+                self.marker.write_text(json.dumps(kept, sort_keys=True))
+            except OSError:
+                pass
+
+    def versions(self):
+        try:
+            return json.loads(self.marker.read_text()) if self.marker.exists() else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _path(self, call, role):
+        h = self.keys[role].copy()
+        h.update(json.dumps(call.message(), sort_keys=True, default=str).encode())
+        h.update(repr([u is None for u in call.us]).encode())
+        return self.dir / f"{h.hexdigest()[:40]}.safetensors"
+
+    def get(self, call, role):
+        if role not in self.keys:
+            return None
+        path = self._path(call, role)
+        if not path.exists():
+            self.misses += 1
+            return None
+        from irtrace.store import LazyValues
+        try:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
+            f = LazyValues(path)
+            meta = json.loads(f.metadata["irtrace"])
+            out = [f[str(k)] if k not in meta["none"] else None for k in range(meta["n"])]
+        except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
+            log.info("%s: unreadable cache entry (%s); computing it again", path, e)
+            self.misses += 1
+            return None
+        self.hits += 1
+        status = meta["status"] if meta["status"] == "ok" else compare.Verdict(meta["status"])
+        return status, meta["reply"], out
+
+    def put(self, call, role, status, reply, out):
+        if role not in self.keys or not self.writable or status not in KEPT:
+            return
+        from safetensors.numpy import save_file
+        path = self._path(call, role)
+        # np.array, not np.ascontiguousarray: that makes a 0-d result 1-d
+        tensors = {str(k): np.array(a, order="C") for k, a in enumerate(out) if a is not None}
+        meta = {"status": str(status), "reply": reply, "n": len(out),
+                "none": [k for k, a in enumerate(out) if a is None]}
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            self.dir.mkdir(exist_ok=True)
+            save_file(tensors, str(tmp), metadata={"irtrace": json.dumps(meta)})
+            os.replace(tmp, path)
+        except (OSError, ValueError, TypeError) as e:
+            self.writable = False
+            log.info("%s: not caching the reference and oracle results (%s)", self.dir, e)
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
