@@ -3,7 +3,7 @@ import argparse
 import logging
 import sys
 
-from irtrace.errors import IrtraceError
+from irtrace.errors import IrtraceError, printable
 
 log = logging.getLogger("irtrace")
 
@@ -48,7 +48,7 @@ def _export(args):
 def _inspect(args):
     from irtrace.report.inspect import summary
     from irtrace.store import load
-    print(summary(load(args.bundle)))
+    print("\n".join(printable(line) for line in summary(load(args.bundle)).splitlines()))
     return 0
 
 
@@ -110,7 +110,7 @@ def main(argv=None):
                             format="%(levelname)s %(name)s: %(message)s")
         return args.func(args)
     except IrtraceError as e:
-        print(f"irtrace: error: {e}", file=sys.stderr)
+        print(f"irtrace: error: {printable(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         terminated = isinstance(e, Terminated)

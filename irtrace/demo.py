@@ -2,7 +2,7 @@
 available backend, write the reports. Findings are the product working: exit 0."""
 from pathlib import Path
 
-from irtrace.errors import IrtraceError
+from irtrace.errors import IrtraceError, printable
 
 
 def demo(out, names):
@@ -31,12 +31,12 @@ def demo(out, names):
         report, where = run_replay(bundle.path, ",".join(available), "fwd,vjp,vjp2", out / f"{name}.replay",
                                    quiet=True, chained=chained, loss="grad-penalty" if chained else "bundle")
         for line in finding_lines(report):
-            print("   " + line)
+            print("   " + printable(line))
         print("   " + summary_line(report))
         if chained:
             from irtrace.report.chained import lines
             for line in lines(report["chained"], top=5):
-                print("   " + line)
+                print("   " + printable(line))
         print(f"   report: {where / 'report.html'}")
         if report["findings"]:
             from irtrace.repro.make import make_repros

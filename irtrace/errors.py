@@ -10,6 +10,13 @@ class IrtraceError(Exception):
     """Bad user input or environment: one line, names what and where, and the fix."""
 
 
+def printable(text):
+    """`text` safe for a terminal, on one line: control characters (ANSI escapes, newlines, carriage
+    returns, bidi overrides: anything not printable) are shown escaped, as Python writes them."""
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def suggest(name, choices, n=3):
     """' Did you mean: a, b?' for close matches of `name` among `choices`, or ''."""
     close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=n, cutoff=0.5)

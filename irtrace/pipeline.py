@@ -2,7 +2,7 @@
 as one call (tests and benchmarks use it too)."""
 import sys
 
-from irtrace.errors import IrtraceError
+from irtrace.errors import IrtraceError, printable
 from irtrace.replay.api import ReplayOptions, run
 from irtrace.replay.engine import MODES, parse_modes
 from irtrace.replay import backends as registry
@@ -56,7 +56,7 @@ def run_replay(bundle_path, backend, modes, out=None, quiet=False, resume=False,
         if opts.chained:
             from irtrace.report import chained as chained_report
             for line in chained_report.lines(report["chained"]):
-                print(line)
+                print(printable(line))
         from pathlib import Path
         out = Path(out)
         print(f"wrote {out / 'report.json'} and {out / 'report.html'}" +

@@ -236,6 +236,10 @@ def write(path, model, values, manifest, force=False):
         raise IrtraceError(f"cannot write {path}: folder {parent} does not exist")
     _clean_leftovers(path)
     try:
+        manifest_text = json.dumps(manifest, indent=1, sort_keys=False, allow_nan=False) + "\n"
+    except ValueError as e:  # strict JSON, as load() reads it: refused before anything is written
+        raise IrtraceError(f"cannot write {path}: the manifest holds a value JSON cannot ({e})") from None
+    try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".partial", dir=parent))
     except OSError as e:
         raise IrtraceError(f"cannot write {path}: {e.strerror} ({parent})") from e
@@ -244,7 +248,7 @@ def write(path, model, values, manifest, force=False):
         onnx.save(model, str(tmp / GRAPH))
         save_file({k: np.array(v, order="C") for k, v in values.items()}, str(tmp / VALUES),
                   metadata={"schema": SCHEMA})
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
+        (tmp / MANIFEST).write_text(manifest_text)
         if path.exists():
             old = tmp.with_name(tmp.name[:-len(".partial")] + ".old")
             os.replace(path, old)

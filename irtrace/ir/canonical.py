@@ -10,6 +10,8 @@
 - value_info for every value (shape inference; recorded shapes fill the rest later).
 """
 import copy
+import json
+import logging
 import math
 import re
 
@@ -23,6 +25,8 @@ from irtrace.ir.spec import decode_attrs, opset_of
 
 CONV_LIKE = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv"}
 POOL_LIKE = {"MaxPool", "AveragePool", "LpPool"}
+
+log = logging.getLogger(__name__)
 
 
 def fold_constants(model):
@@ -49,11 +53,18 @@ def fold_constants(model):
 
 
 def uniquify_node_names(model):
+    """Every node gets a unique, non-empty name. The names a graph gives keep their first node (so
+    a report about "Relu_0" is about the node the user called that); only empty names and later
+    duplicates are numbered, around every explicit name."""
     seen = set()
+    taken = {n.name for n in model.graph.node if n.name}
     for i, n in enumerate(model.graph.node):
+        if n.name and n.name not in seen:
+            seen.add(n.name)
+            continue
         base = n.name or f"{n.op_type}_{i}"
         name, k = base, 1
-        while name in seen:
+        while name in seen or (name != n.name and name in taken):
             k += 1
             name = f"{base}_{k}"
         n.name = name
@@ -154,8 +165,31 @@ def write_defaults(model, original_attrs=None):
                 shapes = _shapes(model)
             _explicit_window(n, shapes)
         after = decode_attrs(n)
-        if original_attrs is not None and after != before:
-            original_attrs[n.name] = before
+        if original_attrs is not None and _differ(after, before):
+            if _finite(before):  # the manifest is strict JSON: a NaN attribute keeps its canonical form only
+                original_attrs[n.name] = before
+            else:
+                log.warning("node %r: a non-finite attribute; --form original gives it its canonical form", n.name)
+
+
+def _finite(attrs):
+    return all(math.isfinite(v) for v in _floats(list(attrs.values())))
+
+
+def _floats(v):
+    if isinstance(v, float):
+        yield v
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _floats(x)
+
+
+def _differ(a, b):
+    """Attribute dicts differ (a NaN attribute equals itself here: `nan != nan` would call every
+    node with one changed)."""
+    def plain(v):
+        return v.tolist() if hasattr(v, "tolist") else repr(v)
+    return json.dumps(a, sort_keys=True, default=plain) != json.dumps(b, sort_keys=True, default=plain)
 
 
 def _explicit_window(n, shapes):

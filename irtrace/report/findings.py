@@ -1,6 +1,7 @@
 """Group failing results into distinct bugs: (backend, op type, mode, attribute signature, verdict)."""
 import hashlib
 import json
+import re
 
 import numpy as np
 
@@ -40,9 +41,10 @@ def group(replay, strict=False):
         first_node, _ = min(g["results"], key=lambda nr: nr[0].index)
         worst_node, worst = max(g["results"], key=lambda nr: _rank(nr[1]))
         digest = hashlib.sha1(f"{backend}|{op}|{mode}|{sig}|{verdict}".encode()).hexdigest()[:8]
+        plain = re.sub(r"[^A-Za-z0-9_]", "_", op)[:60]  # the id names a folder: an op type is any text
         tags = sorted({t for _, r in g["results"] for t in r.tags})
         findings.append(compare.Finding(
-            id=f"{backend}-{op}-{mode}-{verdict.lower()}-{digest}", backend=backend, op_type=op, mode=mode,
+            id=f"{backend}-{plain}-{mode}-{verdict.lower()}-{digest}", backend=backend, op_type=op, mode=mode,
             verdict=verdict, signature=sig, nodes=g["nodes"], first_node=first_node.name,
             module=first_node.source.get("module", ""), file_line=first_node.source.get("file_line", ""),
             worst={"node": worst_node.name, **worst.to_json()}, tags=tags, message=worst.message))

@@ -72,7 +72,8 @@ def render(report, extra_html=""):
                     f"<th>first node</th><th>module</th><th>max abs</th><th>message</th></tr>{rows}</table>")
     else:
         findings = "<p>None.</p>"
-    data = json.dumps(report, allow_nan=True).replace("</", "<\\/")
+    # every <, > and & as a JSON escape: no name can close the element or open a comment in it
+    data = json.dumps(report, allow_nan=True).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     colors = json.dumps({str(k) if k else "null": v for k, v in _COLORS.items()})
     columns = json.dumps([[key, title] for key, title, _ in compare.DISPLAY])
     return _PAGE.format(title=html.escape(str(report["bundle"]["name"])), summary=html.escape(summary), legend=legend,

@@ -1,5 +1,6 @@
 """Terminal output: findings first (worst first), then one summary line with fixed columns."""
 from irtrace import compare
+from irtrace.errors import printable
 
 _COLOR = {v: v.color[0] for v in compare.Verdict}
 
@@ -21,7 +22,9 @@ def finding_lines(report, color=False):
             verdict = f"\033[{_ANSI.get(_COLOR.get(f['verdict']), '0')}m{verdict}\033[0m"
         where = f["first_node"] + (f" ({f['module']}" if f["module"] else "") + \
             (f", {f['file_line'].rsplit('/', 1)[-1]}" if f["file_line"] else "") + (")" if f["module"] else "")
-        out.append(f"{verdict} {f['backend']} {f['op_type']} {f['mode']}  {len(f['nodes'])} node(s), first {where}")
+        # names come from the bundle (any ONNX file): never raw control characters on a terminal
+        out.append(f"{verdict} " + printable(f"{f['backend']} {f['op_type']} {f['mode']}  {len(f['nodes'])} "
+                                             f"node(s), first {where}"))
         # numbers, not a classification, so the words can never contradict the verdict
         if w.get("backend_oracle_abs") is not None and w.get("oracle_abs") is not None:
             oracle = f"vs float64: {f['backend']} {_g(w['backend_oracle_abs'])}, reference {_g(w['oracle_abs'])}" + \
@@ -31,10 +34,10 @@ def finding_lines(report, color=False):
         if w.get("max_abs") is not None:
             numbers = "  ".join(f"{title} {_g(w.get(key))}" for key, title, shown in compare.DISPLAY
                                 if shown and key != "allowed")
-            out.append(f"{'':15}output {w.get('output')}  {numbers}  passes with atol >= {_g(w.get('min_atol'))}"
+            out.append(f"{'':15}output {printable(w.get('output'))}  {numbers}  passes with atol >= {_g(w.get('min_atol'))}"
                        f" or rtol >= {_g(w.get('min_rtol'))}  ({oracle})")
         note = " ".join(("; ".join(f["tags"]) or f["message"]).split())  # one line, whatever the framework wrote
-        out.append(f"{'':15}id {f['id']}" + (f"  {note[:300]}" if note else ""))
+        out.append(f"{'':15}id {printable(f['id'])}" + (f"  {printable(note[:300])}" if note else ""))
     return out
 
 

@@ -21,6 +21,7 @@ from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
 from irtrace.replay.call import NodeCall, bundle_gradient_path, undifferentiated_inputs
 from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_node, run_everywhere, labels
+from irtrace.report.json_report import clean
 from irtrace.repro import script
 from irtrace.repro.shrink import Case, shrink
 from irtrace.store import grad_name, load
@@ -111,15 +112,63 @@ def _pick_label(results, backend, verdict):
     return max(hits, key=lambda r: (r.metrics.max_abs if r.metrics else 0.0)).output
 
 
-def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeout=60.0):
-    """Write one folder per finding; returns the folders."""
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
+# what _write_repro reads of each finding, and its type
+_FINDING_FIELDS = {"id": str, "backend": str, "op_type": str, "mode": str, "verdict": str, "first_node": str,
+                   "nodes": list, "message": str}
+
+
+def read_report(report_path):
+    """report.json, checked as far as `irtrace repro` reads it: one line naming the file and the field
+    for anything else (a report is user input: it may be hand-edited, truncated or crafted)."""
     report_path = Path(report_path)
     try:
         report = json.loads(report_path.read_text())
-    except (OSError, ValueError) as e:
-        raise IrtraceError(f"cannot read report {report_path}: {e}") from e
-    if report.get("schema") != "irtrace.report/1":
-        raise IrtraceError(f"{report_path}: not an irtrace report (schema {report.get('schema')!r})")
+    except (OSError, UnicodeDecodeError) as e:
+        raise IrtraceError(f"cannot read report {report_path}: {e}") from None
+    except ValueError as e:
+        raise IrtraceError(f"cannot read report {report_path}: not JSON ({e})") from None
+    if not isinstance(report, dict) or report.get("schema") != "irtrace.report/1":
+        schema = report.get("schema") if isinstance(report, dict) else type(report).__name__
+        raise IrtraceError(f"{report_path}: not an irtrace report (schema {schema!r})")
+    if not isinstance(report.get("findings"), list):
+        raise IrtraceError(f"{report_path}: findings: not a list")
+    bundle = report.get("bundle")
+    if not isinstance(bundle, dict) or not isinstance(bundle.get("path"), str):
+        raise IrtraceError(f"{report_path}: bundle.path: not a string")
+    for k, f in enumerate(report["findings"]):
+        if not isinstance(f, dict):
+            raise IrtraceError(f"{report_path}: findings[{k}]: not an object")
+        for name, kind in _FINDING_FIELDS.items():
+            if not isinstance(f.get(name), kind):
+                raise IrtraceError(f"{report_path}: findings[{k}].{name}: missing or not a {kind.__name__}")
+        if not _ID.fullmatch(f["id"]) or ".." in f["id"]:
+            raise IrtraceError(f"{report_path}: findings[{k}].id {f['id'][:80]!r}: not a finding id "
+                               f"(letters, digits, '.', '_', '-'; it names a folder)")
+        if f["mode"] not in ("fwd", "vjp", "vjp2"):
+            raise IrtraceError(f"{report_path}: findings[{k}].mode {f['mode'][:20]!r}: not fwd, vjp or vjp2")
+    return report
+
+
+def prepare_out(out_dir):
+    """The repro folder: created if missing; refused when it is a symlink or not a folder (every file
+    is written inside it, never through a link to somewhere else)."""
+    out_dir = Path(out_dir)
+    if out_dir.is_symlink():
+        raise IrtraceError(f"output folder {out_dir}: is a symbolic link; give the folder itself")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise IrtraceError(f"output folder {out_dir}: exists and is not a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise IrtraceError(f"output folder {out_dir}: cannot create it ({e.strerror})") from None
+    return out_dir
+
+
+def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeout=60.0):
+    """Write one folder per finding; returns the folders."""
+    report_path = Path(report_path)
+    report = read_report(report_path)
     findings = report["findings"]
     if finding_ids:
         ids = {f["id"] for f in findings}
@@ -131,8 +180,12 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
     if not bundle_path.is_absolute() and not bundle_path.exists():
         bundle_path = report_path.parent.parent / bundle_path
     bundle = load(bundle_path)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    nodes = {n.name for n in bundle.model.graph.node}
+    for f in findings:
+        if f["first_node"] not in nodes:
+            raise IrtraceError(f"{report_path}: finding {f['id']}: first_node {f['first_node'][:80]!r} is not a node "
+                               f"of {bundle_path}")
+    out_dir = prepare_out(out_dir)
     pool = WorkerPool()
     folders = []
     try:
@@ -240,17 +293,19 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout):
         "shrink_calls": stats.calls,
     }
     text = script.render_script(ctx)
-    folder = out_dir / re.sub(r"[^\w.\-]", "_", f["id"])
+    folder = out_dir / f["id"]  # read_report: a plain name, never '..' or a path
+    if folder.is_symlink():
+        raise IrtraceError(f"{folder}: is a symbolic link; not writing through it")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "repro.py").write_text(text)
     (folder / "issue.md").write_text(script.render_issue(ctx, text))
     _write_npz(folder / "data.npz", data)
-    (folder / "finding.json").write_text(json.dumps({
+    (folder / "finding.json").write_text(json.dumps(clean({
         "id": f["id"], "backend": backend, "mode": mode, "verdict": verdict, "label": label, "node": spec.name,
         "numbers": numbers, "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),
         "shrink": {"calls": stats.calls, "accepted": stats.accepted, "seconds": round(stats.seconds, 3),
                    "stopped": stats.stopped},
-        "environment_python": src["script"].get("python", ""), "framework": fw}, indent=1, allow_nan=False,
+        "environment_python": src["script"].get("python", ""), "framework": fw}), indent=1, allow_nan=False,
         default=lambda o: None) + "\n")
     print(f"{f['id']}: {folder} (shrunk {original.shapes()} -> {small.shapes()} in {stats.calls} steps)")
     return folder

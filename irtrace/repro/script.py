@@ -1,5 +1,6 @@
 """repro.py and issue.md text. Names from a bundle are data: they reach the script only through
 `safe()` (in comments and docstrings) and `repr()` (in code), so a hostile name cannot inject code."""
+import math
 import re
 
 
@@ -11,6 +12,24 @@ _MODE_WORDS = {"fwd": "forward", "vjp": "backward (vjp)", "vjp2": "double backwa
 def safe(text, limit=120):
     """A name made harmless for a comment or docstring: word characters and a few separators."""
     return re.sub(r"[^\w.:/\-\[\](),+=<> ]", "_", str(text))[:limit]
+
+
+def literal(value):
+    """Python source for a value of plain data: repr, except that a non-finite float is written
+    float('nan') / float('inf') (repr's `nan` is a NameError in the script)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(literal(v) for v in value)
+        return f"({items}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{items}]"
+    return repr(value)
+
+
+def md(text, limit=120):
+    """A name made harmless as markdown text outside code: safe(), and no HTML (`<`, `>` escaped)."""
+    return safe(text, limit).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def framework_name(script_info, backend):
@@ -88,13 +107,13 @@ warnings.filterwarnings("ignore", message="The value of the smallest subnormal")
 
 {c["op"]}
 
-ATTRS = {c["attrs"]!r}
+ATTRS = {literal(c["attrs"])}
 MODE = {c["mode"]!r}            # fwd | vjp | vjp2 (s = sum_i <vjp_i(x, g), u_i>; ds/dx and ds/dg)
 NONDIFF = {tuple(c["nondiff"])!r}
 N_INPUTS, N_OUTPUTS = {c["n_inputs"]}, {c["n_outputs"]}
 CHECK = {c["check_index"]}               # which result of MODE is compared: {safe(c["label"])}
 VERDICT = {c["verdict"]!r}
-ALLOWED = {c["allowed"]!r}      # irtrace's tolerance: 8 x |torch - float64| (at least 8 float32 ULPs at scale)
+ALLOWED = {literal(c["allowed"])}      # irtrace's tolerance: 8 x |torch - float64| (at least 8 float32 ULPs at scale)
 
 
 def load():
@@ -221,11 +240,11 @@ def render_issue(c, script):
     agreement = ("on inputs where PyTorch and a float64 reference agree" if n.get("oracle_at_worst") is not None
                  else "compared with PyTorch (no float64 reference could judge this case)")
     env = "\n".join(f"- {k}: {v}" for k, v in c["environment"].items())
-    return f"""# {c['title']}
+    return f"""# {md(c['title'], 400)}
 
 ## Description
 
-{c['framework_name']}'s `{safe(c['op_type'])}` {symptom(c['verdict'], c['label'], n, c['message'], c.get('role', 'input'))} in the {mode} pass, {agreement}. The script below runs the single op on the saved inputs (`data.npz`) and exits 1 while the problem reproduces.
+{c['framework_name']}'s `{safe(c['op_type'])}` {md(symptom(c['verdict'], c['label'], n, c['message'], c.get('role', 'input')), 600)} in the {mode} pass, {agreement}. The script below runs the single op on the saved inputs (`data.npz`) and exits 1 while the problem reproduces.
 
 ## Expected vs actual
 
@@ -245,7 +264,7 @@ Checked result: {label_words(c['label'], c.get('role', 'input'))} (`{safe(c['lab
 
 ## Where it was found
 
-- model: {safe(c['model'])}, node `{safe(c['node'])}` ({safe(c['op_type'])}), module `{safe(c['module']) or '-'}`{(', ' + safe(c['file_line'])) if c['file_line'] else ''}
+- model: {md(c['model'])}, node `{safe(c['node'])}` ({safe(c['op_type'])}), module `{safe(c['module']) or '-'}`{(', ' + safe(c['file_line'])) if c['file_line'] else ''}
 - the same finding covers {c['n_nodes']} node(s) of the model
 - input shapes: {c['original_shapes']} in the model, shrunk to {c['shrunk_shapes']} ({c['shrink_calls']} shrink steps)
 
