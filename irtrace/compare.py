@@ -57,6 +57,14 @@ VERDICTS = tuple(Verdict)
 FAILING = _FAILING
 SEVERITY = {v: v.severity for v in Verdict}
 EPS32 = float(np.finfo(np.float32).eps)
+# the unit roundoff a result is judged in, by its dtype: a float16 or bfloat16 backend gets its own
+# ULP floor and rounding bound; float32 and float64 results are judged at float32's (the reference)
+_EPS = {"float16": float(np.finfo(np.float16).eps), "bfloat16": 2.0 ** -7}
+
+
+def eps_of(*dtypes):
+    """The coarsest unit roundoff among `dtypes` (float32's at least)."""
+    return max([EPS32] + [_EPS.get(np.dtype(d).name if not isinstance(d, str) else d, EPS32) for d in dtypes])
 
 
 @dataclass(frozen=True)
@@ -182,7 +190,7 @@ def _nonfinite_pattern_differs(a, r):
                 and np.array_equal(np.isneginf(a), np.isneginf(r)))
 
 
-def rounding_bound(magnitude, exact, policy=Policy()):
+def rounding_bound(magnitude, exact, policy=Policy(), eps=EPS32):
     """Per-element float32 rounding-error bound of an accumulating op (docs/report.md):
 
         c · eps32 · sqrt(n_eff) · max(|y|, sqrt(Q)),   n_eff = M^2 / Q,
@@ -200,7 +208,7 @@ def rounding_bound(magnitude, exact, policy=Policy()):
     with np.errstate(divide="ignore", invalid="ignore"):
         n_eff = np.where(q > 0, m * m / np.where(q > 0, q, 1.0), 1.0)
     size = np.maximum(np.abs(np.asarray(exact, np.float64)), np.sqrt(q))
-    return policy.rounding_factor * EPS32 * np.sqrt(np.maximum(n_eff, 1.0)) * np.where(np.isfinite(size), size, 0.0)
+    return policy.rounding_factor * eps * np.sqrt(np.maximum(n_eff, 1.0)) * np.where(np.isfinite(size), size, 0.0)
 
 
 def emulated_rounding(spread):
@@ -247,7 +255,8 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
         oracle = None  # an oracle that cannot say anything about this shape does not arbitrate
     base = oracle if oracle is not None else r64
     scale = float(np.max(np.abs(np.where(finite, base, 0)))) if r64.size else 0.0
-    floor = policy.match_ulps * EPS32 * max(scale, np.finfo(np.float32).tiny)
+    eps = eps_of(a.dtype, r.dtype)
+    floor = policy.match_ulps * eps * max(scale, np.finfo(np.float32).tiny)
     details = {}
     if policy.fixed or oracle is None:
         ok = np.allclose(a64, r64, rtol=policy.rtol, atol=policy.atol * (1.0 if policy.fixed else max(scale, 1.0)),
@@ -263,7 +272,7 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
         b_err = np.abs(np.where(fin, a64 - o, 0))
     emulated = emulated_rounding(spread)
     allowed = max(policy.noise_factor * max(ref_err, emulated or 0.0), floor)
-    bound = rounding_bound(magnitude, o, policy)
+    bound = rounding_bound(magnitude, o, policy, eps)
     per_element = np.maximum(allowed, bound) if bound is not None else allowed
     worst_b = float(b_err.max()) if o.size else 0.0
     details.update(oracle_abs=ref_err, backend_oracle_abs=worst_b,
@@ -318,7 +327,8 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
         fin = np.isfinite(r64) & np.isfinite(o64)
         err = np.where(fin, err, 0.0)
         scale = float(np.max(np.abs(np.where(fin, o64, 0)))) if o64.size else 0.0
-    floor = policy.match_ulps * EPS32 * max(scale, np.finfo(np.float32).tiny)
+    eps = eps_of(r.dtype)
+    floor = policy.match_ulps * eps * max(scale, np.finfo(np.float32).tiny)
     worst = float(err.max()) if err.size else 0.0
     details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
 
@@ -328,7 +338,7 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
         return verdict, _passing(worst, err, o64), details
     if worst <= floor:
         return result(MATCH)
-    bound = rounding_bound(magnitude, o64, policy)
+    bound = rounding_bound(magnitude, o64, policy, eps)
     emulated = emulated_rounding(spread)
     allowed = max(floor, policy.noise_factor * emulated) if emulated is not None else floor
     if emulated is not None:

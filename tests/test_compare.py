@@ -137,3 +137,21 @@ def test_verdicts_carry_severity_failing_and_colour_in_one_place():
     assert not compare.Verdict.UNSUPPORTED.failing  # fails only with --strict
     assert compare.MATCH == "MATCH" and f"{compare.NOISE}" == "NOISE"  # report.json keeps the names
     assert all(v.color[1].startswith("#") for v in compare.Verdict)
+
+
+def test_tolerances_follow_the_result_dtype():
+    """A float16 backend is judged in float16 ULPs: its own rounding of an exact value is MATCH (8 ULPs
+    of float16 at the output's scale: 8 * 2^-10 * 2), a real error beyond that is DIVERGENT, and the
+    same rounding error in a float32 result is DIVERGENT (8 float32 ULPs is 1.9e-6 there)."""
+    exact = np.linspace(1.0, 2.0, 101)
+    ref = exact.astype(np.float32)
+    half = exact.astype(np.float16)
+    assert compare.eps_of(np.float16) == 2.0 ** -10 and compare.eps_of(np.float32, np.float64) == compare.EPS32
+    v, m, _ = compare.judge(half, ref, exact)
+    assert v == compare.MATCH and 0 < m.max_abs <= 2.0 ** -10
+    wrong = half.copy()
+    wrong[7] += np.float16(0.05)
+    assert compare.judge(wrong, ref, exact)[0] == compare.DIVERGENT
+    assert compare.judge(half.astype(np.float32), ref, exact)[0] == compare.DIVERGENT
+    v, _, details = compare.judge_reference(half, exact)
+    assert v == compare.MATCH and details["allowed"] == pytest.approx(8 * 2.0 ** -10 * 2.0)
