@@ -113,8 +113,10 @@ def main():
                 bundle = irtrace.export(model, inputs, Path(d) / f"{name}.irt", train=model.training)
                 t_export = time.perf_counter() - t
             size = sum(f.stat().st_size for f in Path(bundle.path).iterdir())
-            weights = sum(p.numel() * p.element_size() for p in model.state_dict().values())
-            recorded = sum(np.asarray(bundle.values[k]).nbytes for k in bundle.values)
+            state = model.state_dict()
+            weights = sum(p.numel() * p.element_size() for p in state.values())
+            # recorded values other than the weights (the value store holds both)
+            recorded = sum(np.asarray(bundle.values[k]).nbytes for k in bundle.values if k not in state)
             own = own_double_backward(model, inputs)
             cold = replay_time(bundle, "torch", "fwd,vjp,vjp2", Path(d) / "cold")
             warm = replay_time(bundle, "torch", "fwd,vjp,vjp2", Path(d) / "warm")
