@@ -5,8 +5,16 @@ bytes of each array it lists ({"dtype", "shape", "nbytes"} or null for None), in
 """
 import json
 import struct
+from enum import Enum
 
 import numpy as np
+
+class Status(str, Enum):
+    """The "status" of every reply frame (a str: it is written and compared as its value)."""
+    OK = "ok"
+    UNSUPPORTED = "unsupported"   # the backend cannot express this node or mode: a coverage gap
+    ERROR = "error"               # the framework raised; "message" says what
+
 
 _LEN = struct.Struct("<Q")
 MAX_HEADER = 1 << 26  # a JSON header is kilobytes; more means the stream is not frames

@@ -30,7 +30,7 @@ def serve(name):
             return
         kind = msg.get("kind")
         if kind == "hello":
-            wire.write(stdout, {"status": "ok", "modes": list(adapter.modes), "versions": adapter.versions(),
+            wire.write(stdout, {"status": wire.Status.OK, "modes": list(adapter.modes), "versions": adapter.versions(),
                                 "native": bool(adapter.native),
                                 "ops": [list(k) for k in adapter.table.keys()], "pid": os.getpid()})
             continue
@@ -53,7 +53,7 @@ def graph(adapter, msg, arrays):
     try:
         pairs = [(adapter.lookup(s), s) for s in specs]
     except Unsupported as e:
-        return {"status": "unsupported", "message": str(e)}, []
+        return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
     t = time.perf_counter()
     try:
         if msg.get("rounding") and adapter.estimates_rounding:  # the oracle's float32 rounding estimate
@@ -63,14 +63,14 @@ def graph(adapter, msg, arrays):
             values, grads = adapter.chained(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []),
                                             shapes=msg.get("shapes"))
     except Unsupported as e:
-        return {"status": "unsupported", "message": str(e)}, []
+        return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
     except NodeFailed as e:  # the host substitutes this node's recorded value and runs the rest
-        return {"status": "error", "node": e.node, "message": e.message}, []
+        return {"status": wire.Status.ERROR, "node": e.node, "message": e.message}, []
     except Exception as e:  # the framework raised somewhere in the chain
         text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()
-        return {"status": "error", "message": text[:2000]}, []
+        return {"status": wire.Status.ERROR, "message": text[:2000]}, []
     vnames, gnames = sorted(values), sorted(grads)
-    return ({"status": "ok", "time_s": time.perf_counter() - t, "values": vnames, "grads": gnames},
+    return ({"status": wire.Status.OK, "time_s": time.perf_counter() - t, "values": vnames, "grads": gnames},
             [values[k] for k in vnames] + [grads[k] for k in gnames])
 
 
@@ -81,14 +81,14 @@ def source(adapter, msg):
     try:
         entry = adapter.lookup(spec)
     except Unsupported as e:
-        return {"status": "unsupported", "message": str(e)}, []
+        return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
     if adapter.script is None or (adapter.op_block is None and (entry is None or entry.fn is None)):
-        return {"status": "unsupported", "message": f"backend {adapter.name!r} writes no repro scripts"}, []
+        return {"status": wire.Status.UNSUPPORTED, "message": f"backend {adapter.name!r} writes no repro scripts"}, []
     try:
         body, imports = adapter.op_block(spec) if adapter.op_block is not None else op_source(entry.fn)
     except Exception as e:  # a function irtrace cannot lift out: no script, but the worker lives on
-        return {"status": "error", "message": f"cannot extract the op's source: {type(e).__name__}: {e}"}, []
-    return {"status": "ok", "op": body, "imports": imports, "script": adapter.script(),
+        return {"status": wire.Status.ERROR, "message": f"cannot extract the op's source: {type(e).__name__}: {e}"}, []
+    return {"status": wire.Status.OK, "op": body, "imports": imports, "script": adapter.script(),
             "versions": adapter.versions(), "nondiff": list(entry.flags.get("nondiff", ())) if entry else [],
             "defined_in": f"the ONNX node as {adapter.name} executes it" if adapter.op_block is not None else
             f"{entry.fn.__module__}.{entry.fn.__name__}"}, []
@@ -105,13 +105,13 @@ def handle(adapter, msg, arrays):
         entry = adapter.lookup(spec)
         out, seconds = adapter.run(mode, entry, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:])
     except Unsupported as e:
-        return {"status": "unsupported", "message": str(e)}, []
+        return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
     except Exception as e:  # the framework raised: an ERROR verdict with its message
         last = traceback.extract_tb(e.__traceback__)[-1]
         text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()  # MegEngine appends C++ backtraces
-        return {"status": "error", "message": text[:2000],
+        return {"status": wire.Status.ERROR, "message": text[:2000],
                 "where": f"{os.path.basename(last.filename)}:{last.lineno}"}, []
-    reply = {"status": "ok", "time_s": seconds}
+    reply = {"status": wire.Status.OK, "time_s": seconds}
     if adapter.last_check is not None:
         reply["check"] = adapter.last_check
     if msg.get("magnitude") is not None and msg.get("magnitude") is not False and adapter.magnitudes:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
+from backends._runtime.wire import Status
+
 from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.ir.graph import dag, gradient_path, gradient_sources, shape_arithmetic
@@ -49,8 +51,9 @@ def _run(pool, backend, msg, arrays, timeout):
         reply, out = pool.get(backend).call(msg, arrays, timeout)
     except WorkerFailed as e:
         return e.verdict, {"message": e.message}, {}, {}
-    if reply["status"] != "ok":
-        return {"unsupported": compare.UNSUPPORTED, "error": compare.ERROR}[reply["status"]], reply, {}, {}
+    if reply["status"] != Status.OK:
+        verdict = {Status.UNSUPPORTED: compare.UNSUPPORTED, Status.ERROR: compare.ERROR}[Status(reply["status"])]
+        return verdict, reply, {}, {}
     nv = len(reply["values"])
     return "ok", reply, dict(zip(reply["values"], out[:nv])), dict(zip(reply["grads"], out[nv:]))
 

@@ -19,6 +19,7 @@ from irtrace.ir.semantics import accumulates, kink_tag, nondifferentiable_inputs
 from irtrace.ir.graph import shape_arithmetic
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as registry
+from backends._runtime.wire import Status
 from irtrace.replay.cache import ResultCache
 from irtrace.replay.call import bundle_gradient_path, from_bundle, undifferentiated_inputs
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
@@ -177,7 +178,8 @@ def _receive(pool, worker, timeout):
         if pool.stopping.is_set():
             raise Stopped() from None  # killed by the interrupt, not by the node
         return e.verdict, {"message": e.message}, []
-    status = {"ok": "ok", "unsupported": compare.UNSUPPORTED, "error": compare.ERROR}[reply["status"]]
+    status = {Status.OK: "ok", Status.UNSUPPORTED: compare.UNSUPPORTED,
+              Status.ERROR: compare.ERROR}[Status(reply["status"])]
     return status, reply, out
 
 
