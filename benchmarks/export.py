@@ -15,6 +15,15 @@ import irtrace
 from irtrace.examples import EXAMPLES
 
 
+def time_torch_onnx_export(model, inputs):
+    """Seconds of torch.onnx.export alone (dynamo, unoptimized: what irtrace export runs), quietly."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        t = time.perf_counter()
+        torch.onnx.export(model, inputs, dynamo=True, optimize=False)
+        return time.perf_counter() - t
+
+
 def main():
     print(f"{'model':18} {'torch.onnx.export s':>20} {'irtrace export s':>17} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as d:
@@ -22,11 +31,7 @@ def main():
         irtrace.export(warm.build(), warm.inputs(), Path(d) / "warm.irt", train=True)
         for name, e in EXAMPLES.items():
             model, inputs = e.build().train(e.train), e.inputs()
-            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-                warnings.simplefilter("ignore")
-                t = time.perf_counter()
-                torch.onnx.export(model, inputs, dynamo=True, optimize=False)
-                t_onnx = time.perf_counter() - t
+            t_onnx = time_torch_onnx_export(model, inputs)
             t = time.perf_counter()
             irtrace.export(e.build(), inputs, Path(d) / f"{name}.irt", train=e.train)
             t_irt = time.perf_counter() - t

@@ -26,6 +26,7 @@ import torch
 
 import irtrace
 from irtrace.pipeline import run_replay
+from export import time_torch_onnx_export  # benchmarks/export.py, beside this script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -104,11 +105,9 @@ def main():
     for name in args.models.split(","):
         model, inputs = MODELS[name]()
         with tempfile.TemporaryDirectory() as d:
+            t_onnx = time_torch_onnx_export(model, inputs)
             with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
                 warnings.simplefilter("ignore")
-                t = time.perf_counter()
-                torch.onnx.export(model, inputs, dynamo=True, optimize=False)
-                t_onnx = time.perf_counter() - t
                 t = time.perf_counter()
                 bundle = irtrace.export(model, inputs, Path(d) / f"{name}.irt", train=model.training)
                 t_export = time.perf_counter() - t
