@@ -64,7 +64,7 @@ _EPS = {"float16": float(np.finfo(np.float16).eps), "bfloat16": 2.0 ** -7}
 
 def eps_of(*dtypes):
     """The coarsest unit roundoff among `dtypes` (float32's at least)."""
-    return max([EPS32] + [_EPS.get(np.dtype(d).name if not isinstance(d, str) else d, EPS32) for d in dtypes])
+    return max([EPS32] + [_EPS.get(d if isinstance(d, str) else np.dtype(d).name, EPS32) for d in dtypes])
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class Result:
     def from_json(cls, d):
         """The Result that to_json wrote (a resumed replay reads its journal with this)."""
         d = dict(d)
-        names = [f.name for f in fields(Metrics)]
+        names = [f.name for f in _METRIC_FIELDS]
         metrics = None
         if any(d.get(n) is not None for n in names):
             metrics = Metrics(**{n: d.get(n) for n in names})
@@ -225,8 +225,8 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
     model of an accumulating op (see rounding_bound); an element within it is NOISE. `spread`: the
     Monte Carlo estimate of float32 rounding in this result (emulated_rounding): an error within
     `noise_factor` times it is NOISE, as one within that many times the reference's own error is.
-    full=False: a result that passes gets only max_abs (passing), the other metrics are computed for
-    what fails (a replay judges thousands of results; most pass)."""
+    full=False: a result that passes gets only max_abs and max_rel (_passing), the other metrics are
+    computed for what fails (a replay judges thousands of results; most pass)."""
     a, r = np.asarray(actual), np.asarray(ref)
     if a.shape != r.shape:
         return SHAPE_MISMATCH, None, {"message": f"shape {list(a.shape)} vs reference {list(r.shape)}"}

@@ -4,7 +4,9 @@ Nothing in a bundle is pickled. Values are read lazily: opening a bundle maps
 values.safetensors into memory and reads only the header; a tensor is a view
 into the map until someone copies it.
 """
+import functools
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -123,21 +125,21 @@ class Bundle:
     def node_source(self, node_name):
         return self.manifest["nodes"].get(node_name, {})
 
-
-def content_key(bundle):
-    """The bundle's identity for what is computed from it (a journal, the reference cache): a hash of its
-    graph and manifest and of its value store's header, size and modification time."""
-    import hashlib
-    h = hashlib.sha256()
-    for name in (MANIFEST, GRAPH):
-        h.update((Path(bundle.path) / name).read_bytes())
-    values = Path(bundle.path) / VALUES
-    with open(values, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        h.update(f.read(min(n, 1 << 27)))
-    st = values.stat()
-    h.update(f"{st.st_size} {st.st_mtime_ns}".encode())
-    return h.hexdigest()
+    @functools.cached_property
+    def content_key(self):
+        """The bundle's identity for what is computed from it (a journal, the reference cache): a hash
+        of its graph and manifest and of its value store's header, size and modification time. Read
+        once per opened bundle."""
+        h = hashlib.sha256()
+        for name in (MANIFEST, GRAPH):
+            h.update((Path(self.path) / name).read_bytes())
+        values = Path(self.path) / VALUES
+        with open(values, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            h.update(f.read(min(n, 1 << 27)))
+        st = values.stat()
+        h.update(f"{st.st_size} {st.st_mtime_ns}".encode())
+        return h.hexdigest()
 
 
 def _read_graph(path):
@@ -210,11 +212,11 @@ def _clean_leftovers(path):
 
 def _alive(pid):
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # PermissionError: it runs, as another user
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 

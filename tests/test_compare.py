@@ -155,3 +155,23 @@ def test_tolerances_follow_the_result_dtype():
     assert compare.judge(half.astype(np.float32), ref, exact)[0] == compare.DIVERGENT
     v, _, details = compare.judge_reference(half, exact)
     assert v == compare.MATCH and details["allowed"] == pytest.approx(8 * 2.0 ** -10 * 2.0)
+
+
+def test_a_passing_result_gets_max_abs_and_max_rel_by_hand():
+    """full=False (the replay's fast path): a passing result carries max abs and max rel, computed by
+    hand here, equal to what the full metrics give; the other metrics are left out. A failing one
+    gets every metric."""
+    ref = np.array([1.0, -4.0, 0.5], np.float32)
+    actual = ref + np.array([0.0, 2.0 ** -21, -2.0 ** -24], np.float32)   # 1 ULP at 4, 1 ULP at 0.5
+    oracle = ref.astype(np.float64)
+    v, m, _ = compare.judge(actual, ref, oracle, full=False)
+    assert v == compare.MATCH
+    assert m.max_abs == 2.0 ** -21 and m.max_rel == pytest.approx(2.0 ** -23)  # 2^-21/4 = 2^-24/0.5 = 2^-23
+    assert m.ulp is None and m.cosine is None and m.worst_index is None
+    full = compare.judge(actual, ref, oracle)[1]
+    assert (full.max_abs, full.max_rel) == (m.max_abs, pytest.approx(m.max_rel))
+    v, m, _ = compare.judge_reference(actual, oracle, full=False)
+    assert v == compare.MATCH and m.max_abs == 2.0 ** -21 and m.max_rel == pytest.approx(2.0 ** -23)
+    wrong = ref + np.array([0.0, 0.5, 0.0], np.float32)
+    v, m, _ = compare.judge(wrong, ref, oracle, full=False)
+    assert v == compare.DIVERGENT and m.ulp is not None and m.worst_index == (1,) and m.max_rel == 0.125

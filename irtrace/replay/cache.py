@@ -3,12 +3,13 @@
 Replaying backend B after backend A costs B's compute and the comparisons: torch and float64 give the
 same answers on the same node every time. BUNDLE.cache/ holds one safetensors file per call (its
 arrays, and its status and reply as metadata), named by a hash of everything that decides the answer:
-the bundle's content (store.content_key), the code and versions that compute it (every backends/
+the bundle's content (Bundle.content_key), the code and versions that compute it (every backends/
 source file, irtrace's version, the worker's module, environment and interpreter, torch's and onnx's
 versions) and the call itself (the node, its attributes, the mode, which directions are in s, what
 else is asked). Only answers are kept (ok, UNSUPPORTED): a crash or a timeout is asked again. A
 bundle folder that cannot be written next to runs without a cache (logged).
 """
+import functools
 import hashlib
 import json
 import logging
@@ -27,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 KEPT = ("ok", "UNSUPPORTED")
 
 
+@functools.cache
 def _code_key():
+    """The code and versions that compute the cached answers (read once per process)."""
     h = hashlib.sha256(__version__.encode())
     for p in sorted((ROOT / "backends").rglob("*.py")):
         h.update(str(p.relative_to(ROOT)).encode())
@@ -51,9 +54,8 @@ class ResultCache:
     roles cached (the reference and the oracle)."""
 
     def __init__(self, bundle, roles):
-        from irtrace.store import content_key
         self.dir = Path(str(bundle.path).rstrip("/") + ".cache")
-        base = hashlib.sha256((content_key(bundle) + _code_key()).encode())
+        base = hashlib.sha256((bundle.content_key + _code_key()).encode())
         self.marker = self.dir / f"{base.hexdigest()[:40]}.replayed"
         self.keys = {}
         for role in roles:
@@ -61,7 +63,6 @@ class ResultCache:
             h.update(_worker_key(role).encode())
             self.keys[role] = h
         self.writable = True
-        self.hits = self.misses = 0
 
     def warm(self):
         """Whether an earlier replay of this bundle with this code left its answers here (then the
@@ -95,7 +96,6 @@ class ResultCache:
             return None
         path = self._path(call, role)
         if not path.exists():
-            self.misses += 1
             return None
         from irtrace.store import LazyValues
         try:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
@@ -104,9 +104,7 @@ class ResultCache:
             out = [f[str(k)] if k not in meta["none"] else None for k in range(meta["n"])]
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
             log.info("%s: unreadable cache entry (%s); computing it again", path, e)
-            self.misses += 1
             return None
-        self.hits += 1
         status = meta["status"] if meta["status"] == "ok" else compare.Verdict(meta["status"])
         return status, meta["reply"], out
 

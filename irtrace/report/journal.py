@@ -11,9 +11,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from irtrace.errors import IrtraceError
-from irtrace.store import content_key
 from irtrace.replay.engine import NodeReport
-from irtrace.report.json_report import clean
+from irtrace.report.json_report import clean, write_atomic
 
 SCHEMA = "irtrace.journal/1"
 NAME = "journal.jsonl"
@@ -22,7 +21,7 @@ _NOT_VERDICTS = ("jobs", "cache")  # options that change how fast, not what: a r
 
 def header(bundle, options):
     opts = {k: v for k, v in asdict(options).items() if k not in _NOT_VERDICTS}
-    return json.loads(json.dumps(clean({"schema": SCHEMA, "bundle": content_key(bundle), "options": opts})))
+    return json.loads(json.dumps(clean({"schema": SCHEMA, "bundle": bundle.content_key, "options": opts})))
 
 
 class Journal:
@@ -38,10 +37,8 @@ class Journal:
             self._write_new(head)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
-    def _write_new(self, head):
-        tmp = self.path.with_name(f".{NAME}.tmp")
-        tmp.write_text(json.dumps(head, sort_keys=True) + "\n")
-        os.replace(tmp, self.path)  # an old journal is replaced whole, never mixed with this run
+    def _write_new(self, head):  # an old journal is replaced whole, never mixed with this run
+        write_atomic(self.path, json.dumps(head, sort_keys=True) + "\n")
 
     def _read(self, head):
         raw = self.path.read_bytes()

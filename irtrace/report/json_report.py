@@ -109,12 +109,13 @@ def write(report, out_dir):
     out.mkdir(parents=True, exist_ok=True)
     kept, timings = split_timings(report)
     p = out / "report.json"
-    _write_atomic(p, json.dumps(kept, indent=1, allow_nan=False) + "\n")
-    _write_atomic(out / "timings.json", json.dumps(timings, indent=1, allow_nan=False) + "\n")
+    write_atomic(p, json.dumps(kept, indent=1, allow_nan=False) + "\n")
+    write_atomic(out / "timings.json", json.dumps(timings, indent=1, allow_nan=False) + "\n")
     return p
 
 
-def _write_atomic(path, text):
+def write_atomic(path, text):
+    """`text` into `path` through a temporary sibling and a rename: never half written."""
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
