@@ -117,3 +117,21 @@ def test_three_runs_give_byte_identical_reports(tmp_path):
     assert all((o / "report.json").read_bytes() == first for o in outs[1:])
     timings = json.loads((outs[0] / "timings.json").read_text())
     assert timings["elapsed_s"] > 0 and timings["results"][0]["time_s"] is not None
+
+
+def test_a_journal_line_gives_back_the_node_byte_for_byte(tmp_path):
+    """A node's source (module, class, file:line) and skipped entries keep their key order through the
+    journal: found resuming torchvision's MobileNetV3, whose report differed only in that order."""
+    from irtrace import compare
+    from irtrace.replay.engine import NodeReport
+    from irtrace.report.journal import Journal
+    node = NodeReport("conv", "Conv", "", 3, {"module": "features.0.0", "class": "torch.nn.Conv2d",
+                                               "file_line": "mobilenetv3.py:221"},
+                      [compare.Result("conv", "Conv", "torch", "vjp", "d:w", compare.MATCH, message="m")],
+                      [{"mode": "vjp", "output": "d:x", "backend": None, "reason": "off path"}])
+    head = {"schema": "irtrace.journal/1", "bundle": "k", "options": {}}
+    journal = Journal(tmp_path, head)
+    journal.append(node)
+    journal.close()
+    again = Journal(tmp_path, head, resume=True).done["conv"]
+    assert json.dumps(again.to_json()) == json.dumps(node.to_json())

@@ -73,7 +73,8 @@ class Journal:
         return done
 
     def append(self, node):
-        os.write(self.fd, (json.dumps(clean(node.to_json()), allow_nan=False, sort_keys=True) + "\n").encode())
+        # keys in their own order (not sorted): a resumed report.json must be the same bytes
+        os.write(self.fd, (json.dumps(clean(node.to_json()), allow_nan=False) + "\n").encode())
 
     def close(self):
         os.close(self.fd)
