@@ -90,7 +90,7 @@ class NativeScript:
 
         from backends import _onnx_script
         return {"framework": self.script_framework, "autodiff": inspect.getsource(_onnx_script),
-                "python": platform.python_version()}
+                "python": platform.python_version(), "recipe": _onnx_script.RECIPES.get(self.runtime)}
 
     def op_block(self, spec):
         op = {"op_type": spec.op_type, "domain": spec.domain, "opset": spec.opset, "n_outputs": len(spec.outputs),

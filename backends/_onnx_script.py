@@ -6,6 +6,19 @@ import numpy as np
 from onnx import helper
 
 
+# how a straight-line repro script runs the node (irtrace/repro/straight.py: the node built with
+# onnx.helper from its type and attributes, {feeds} the inputs by name)
+RECIPES = {
+    "onnxruntime": {"node": True, "imports": ["import onnxruntime as ort", "from onnx import helper"],
+                    "setup": ["so = ort.SessionOptions()",
+                              "so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # the node as is"],
+                    "run": "ort.InferenceSession(model.SerializeToString(), so, providers=['CPUExecutionProvider'])"
+                           ".run(None, {feeds})", "numpy": "np.asarray({})"},
+    "onnxref": {"node": True, "imports": ["from onnx import helper", "from onnx.reference import ReferenceEvaluator"],
+                "setup": [], "run": "ReferenceEvaluator(model).run(None, {feeds})", "numpy": "np.asarray({})"},
+}
+
+
 def one_node(op, inputs, attrs):
     names = [f"x{i}" if a is not None else "" for i, a in enumerate(inputs)]
     while names and not names[-1]:

@@ -3,7 +3,7 @@ import megengine as mge
 import numpy as np
 
 from backends._runtime.adapter import AutodiffAdapter
-from backends.megengine import autodiff
+from backends.megengine import autodiff, repro
 from backends.megengine.ops import OPS
 
 mge.config.async_level = 0  # MegEngine reports errors asynchronously otherwise
@@ -11,6 +11,7 @@ mge.config.async_level = 0  # MegEngine reports errors asynchronously otherwise
 
 class MegEngineAdapter(AutodiffAdapter):
     name = framework = "megengine"
+    recipe = repro.RECIPE
     table = OPS
     autodiff = autodiff
 

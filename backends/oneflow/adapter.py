@@ -3,12 +3,13 @@ import numpy as np
 import oneflow
 
 from backends._runtime.adapter import AutodiffAdapter
-from backends.oneflow import autodiff
+from backends.oneflow import autodiff, repro
 from backends.oneflow.ops import OPS
 
 
 class OneFlowAdapter(AutodiffAdapter):
     name = framework = "oneflow"
+    recipe = repro.RECIPE
     table = OPS
     autodiff = autodiff
 

@@ -3,7 +3,7 @@ import numpy as np
 import paddle
 
 from backends._runtime.adapter import AutodiffAdapter
-from backends.paddle import autodiff
+from backends.paddle import autodiff, repro
 from backends.paddle.ops import OPS
 
 paddle.set_device("cpu")
@@ -11,6 +11,7 @@ paddle.set_device("cpu")
 
 class PaddleAdapter(AutodiffAdapter):
     name = framework = "paddle"
+    recipe = repro.RECIPE
     table = OPS
     autodiff = autodiff
 

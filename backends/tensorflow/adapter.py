@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from backends._runtime.adapter import AutodiffAdapter
-from backends.tensorflow import autodiff  # enables op determinism on import
+from backends.tensorflow import autodiff, repro  # enables op determinism on import
 from backends.tensorflow.ops import OPS
 
 
@@ -23,6 +23,7 @@ def _readable(message):
 
 class TensorFlowAdapter(AutodiffAdapter):
     name = framework = "tensorflow"
+    recipe = repro.RECIPE
     table = OPS
     autodiff = autodiff
 

@@ -2,7 +2,7 @@
 import torch
 
 from backends._runtime.adapter import AutodiffAdapter
-from backends.torch import autodiff
+from backends.torch import autodiff, repro
 from backends.torch.ops import OPS
 
 
@@ -10,6 +10,7 @@ class TorchAdapter(AutodiffAdapter):
     """Runs op-table entries on numpy inputs. `dtype=torch.float64` casts float inputs up
     (the float64 oracle's gradients)."""
     name = framework = "torch"
+    recipe = repro.RECIPE
     autodiff = autodiff
 
     def __init__(self, table=OPS, dtype=None):

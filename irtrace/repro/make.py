@@ -22,14 +22,14 @@ from irtrace.ir.semantics import input_role
 from irtrace.replay.call import NodeCall, bundle_gradient_path, undifferentiated_inputs
 from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_node, run_everywhere, labels
 from irtrace.report.json_report import clean
-from irtrace.repro import script
+from irtrace.repro import script, standalone
 from irtrace.repro.shrink import Case, shrink
 from irtrace.store import grad_name, load
 
 log = logging.getLogger(__name__)
 
 
-def _write_npz(path, arrays):
+def write_npz(path, arrays):
     """np.savez with fixed zip timestamps: the same finding gives byte-identical files."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
@@ -165,7 +165,7 @@ def prepare_out(out_dir):
     return out_dir
 
 
-def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeout=60.0):
+def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeout=60.0, anonymize=True):
     """Write one folder per finding; returns the folders."""
     report_path = Path(report_path)
     report = read_report(report_path)
@@ -190,7 +190,7 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
     folders = []
     try:
         for f in findings:
-            folder = _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout)
+            folder = _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anonymize)
             if folder is not None:
                 folders.append(folder)
     finally:
@@ -198,7 +198,7 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
     return folders
 
 
-def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout):
+def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anonymize=True):
     backend, mode, verdict = f["backend"], f["mode"], f["verdict"]
     specs = {s.name: s for s in node_specs(bundle.model)}
     spec = specs[f["first_node"]]
@@ -237,7 +237,9 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout):
         return res is not None and any(r.backend == backend and r.output == label and r.verdict == verdict for r in res)
 
     optional = [i for i in range(len(spec.inputs)) if i > 0 and i == len(spec.inputs) - 1]
-    small, stats = shrink(original, predicate, optional=optional, budget=shrink_budget,
+    axis_attrs = {"axis", "axes", "perm", "pads", "kernel_shape", "strides", "dilations", "output_padding",
+                  "output_shape", "blocksize", "split"} & set(spec.attrs)
+    small, stats = shrink(original, predicate, optional=optional, budget=shrink_budget, rank=not axis_attrs,
                           seconds=30.0 if verdict in (compare.CRASH, compare.TIMEOUT) else 90.0)
     results, raw = runner.evaluate(small, check=small is not original)
     sspec, sinputs, scots, sus, ref, oracle, outs = raw
@@ -292,22 +294,42 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout):
         "n_nodes": len(f["nodes"]), "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),
         "shrink_calls": stats.calls,
     }
-    text = script.render_script(ctx)
     folder = out_dir / f["id"]  # read_report: a plain name, never '..' or a path
     if folder.is_symlink():
         raise IrtraceError(f"{folder}: is a symbolic link; not writing through it")
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "repro.py").write_text(text)
+    _, sproto = runner._spec_for(small)
+    case = {"spec": {**sspec.to_json(), "proto": sproto}, "mode": mode, "verdict": verdict, "check": k, "inputs": sinputs, "cots": scots, "us": sus,
+            "nondiff": src["nondiff"], "attrs": ctx["attrs"], "want": data.get("reference"),
+            "f64": data.get("oracle"), "allowed": ctx["allowed"], "got": data.get("backend_result")}
+    who = f"PyTorch {ctx['torch_version']}, float32" if backend != REFERENCE else "float64"
+    info = backends.get(backend)
+    text, npz, form, run = standalone.best_script(src, case, info, folder, ctx["title"], who)
+    if text is None:  # no straight-line form reproduces: the harness that runs irtrace's own autodiff
+        text, npz, form = script.render_script(ctx), data, "harness"
+        write_npz(folder / "data.npz", npz)
+        run = standalone.run_script(info, folder, text)
+    got_w = data.get("backend_result")
+    ctx.update(form=form, output=run.output, exit_code=run.code, anonymize=anonymize, api=standalone.api_of(text),
+               has_data=(folder / "data.npz").exists(), workarounds=f.get("workarounds"),
+               all_zero=got_w is not None and got_w.size > 0 and not np.any(got_w) and "reference" in data
+               and bool(np.any(data["reference"])))
+    if verdict not in (compare.CRASH, compare.TIMEOUT):
+        ctx["straight_torch"] = standalone.torch_script(torch_src, case, folder, pool.get(REFERENCE).info,
+                                                        script.safe(ctx["title"], 200))
     (folder / "issue.md").write_text(script.render_issue(ctx, text))
-    _write_npz(folder / "data.npz", data)
     (folder / "finding.json").write_text(json.dumps(clean({
         "id": f["id"], "backend": backend, "mode": mode, "verdict": verdict, "label": label, "node": spec.name,
         "numbers": numbers, "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),
         "shrink": {"calls": stats.calls, "accepted": stats.accepted, "seconds": round(stats.seconds, 3),
                    "stopped": stats.stopped},
-        "environment_python": src["script"].get("python", ""), "framework": fw}), indent=1, allow_nan=False,
+        "environment_python": src["script"].get("python", ""), "framework": fw,
+        "script": {"form": form, "lines": text.count("\n"), "exit_code": run.code, "reproduces": run.code == 1,
+                   "same_result": run.same}}), indent=1, allow_nan=False,
         default=lambda o: None) + "\n")
-    print(f"{f['id']}: {folder} (shrunk {original.shapes()} -> {small.shapes()} in {stats.calls} steps)")
+    said = "reproduces" if run.code == 1 else f"DOES NOT reproduce standalone (exit {run.code})"
+    print(f"{f['id']}: {folder} (shrunk {original.shapes()} -> {small.shapes()} in {stats.calls} steps; "
+          f"{form} script, {text.count(chr(10))} lines, {said})")
     return folder
 
 
@@ -329,3 +351,6 @@ def _cpu():
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+_write_npz = write_npz  # the name tests use

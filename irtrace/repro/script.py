@@ -222,54 +222,44 @@ if __name__ == "__main__":
     return header + body
 
 
-def render_issue(c, script):
+def render_issue(c, text):
+    """issue.md: title, what is wrong, the script, its actual output, what was expected and where the
+    expected numbers come from, versions. No path of this machine; the model's module and file:line
+    only without anonymize."""
     n = c["numbers"]
-    if n.get("max_abs") is not None:
-        lines = [f"| | value at worst index {n['worst_index']} |", "|---|---|",
-                 f"| {c['framework_name']} | {n['actual_at_worst']:.6g} |",
-                 f"| PyTorch {c['torch_version']} | {n['ref_at_worst']:.6g} |"]
-        if n.get("oracle_at_worst") is not None:
-            lines.append(f"| float64 | {n['oracle_at_worst']:.6g} |")
-        lines += ["", f"max abs difference {n['max_abs']:.4g}, max rel {n['max_rel']:.4g}"]
-        if n.get("oracle_abs") is not None:
-            lines[-1] += f"; PyTorch's own error against float64 is {n['oracle_abs']:.3g}"
-        rows = "\n".join(lines) + "\n"
-    else:
-        rows = f"```\n{safe(c['message'], 800)}\n```\n"
     mode = _MODE_WORDS[c["mode"]]
-    agreement = ("on inputs where PyTorch and a float64 reference agree" if n.get("oracle_at_worst") is not None
-                 else "compared with PyTorch (no float64 reference could judge this case)")
-    env = "\n".join(f"- {k}: {v}" for k, v in c["environment"].items())
-    return f"""# {md(c['title'], 400)}
-
-## Description
-
-{c['framework_name']}'s `{safe(c['op_type'])}` {md(symptom(c['verdict'], c['label'], n, c['message'], c.get('role', 'input')), 600)} in the {mode} pass, {agreement}. The script below runs the single op on the saved inputs (`data.npz`) and exits 1 while the problem reproduces.
-
-## Expected vs actual
-
-Checked result: {label_words(c['label'], c.get('role', 'input'))} (`{safe(c['label'])}`), mode `{c['mode']}`.
-
-{rows}
-## Environment
-
-{env}
-
-## Reproduce
-
-`python repro.py` (beside `data.npz`):
-
-```python
-{script}```
-
-## Where it was found
-
-- model: {md(c['model'])}, node `{safe(c['node'])}` ({safe(c['op_type'])}), module `{safe(c['module']) or '-'}`{(', ' + safe(c['file_line'])) if c['file_line'] else ''}
-- the same finding covers {c['n_nodes']} node(s) of the model
-- input shapes: {c['original_shapes']} in the model, shrunk to {c['shrunk_shapes']} ({c['shrink_calls']} shrink steps)
-
-Found with irtrace {__version__} (isolated single-node replay against PyTorch, arbitrated in float64).
-"""
-
-
-
+    what = md(symptom(c["verdict"], c["label"], n, c["message"], c.get("role", "input")), 300)
+    shapes = ", ".join("x".join(str(d) for d in s) if s else "scalar" for s in c["shrunk_shapes"] if s is not None)
+    para = (f"{c['framework_name']}'s `{md(c['op_type'])}` ({md(c.get('api') or 'the op')}) {what} in the {mode} "
+            f"pass, on {shapes or 'these'} inputs.")
+    if n.get("max_abs") is not None and n.get("oracle_at_worst") is not None:
+        para += (f" PyTorch and the same computation in float64 agree (PyTorch's own error against float64 is "
+                 f"{(n.get('oracle_abs') or 0.0):.3g}), so the expected values are not in doubt.")
+    if c.get("all_zero"):
+        para += " The result is exactly zero everywhere: no error is raised, the gradient term is silently lost."
+    files = "`repro.py`" + (" (beside `data.npz`)" if c.get("has_data") else "")
+    lines = [f"# {md(c['title'], 300)}", "", para, "",
+             f"Run {files}; it needs numpy and {md(c['framework_module'])} only and exits 1 while the problem "
+             f"reproduces, 0 once it is fixed:", "```python", text.rstrip(), "```", "",
+             "Its output:", "```", (c.get("output") or "(nothing)").rstrip()[:1500], "```", ""]
+    if n.get("max_abs") is not None:
+        exp = (f"Expected: the values PyTorch {c['torch_version']} computes for the same op and inputs (`want`)")
+        exp += "; `f64` is the same op computed in float64." if n.get("oracle_at_worst") is not None else "."
+        exp += f" Tolerance: {c['allowed']:.3g} (8x PyTorch's own float32 error, at least 8 float32 ULPs)."
+        lines += [exp, ""]
+    elif c["verdict"] in ("ERROR", "CRASH", "TIMEOUT"):
+        lines += ["Expected: the op returns, as PyTorch's does for the same inputs.", ""]
+    for w in c.get("workarounds") or []:
+        if w.get("matches"):
+            lines += [f"Workaround that matches today ({md(w.get('description', w['name']), 200)}; forward, "
+                      f"backward and double backward match PyTorch):", "", "```python", str(w["code"]).rstrip(), "```", ""]
+            break
+    env = ", ".join(f"{k} {v}" for k, v in c["environment"].items() if v)
+    lines += [f"Versions: {md(env, 400)}.", ""]
+    where = f"node `{safe(c['node'])}` ({safe(c['op_type'])}) of {md(c['model'])}"
+    if not c.get("anonymize", True):
+        where += f", module `{safe(c['module']) or '-'}`" + (f", {safe(c['file_line'])}" if c["file_line"] else "")
+    lines.append(f"Found by irtrace {__version__} (each op replayed alone against PyTorch, float64 arbitrating) at "
+                 f"{where}; {c['n_nodes']} node(s) of the model show it; inputs shrunk from {c['original_shapes']} "
+                 f"to {c['shrunk_shapes']}.")
+    return "\n".join(lines) + "\n"

@@ -101,6 +101,33 @@ def simpler_values(case):
                 yield replace(case, inputs=tuple(inputs))
 
 
+def lower_rank(case):
+    """One size-1 axis fewer in every float input of the highest rank (with its direction u), and its
+    entries out of integer inputs that describe each axis (Pad's pads: begin and end per axis, a
+    shape: one per axis). Only offered for ops without axis attributes (see shrink())."""
+    floats = [a for a in case.inputs if a is not None and a.dtype.kind == "f"]
+    if not floats:
+        return
+    r = max(a.ndim for a in floats)
+    if r <= 1:
+        return
+    for ax in range(r):
+        if any(a.ndim == r and a.shape[ax] != 1 for a in floats):
+            continue
+
+        def cut(a):
+            if a is None:
+                return a
+            if a.dtype.kind == "f":
+                return np.ascontiguousarray(a.reshape(a.shape[:ax] + a.shape[ax + 1:])) if a.ndim == r else a
+            if a.ndim == 1 and a.size == 2 * r:
+                return np.ascontiguousarray(np.delete(a, [ax, ax + r]))
+            if a.ndim == 1 and a.size == r:
+                return np.ascontiguousarray(np.delete(a, [ax]))
+            return a
+        yield replace(case, inputs=tuple(cut(a) for a in case.inputs), us=tuple(cut(u) for u in case.us))
+
+
 def ones_cotangent(case):
     if case.cot_style != "ones":
         yield replace(case, cot_style="ones")
@@ -114,9 +141,12 @@ class Stats:
     stopped: str = "fixpoint"
 
 
-def shrink(case, predicate, optional=(), budget=300, seconds=90.0):
-    """The smallest case found for which predicate(case) holds (the original holds)."""
+def shrink(case, predicate, optional=(), budget=300, seconds=90.0, rank=False):
+    """The smallest case found for which predicate(case) holds (the original holds). `rank`: also try
+    fewer axes (for ops whose attributes name no axis)."""
     passes = [shared_dims, each_axis, lambda c: drop_optional(c, optional), simpler_values, ones_cotangent]
+    if rank:
+        passes.insert(2, lower_rank)
     seen = {case.key()}
     stats = Stats()
     t0 = time.perf_counter()

@@ -1,0 +1,29 @@
+"""How a repro script drives MegEngine's autodiff, straight-line (irtrace/repro/straight.py fills
+the fields: {op} the op's lines, {xs} the differentiated inputs, {ys} the outputs with a cotangent,
+{gs} their cotangents, {hs} / {ds} the first / second-order results, {s} the sum of {term};
+a line starting with `*x ` is written once per differentiated input {x} with its result {h}).
+It does what backends/megengine/autodiff.py does for one op."""
+RECIPE = {
+    "imports": ["import megengine as mge", "from megengine.autodiff import GradManager"],
+    "tensor": "mge.tensor({})",
+    "leaf": "mge.tensor({})",
+    "numpy": "{}.numpy()",
+    "none_is_zero": True,   # GradManager leaves .grad None where the gradient is zero
+    "vjp": ["gm = GradManager().attach([{xs}])",
+            "with gm:",
+            "    {op}",
+            "    gm.backward([{ys}], [{gs}])",
+            "*x {h} = {x}.grad"],
+    "vjp2": ["outer = GradManager().attach([{xs}, {gs}])",
+             "inner = GradManager().attach([{xs}])",
+             "with outer:",
+             "    with inner:",
+             "        {op}",
+             "        inner.backward([{ys}], [{gs}])",
+             "*x     {h} = {x}.grad",
+             "    for t in [{xs}, {gs}]:",
+             "        t.grad = None  # .grad accumulates: the outer backward starts from nothing",
+             "    outer.backward({s})",
+             "[{ds}] = [t.grad for t in [{xs}, {gs}]]"],
+    "term": "({h} * {u}).sum()",
+}

@@ -1,0 +1,22 @@
+"""How a repro script drives tf.GradientTape, straight-line (the fields: see
+backends/megengine/repro.py). It does what backends/tensorflow/autodiff.py does for one op."""
+RECIPE = {
+    "imports": ["import tensorflow as tf", "tf.config.experimental.enable_op_determinism()  # as irtrace ran it"],
+    "tensor": "tf.constant({})",
+    "leaf": "tf.constant({})",
+    "numpy": "{}.numpy()",
+    "none_is_zero": False,  # None: TensorFlow computes no gradient (irtrace reports it as such)
+    "vjp": ["with tf.GradientTape() as tape:",
+            "    tape.watch([{xs}])",
+            "    {op}",
+            "[{hs}] = tape.gradient([{ys}], [{xs}], output_gradients=[{gs}])"],
+    "vjp2": ["with tf.GradientTape() as outer:",
+             "    outer.watch([{xs}, {gs}])",
+             "    with tf.GradientTape() as inner:",
+             "        inner.watch([{xs}])",
+             "        {op}",
+             "    [{hs}] = inner.gradient([{ys}], [{xs}], output_gradients=[{gs}])",
+             "    s = {s}",
+             "[{ds}] = outer.gradient(s, [{xs}, {gs}])"],
+    "term": "tf.reduce_sum({h} * {u})",
+}

@@ -1,0 +1,669 @@
+"""Straight-line repro scripts: the op call with its concrete arguments and only the autodiff
+steps the mode needs, in the backend framework's public API.
+
+The op function a backend ran (its source, from the worker) is specialised to the case: its
+attributes and its integer inputs (pads, axes, shapes) are known values, its float inputs are
+tensors whose shapes are known and whose contents are not. Each statement of its body runs here
+when it touches no tensor contents and no framework (`ints(pads)`, `if axes is not None`,
+`pad_width(p)`); what remains is written out with every known sub-expression replaced by its
+value: `functional.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), mode='constant', constant_value=0.0)`.
+A body this cannot specialise (a loop over tensors, a branch on tensor contents) is kept as the
+function itself and called with the case's arguments. Either way `irtrace repro` then runs the
+script in the framework's environment and checks it gives what the worker computed
+(irtrace/repro/make.py), so a wrong specialisation can never become a repro.
+
+The autodiff steps come from the backend's recipe (backends/<name>/repro.py, data only)."""
+import ast
+import builtins
+import copy
+import math
+import re
+
+import numpy as np
+
+# names the script itself uses around the op's lines: an op local with one of these is renamed
+RESERVED = {"np", "os", "sys", "subprocess", "gm", "outer", "inner", "t", "s", "got", "want", "f64", "err", "i",
+            "here", "data", "y", "ys", "tape", "r", "e"}
+INLINE_ELEMENTS = 64       # a tensor of at most this many elements is written as a literal
+INLINE_TOTAL = 96          # ... while all literals together stay under this many elements
+
+
+class CannotSpecialise(Exception):
+    pass
+
+
+class _Touched(Exception):
+    """A known-value evaluation touched tensor contents or a framework: not foldable."""
+
+
+class _Framework:
+    """A framework module or function on the host (it is not importable here): a reference that
+    writes itself out as its source (`functional.conv2d`); calling it is not foldable."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, a):
+        if a.startswith("__"):
+            raise AttributeError(a)
+        if a == "Tensor":
+            return Tensor  # isinstance(t, torch.Tensor) holds for the op's inputs
+        return _Framework(f"{self._name}.{a}")
+
+    def __call__(self, *a, **k):
+        raise _Touched(self._name)
+
+    def __deepcopy__(self, memo):
+        return self
+
+    __add__ = __radd__ = __sub__ = __mul__ = __rmul__ = __getitem__ = __eq__ = __bool__ = __hash__ = \
+        lambda self, *a: (_ for _ in ()).throw(_Touched(self._name))
+
+
+def _touched(self, *a, **k):
+    raise _Touched("tensor")
+
+
+class _Shape(tuple):
+    """A known shape, answering TensorFlow's TensorShape questions too."""
+
+    @property
+    def rank(self):
+        return len(self)
+
+    def as_list(self):
+        return list(self)
+
+
+class Tensor:
+    """An op input in the script: a variable name, a known shape; contents known (integer inputs such
+    as pads) or not (float data)."""
+
+    def __init__(self, name, shape, value=None, shape_type=_Shape):
+        self.name, self._shape, self.value, self._shape_type = name, tuple(shape), value, shape_type
+        self.used = False
+
+    @property
+    def shape(self):
+        return self._shape_type(self._shape)
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    def dim(self):
+        return len(self._shape)
+
+    def numel(self):
+        return int(np.prod(self._shape))
+
+    def _known(self):
+        if self.value is None:
+            raise _Touched(self.name)
+        return self.value
+
+    def numpy(self):
+        return np.array(self._known())
+
+    def item(self):
+        return self._known().item()
+
+    def tolist(self):
+        return self._known().tolist()
+
+    def reshape(self, *shape):
+        return self._known().reshape(*shape)
+
+    def flatten(self):
+        return self._known().reshape(-1)
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __getattr__(self, a):
+        raise _Touched(a)
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _touched
+    __neg__ = __pow__ = __rpow__ = __matmul__ = __getitem__ = __len__ = __iter__ = __array__ = _touched
+    __lt__ = __le__ = __gt__ = __ge__ = __float__ = __int__ = __index__ = __abs__ = _touched
+
+
+class _Emitted(Tensor):
+    """A local the script computes: a name, nothing known."""
+
+    def __init__(self, name):
+        super().__init__(name, ())
+
+    @property
+    def shape(self):
+        raise _Touched(self.name)
+
+    @property
+    def ndim(self):
+        raise _Touched(self.name)
+
+
+def float_text(v, dtype):
+    """The shortest text that reads back as exactly this value in `dtype`."""
+    v = dtype.type(v)
+    if not np.isfinite(v):
+        return f"float({str(float(v))!r})"
+    t = np.format_float_positional(v, unique=True, trim="-") if abs(v) < 1e16 and (v == 0 or abs(v) >= 1e-4) \
+        else np.format_float_scientific(v, unique=True, trim="-")
+    return t
+
+
+def array_text(a, dtype_name=None):
+    """np.array(...) source for a small array, exact."""
+    a = np.asarray(a)
+    dt = np.dtype(dtype_name or a.dtype)
+    if a.dtype.kind == "f":
+        items = [float_text(v, a.dtype) for v in a.reshape(-1)]
+    elif a.dtype.kind == "b":
+        items = [str(bool(v)) for v in a.reshape(-1)]
+    else:
+        items = [str(int(v)) for v in a.reshape(-1)]
+    if a.ndim == 0:
+        return f"np.array({items[0]}, {dt.name!r})"
+    flat = f"np.array([{', '.join(items)}], {dt.name!r})"
+    return flat if a.ndim == 1 else f"{flat}.reshape{tuple(a.shape)!r}"
+
+
+class Renderer:
+    """Source text of known values; None for a value that has none."""
+
+    def __init__(self, helpers):
+        self.helpers = helpers      # name -> function object defined by the op's block
+        self.used_helpers = set()
+
+    def __call__(self, v, depth=0):
+        if depth > 6:
+            return None
+        if isinstance(v, Tensor):
+            v.used = True
+            return v.name
+        if isinstance(v, _Framework):
+            return v._name
+        if v is None or isinstance(v, (bool, int, str)):
+            return repr(v)
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return f"float({str(v)!r})"
+            short = float_text(v, np.dtype(np.float32))
+            return short if float(np.float32(v)) == v and len(short) < len(repr(v)) else repr(v)
+        if isinstance(v, (np.bool_, np.integer, np.floating)):
+            return self(v.item(), depth)
+        if isinstance(v, (tuple, list)):
+            if len(v) > 64:
+                return None
+            items = [self(x, depth + 1) for x in v]
+            if any(x is None for x in items):
+                return None
+            if isinstance(v, tuple):
+                return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+            return "[" + ", ".join(items) + "]"
+        if isinstance(v, dict):
+            items = [(self(k, depth + 1), self(x, depth + 1)) for k, x in v.items()]
+            if any(a is None or b is None for a, b in items):
+                return None
+            return "{" + ", ".join(f"{a}: {b}" for a, b in items) + "}"
+        if isinstance(v, slice):
+            parts = [self(p, depth + 1) for p in (v.start, v.stop, v.step)]
+            return None if None in parts else f"slice({', '.join(parts)})"
+        if v is Ellipsis:
+            return "..."
+        if isinstance(v, np.ndarray) and v.size <= 16 and v.dtype.kind in "fiub":
+            return array_text(v)
+        if isinstance(v, np.dtype):
+            return f"np.dtype({v.name!r})"
+        if isinstance(v, type) and issubclass(v, np.generic):
+            return f"np.{v.__name__}"
+        for name, fn in self.helpers.items():
+            if v is fn:
+                self.used_helpers.add(name)
+                return name
+        if isinstance(v, type(len)) and getattr(builtins, getattr(v, "__name__", ""), None) is v:
+            return v.__name__
+        return None
+
+
+def literal_source(v):
+    """Source of a plain attribute value (numbers, strings, lists, small arrays)."""
+    text = Renderer({})(v)
+    if text is None:
+        raise CannotSpecialise(f"no source for a {type(v).__name__} attribute")
+    return text
+
+
+def safe_doc(text):
+    """A title made safe inside a triple-quoted docstring."""
+    return re.sub(r'[\\"]', "'", str(text))[:300]
+
+
+def _bound_names(node):
+    """Names bound inside comprehensions and lambdas of `node` (never folded: they vary)."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.comprehension):
+            out |= {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+        elif isinstance(n, ast.Lambda):
+            out |= {a.arg for a in n.args.args + n.args.kwonlyargs}
+    return out
+
+
+def _free(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+class _Folder(ast.NodeTransformer):
+    def __init__(self, ns, render, bound, inline=None):
+        self.ns, self.render, self.bound, self.inline = ns, render, bound, inline or {}
+
+    def _inlined(self, node):
+        """A call of a one-expression helper (`to_nhwc(x)`), as that expression on the call's arguments;
+        None when it is not one (each parameter used at most once, or its argument a plain name)."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.inline
+                and not node.keywords):
+            return None
+        params, expr = self.inline[node.func.id]
+        if len(params) != len(node.args) or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        uses = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+        args = dict(zip(params, node.args))
+        if any(uses.count(p) > 1 and not isinstance(a, (ast.Name, ast.Constant)) for p, a in args.items()):
+            return None
+
+        class Sub(ast.NodeTransformer):
+            def visit_Name(self, n):
+                return copy.deepcopy(args[n.id]) if n.id in args else n
+        return Sub().visit(copy.deepcopy(expr))
+
+    def visit(self, node):
+        inlined = self._inlined(node)
+        if inlined is not None:
+            return self.visit(inlined)
+        if isinstance(node, ast.expr) and not isinstance(node, (ast.Starred, ast.Lambda, ast.Slice)) \
+                and not (_free(node) & self.bound):
+            try:
+                value = eval(compile(ast.Expression(node), "<op>", "eval"), self.ns)  # noqa: S307 - our own op code
+            except Exception:  # noqa: BLE001 - not foldable: keep the expression, fold inside it
+                pass
+            else:
+                text = self.render(value)
+                if text is not None:
+                    return ast.parse(text, mode="eval").body
+        return self.generic_visit(node)
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, ns):
+        self.ns = ns
+
+    def visit_Name(self, node):
+        return ast.Name(self.ns[node.id].name, node.ctx)
+
+
+def _assigned(target):
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+class Specialiser:
+    """Runs / writes out the body of `def op` for one case. `ns`: helpers, imports, bound parameters."""
+
+    def __init__(self, ns, render, names_taken):
+        self.ns, self.render, self.lines = ns, render, []
+        self.taken = set(names_taken)
+
+    def _script_name(self, name):
+        new = name
+        while new in RESERVED or new in self.taken:
+            new += "_"
+        self.taken.add(new)
+        return new
+
+    def fold(self, expr):
+        return ast.unparse(_Folder(self.ns, self.render, _bound_names(expr), self.inline).visit(copy.deepcopy(expr)))
+
+    def emit(self, stmt):
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, (ast.Name, ast.Tuple)) for t in stmt.targets):
+            value = self.fold(stmt.value)
+            names = [n for t in stmt.targets for n in _assigned(t)]
+            for n in names:
+                self.ns[n] = _Emitted(self._script_name(n))
+            targets = " = ".join(ast.unparse(_Renamer(self.ns).visit(copy.deepcopy(t))) for t in stmt.targets)
+            self.lines.append(f"{targets} = {value}")
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            value = self.fold(stmt.value)
+            old = self.fold(stmt.target)
+            self.ns[stmt.target.id] = _Emitted(self._script_name(stmt.target.id))
+            op = ast.unparse(ast.BinOp(ast.Name("a"), stmt.op, ast.Name("b")))[2:-2]
+            self.lines.append(f"{self.ns[stmt.target.id].name} = {old} {op} {value}")
+        elif isinstance(stmt, ast.Expr):
+            self.lines.append(self.fold(stmt.value))
+        else:
+            raise CannotSpecialise(f"cannot write out a {type(stmt).__name__} on tensors")
+
+    def body(self, stmts, top=True):
+        """Run `stmts`; the returned expression's source when a `return` is reached."""
+        for k, stmt in enumerate(stmts):
+            if k == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # docstring
+            if isinstance(stmt, ast.If):
+                try:
+                    test = eval(compile(ast.Expression(stmt.test), "<op>", "eval"), self.ns)  # noqa: S307
+                    taken = bool(test)
+                except Exception as e:  # noqa: BLE001
+                    raise CannotSpecialise(f"the branch depends on tensor contents ({type(e).__name__})") from e
+                r = self.body(stmt.body if taken else stmt.orelse, top=False)
+                if r is not None:
+                    return r
+                continue
+            if isinstance(stmt, ast.Return):
+                if stmt.value is None:
+                    raise CannotSpecialise("the op returns nothing")
+                return self.fold(stmt.value)
+            if isinstance(stmt, ast.Raise):
+                raise CannotSpecialise("the op raises for this case")
+            saved = {k2: copy.deepcopy(v) for k2, v in self.ns.items() if k2 in self.locals}
+            try:
+                exec(compile(ast.Module([stmt], []), "<op>", "exec"), self.ns)  # noqa: S102 - our own op code
+            except Exception:  # noqa: BLE001 - touches a tensor or the framework: written out
+                self.ns.update(saved)
+                self.emit(stmt)
+            self.locals |= {n for t in ast.walk(stmt) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+                            for n in [t.id]}
+        if top:
+            raise CannotSpecialise("the op's body ends without a return")
+        return None
+
+
+def _signature_binder(fn_node):
+    """A function with `fn_node`'s parameters that returns them bound, as a dict."""
+    args = copy.deepcopy(fn_node.args)
+    binder = ast.FunctionDef(name="__bind", args=args, body=[ast.Return(ast.Call(
+        ast.Name("dict", ast.Load()), [], [ast.keyword(None, ast.Call(ast.Name("locals", ast.Load()), [], []))]))],
+        decorator_list=[], returns=None, type_params=[])
+    return ast.fix_missing_locations(ast.Module([binder], []))
+
+
+FRAMEWORK_IMPORT = re.compile(r"^(?:import (?P<mod>[\w.]+)(?: as (?P<as1>\w+))?|from (?P<from>[\w.]+) import (?P<name>\w+)(?: as (?P<as2>\w+))?)$")
+
+
+def import_names(imports):
+    """name -> import line, for the op block's import lines."""
+    out = {}
+    for line in imports:
+        m = FRAMEWORK_IMPORT.match(line.strip())
+        if not m:
+            continue
+        if m.group("mod"):
+            out[m.group("as1") or m.group("mod").split(".")[0]] = line
+        else:
+            out[m.group("as2") or m.group("name")] = line
+    return out
+
+
+def specialise(block, imports, inputs, attrs, known, shape_type=_Shape):
+    """(op lines, the returned expression, helper sources, import lines) for the op of `block` called as
+    op(*inputs, **attrs). `inputs`: Tensor or None per input. Raises CannotSpecialise."""
+    tree = ast.parse(block)
+    op_def = None
+    helpers_src = {}
+    for node in tree.body:
+        names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else \
+            [n for t in getattr(node, "targets", []) for n in _assigned(t)]
+        if "op" in names:
+            op_def = node
+        else:
+            for n in names:
+                helpers_src[n] = ast.get_source_segment(block, node)
+    if isinstance(op_def, ast.Assign) and isinstance(op_def.value, ast.Lambda):  # op = lambda x: ...
+        lam = op_def.value
+        op_def = ast.fix_missing_locations(ast.FunctionDef(name="op", args=lam.args, body=[ast.Return(lam.body)],
+                                                           decorator_list=[], returns=None, type_params=[]))
+    if not isinstance(op_def, ast.FunctionDef):
+        raise CannotSpecialise("the op is not a plain function")
+    ns = {"__builtins__": builtins}
+    for name, line in import_names(imports).items():
+        ns[name] = np if line.split()[1].split(".")[0] == "numpy" else _Framework(name)
+    for node in tree.body:
+        if node is op_def:
+            continue
+        try:
+            exec(compile(ast.Module([node], []), "<helpers>", "exec"), ns)  # noqa: S102 - our own backend code
+        except Exception:  # noqa: BLE001 - a helper that needs the framework at import: not foldable
+            pass
+    helpers = {n: ns[n] for n in helpers_src if n in ns and callable(ns[n])}
+    exec(compile(_signature_binder(op_def), "<bind>", "exec"), ns)  # noqa: S102
+    try:
+        bound = ns.pop("__bind")(*inputs, **attrs)
+    except TypeError as e:
+        raise CannotSpecialise(f"the op's parameters do not take this call: {e}") from e
+    params = set(bound)
+    render = Renderer(helpers)
+    taken = {t.name for t in inputs if isinstance(t, Tensor)}
+    sp = Specialiser(ns, render, taken)
+    sp.inline = {}
+    for node in tree.body:  # helpers of one `return expr` (after a docstring) are written out in place
+        if isinstance(node, ast.FunctionDef) and node.name != "op" and not node.args.vararg and \
+                not node.args.kwonlyargs and not node.args.defaults:
+            body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+            if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+                sp.inline[node.name] = ([a.arg for a in node.args.args], body[0].value)
+    sp.locals = set(params)
+    ns.update(bound)
+    value = sp.body(op_def.body)
+    lines = sp.lines
+    text = "\n".join(lines + [f"y = {value}"])
+    # what the lines name must exist in the script: tensors, imports, helpers, builtins
+    used = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+    emitted = {v.name for v in ns.values() if isinstance(v, _Emitted)}
+    inputs_named = {t.name for t in inputs if isinstance(t, Tensor)} | {
+        t.name for v in bound.values() if isinstance(v, (tuple, list)) for t in v if isinstance(t, Tensor)}
+    imports_by_name = import_names(imports)
+    need_helpers = sorted(used & set(helpers_src))
+    unknown = used - emitted - inputs_named - set(imports_by_name) - set(need_helpers) - set(dir(builtins)) - {"y"}
+    if unknown:
+        raise CannotSpecialise(f"the written-out lines name {sorted(unknown)}")
+    srcs, seen, todo = [], set(), list(need_helpers)
+    while todo:  # helpers the lines call, and what those helpers use
+        n = todo.pop(0)
+        if n in seen:
+            continue
+        seen.add(n)
+        src = helpers_src[n]
+        srcs.append(src)
+        for m in sorted({x.id for x in ast.walk(ast.parse(src)) if isinstance(x, ast.Name)} & set(helpers_src)):
+            todo.append(m)
+        used |= {x.id for x in ast.walk(ast.parse(src)) if isinstance(x, ast.Name)}
+    import_lines = [line for name, line in imports_by_name.items() if name in used]
+    return lines, value, list(reversed(srcs)), import_lines
+
+
+def param_names(block, n_inputs):
+    """Script names of the op's inputs: its own parameter names (`x`, `pads`), `*xs` as xs0, xs1, ..."""
+    try:
+        fn = next(n if isinstance(n, ast.FunctionDef) else n.value for n in ast.parse(block).body
+                  if (isinstance(n, ast.FunctionDef) and n.name == "op") or (
+                      isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
+                      and any(isinstance(t, ast.Name) and t.id == "op" for t in n.targets)))
+    except (StopIteration, SyntaxError):
+        return [f"x{i}" for i in range(n_inputs)], False
+    pos = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    names = pos[:n_inputs]
+    if len(names) < n_inputs:
+        if fn.args.vararg is None:
+            return [f"x{i}" for i in range(n_inputs)], False
+        star = fn.args.vararg.arg
+        names += [f"{star}{k}" for k in range(n_inputs - len(names))]
+    return [n if n not in RESERVED else n + "_" for n in names], fn.args.vararg is not None
+
+
+def _wrap(text, width=110, indent="    "):
+    """A long literal split after commas into continuation lines."""
+    if len(text) <= width:
+        return [text]
+    lines, line = [], ""
+    for part in re.split(r"(?<=, )", text):
+        if line and len(line) + len(part) > width:
+            lines.append(line.rstrip())
+            line = indent
+        line += part
+    return lines + [line]
+
+
+class Script:
+    """The straight-line script of one case. Call `text()`; arrays too big to inline are in `npz`."""
+
+    def __init__(self, recipe, mode, verdict, check, allowed):
+        self.recipe, self.mode, self.verdict, self.check, self.allowed = recipe, mode, verdict, check, allowed
+        self.npz, self.setup, self.body = {}, [], []
+
+    def value(self, name, array, wrap, budget, comment=""):
+        """`name = <literal or data.npz entry>` (wrapped in the framework's tensor when `wrap`)."""
+        a = np.asarray(array)
+        dt = self.recipe.get("dtypes", {}).get(a.dtype.name, a.dtype.name)
+        if a.size <= INLINE_ELEMENTS and budget[0] >= a.size:
+            budget[0] -= a.size
+            expr = array_text(a.astype(dt), dt)
+        else:
+            self.npz[name] = a.astype(dt)
+            expr = f"data[{name!r}]"
+        text = self.recipe[wrap].format(expr) if wrap else expr
+        lines = _wrap(f"{name} = {text}" + (f"  # {comment}" if comment else ""))
+        self.setup += lines
+
+
+def _fill(template, fields, each):
+    """Expand a recipe's line templates: `{op}` lines, `*x ` lines once per differentiated input."""
+    out = []
+    for line in template:
+        if line.strip() == "{op}":
+            pad = line[:len(line) - len(line.lstrip())]
+            out += [pad + op_line for op_line in fields["op"]]
+        elif line.startswith("*x "):
+            for item in each:
+                out.append(line[3:].format(**{**fields, **item}))
+        else:
+            out.append(line.format(**fields))
+    return out
+
+
+def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, want, f64, allowed, doc, who):
+    """(script text, arrays for data.npz). `op`: (lines, returned expression, helper sources, imports)
+    of the specialised op (or the function form); `check`: the index of the checked result of `mode`
+    (fwd: per output; vjp: per input; vjp2: per input, then per output)."""
+    lines, value, helpers, op_imports = op
+    sc = Script(recipe, mode, verdict, check, allowed)
+    budget = [INLINE_TOTAL]
+    n_in, n_out = len(inputs), len(cots)
+    grads = mode != "fwd"
+    xs = [i for i in range(n_in) if grads and diff[i]]
+    if grads and not xs:
+        raise CannotSpecialise("no differentiated input")
+    single = len(xs) == 1
+    h = {i: "h" if single else f"h_{names[i]}" for i in xs}
+    u = {i: "u" if single else f"u_{names[i]}" for i in xs}
+    outs = ["y"] if n_out == 1 else [f"ys[{j}]" for j in range(n_out)]
+    with_cot = [j for j in range(n_out) if grads and cots[j] is not None]
+    if grads and not with_cot:
+        raise CannotSpecialise("no output with a cotangent")
+    g = {j: "g" if n_out == 1 else f"g{j}" for j in with_cot}
+    used = {n.id for n in ast.walk(ast.parse("\n".join(lines + [f"y = {value}"]))) if isinstance(n, ast.Name)}
+    for i, a in enumerate(inputs):
+        if a is None:
+            continue
+        if i in xs or names[i] in used:
+            kind = "leaf" if i in xs else "tensor"
+            sc.value(names[i], a, kind, budget)
+    for j in with_cot:
+        sc.value(g[j], cots[j], "leaf" if mode == "vjp2" else "tensor", budget,
+                 f"cotangent of {outs[j]}" if mode == "vjp" else f"cotangent of {outs[j]}, differentiated too")
+    terms = []
+    if mode == "vjp2":
+        for i in xs:
+            if us[i] is not None:
+                sc.value(u[i], us[i], "tensor", budget, f"direction: s = <{h[i]}, {u[i]}>" if single else "")
+                terms.append(recipe["term"].format(h=h[i], u=u[i]))
+        if not terms:
+            raise CannotSpecialise("no direction u")
+    d = {("x", i): f"d_{names[i]}" for i in xs}
+    d.update({("g", j): f"d_{g[j]}" for j in with_cot})
+    op_lines = lines + [f"{'y' if n_out == 1 else 'ys'} = {value}"]
+    fields = {"op": op_lines, "xs": ", ".join(names[i] for i in xs), "ys": ", ".join(outs[j] for j in with_cot),
+              "gs": ", ".join(g[j] for j in with_cot), "hs": ", ".join(h[i] for i in xs),
+              "ds": ", ".join([d["x", i] for i in xs] + [d["g", j] for j in with_cot]), "s": " + ".join(terms)}
+    each = [{"x": names[i], "h": h[i]} for i in xs]
+    body = op_lines if mode == "fwd" else _fill(recipe[mode], fields, each)
+    if mode == "fwd":
+        result = outs[check] if check < n_out else None
+    elif mode == "vjp":
+        result = h.get(check)
+    else:
+        result = d.get(("x", check)) if check < n_in else d.get(("g", check - n_in))
+    if result is None and verdict not in ("ERROR", "CRASH", "TIMEOUT"):
+        raise CannotSpecialise("the checked result is not one the script computes")
+    tail = []
+    if verdict in ("ERROR", "CRASH", "TIMEOUT"):
+        pass
+    else:
+        numpy = recipe["numpy"].format(result)
+        if recipe.get("none_is_zero") and mode != "fwd":
+            numpy = f"np.zeros({tuple(np.shape(want))!r}, 'float32') if {result} is None else {numpy}"
+        tail.append(f"got = {numpy}")
+        sc.value("want", want, None, budget, who)
+        if f64 is not None:
+            sc.value("f64", f64, None, budget, "float64: the same op and mode computed in float64")
+        tail += _check_lines(verdict, np.shape(want), allowed, f64 is not None, np.size(want))
+    head = [f'"""{doc}"""']
+    if verdict in ("CRASH", "TIMEOUT"):
+        head += ["import subprocess", "import sys", "",
+                 'if "--child" not in sys.argv:  # the op may kill the process: it runs in a child',
+                 "    try:",
+                 '        code = subprocess.run([sys.executable, __file__, "--child"], timeout=60).returncode',
+                 "    except subprocess.TimeoutExpired:",
+                 '        code = "no answer within 60 s"',
+                 '    print("the op\'s process:", code if not isinstance(code, int) or code >= 0 else f"killed by signal {-code}")',
+                 "    raise SystemExit(0 if code in (0, 1) else 1)"]
+    head += ["import os" if sc.npz else "", "import numpy as np"] + list(recipe["imports"]) + \
+        [x for x in op_imports if x not in recipe["imports"] and "import numpy as np" != x]
+    head = [x for x in head if x != ""] if not sc.npz else head
+    out = head + [""]
+    for src in helpers:
+        out += ["", src.rstrip(), ""]
+    if helpers:
+        out.append("")
+    if sc.npz:
+        out.append('data = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data.npz"))')
+    out += sc.setup
+    if verdict == "ERROR":
+        out += ["try:"] + ["    " + x for x in body] + [
+            "except Exception as e:  # the framework's own error is the problem",
+            "    print(f\"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\")",
+            "    raise SystemExit(1)",
+            'print("no error: does not reproduce")', "raise SystemExit(0)"]
+    elif verdict in ("CRASH", "TIMEOUT"):
+        out += body + ['print("the op returned: does not reproduce")']
+    else:
+        out += body + tail
+    return "\n".join(out) + "\n", sc.npz
+
+
+def _check_lines(verdict, shape, allowed, has_f64, size):
+    show = size <= 16
+    if verdict == "SHAPE_MISMATCH":
+        return ['print("shape", list(got.shape), "expected", list(want.shape))',
+                "raise SystemExit(1 if got.shape != want.shape else 0)"]
+    if verdict == "NAN_MISMATCH":
+        return ["odd = np.isfinite(got) != np.isfinite(want)",
+                'print(f"{odd.sum()} of {odd.size} elements are finite on one side only")'] + \
+               (['print("got", got.ravel(), "expected", want.ravel())'] if show else []) + \
+               ["raise SystemExit(1 if odd.any() else 0)"]
+    lines = ["err = np.abs(got.astype(np.float64) - want)",
+             "i = np.unravel_index(np.argmax(err), err.shape)",
+             'print(f"max abs difference {err.max():.3g} at {[int(k) for k in i]}: got {got[i].item()!r}, '
+             'expected {want[i].item()!r}' + (' (float64 {f64[i].item()!r})")' if has_f64 else '")')]
+    if show:
+        lines.append('print("got", got.ravel(), "expected", want.ravel())')
+    lines.append(f"raise SystemExit(1 if err.max() > {float(allowed):.3g} else 0)  # irtrace's tolerance for this case")
+    return lines
