@@ -75,6 +75,8 @@ def add_commands(sub):
     rp.add_argument("--finding", action="append", help="only this finding id (repeatable)")
     rp.add_argument("-o", "--out", default="repros", help="output folder (default repros/)")
     rp.add_argument("--budget", type=count, default=300, help="shrink steps per finding (default 300)")
+    rp.add_argument("--no-anonymize", dest="anonymize", action="store_false",
+                    help="name the model's module and file:line in issue.md (default: omitted)")
     rp.set_defaults(func=_repro)
 
     b = sub.add_parser("backends", help="list backends: availability, modes, op coverage")
@@ -123,7 +125,7 @@ def _replay(args):
 
 def _repro(args):
     from irtrace.repro.make import make_repros
-    make_repros(args.report, args.out, args.finding, args.budget)
+    make_repros(args.report, args.out, args.finding, args.budget, anonymize=args.anonymize)
     return 0
 
 

@@ -72,6 +72,7 @@ class AutodiffAdapter(Adapter):
     `autodiff`, `table` and, if the module takes any, `options()` (e.g. torch's dtype)."""
     framework = None
     autodiff = None
+    recipe = None       # backends/<name>/repro.py's RECIPE: the straight-line script of one op call
     modes = ("fwd", "vjp", "vjp2")
 
     def options(self):
@@ -82,7 +83,7 @@ class AutodiffAdapter(Adapter):
         import inspect
         import platform
         return {"framework": self.framework, "autodiff": inspect.getsource(self.autodiff),
-                "python": platform.python_version()}
+                "python": platform.python_version(), "recipe": self.recipe}
 
     def _op(self, entry, spec):
         return lambda *xs, **kw: self.check_outputs(spec, _as_tuple(entry.fn(*xs, **kw)))

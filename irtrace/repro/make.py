@@ -318,6 +318,9 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
         ctx["straight_torch"] = standalone.torch_script(torch_src, case, folder, pool.get(REFERENCE).info,
                                                         script.safe(ctx["title"], 200))
     (folder / "issue.md").write_text(script.render_issue(ctx, text))
+    matching = [w for w in f.get("workarounds") or [] if isinstance(w, dict) and w.get("matches")]
+    if matching:  # the first matching workaround's code, as the report has it
+        (folder / "workaround.py").write_text(str(matching[0].get("code", "")).rstrip() + "\n")
     (folder / "finding.json").write_text(json.dumps(clean({
         "id": f["id"], "backend": backend, "mode": mode, "verdict": verdict, "label": label, "node": spec.name,
         "numbers": numbers, "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),

@@ -229,9 +229,9 @@ def render_issue(c, text):
     n = c["numbers"]
     mode = _MODE_WORDS[c["mode"]]
     what = md(symptom(c["verdict"], c["label"], n, c["message"], c.get("role", "input")), 300)
-    shapes = ", ".join("x".join(str(d) for d in s) if s else "scalar" for s in c["shrunk_shapes"] if s is not None)
+    shapes = ", ".join(str(list(s)) for s in c["shrunk_shapes"] if s is not None)
     para = (f"{c['framework_name']}'s `{md(c['op_type'])}` ({md(c.get('api') or 'the op')}) {what} in the {mode} "
-            f"pass, on {shapes or 'these'} inputs.")
+            f"pass, on inputs of shape {shapes or '[]'}.")
     if n.get("max_abs") is not None and n.get("oracle_at_worst") is not None:
         para += (f" PyTorch and the same computation in float64 agree (PyTorch's own error against float64 is "
                  f"{(n.get('oracle_abs') or 0.0):.3g}), so the expected values are not in doubt.")
@@ -251,8 +251,13 @@ def render_issue(c, text):
         lines += ["Expected: the op returns, as PyTorch's does for the same inputs.", ""]
     for w in c.get("workarounds") or []:
         if w.get("matches"):
-            lines += [f"Workaround that matches today ({md(w.get('description', w['name']), 200)}; forward, "
-                      f"backward and double backward match PyTorch):", "", "```python", str(w["code"]).rstrip(), "```", ""]
+            head = (f"Workaround that matches today ({md(w.get('description', w['name']), 200)}; forward, backward "
+                    f"and double backward match PyTorch)")
+            code = str(w["code"]).rstrip()
+            if code.count("\n") < 12:
+                lines += [head + ":", "```python", code, "```", ""]
+            else:  # a long one stays beside the script (issue.md stays short)
+                lines += [head + ": `workaround.py` beside the script.", ""]
             break
     env = ", ".join(f"{k} {v}" for k, v in c["environment"].items() if v)
     lines += [f"Versions: {md(env, 400)}.", ""]

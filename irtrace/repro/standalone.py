@@ -56,7 +56,8 @@ def _environment(info):
 def run_script(info, folder, text, name="repro.py", want_got=None, timeout=300):
     """Write `text` as folder/name and run it with the backend's interpreter. Run.same compares the
     script's `got` with `want_got` (the worker's result) when given."""
-    path = Path(folder) / name
+    folder = Path(folder).resolve()
+    path = folder / name
     path.write_text(text)
     with tempfile.TemporaryDirectory() as tmp:
         got_file = Path(tmp) / "got.npy"
