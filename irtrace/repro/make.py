@@ -23,21 +23,11 @@ from irtrace.replay.call import NodeCall, bundle_gradient_path, undifferentiated
 from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_node, run_everywhere, labels
 from irtrace.report.json_report import clean
 from irtrace.repro import script, standalone
+from irtrace.repro.standalone import write_npz
 from irtrace.repro.shrink import Case, shrink
 from irtrace.store import grad_name, load
 
 log = logging.getLogger(__name__)
-
-
-def write_npz(path, arrays):
-    """np.savez with fixed zip timestamps: the same finding gives byte-identical files."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for k in sorted(arrays):
-            a = io.BytesIO()
-            np.lib.format.write_array(a, np.asarray(arrays[k]), allow_pickle=False)
-            z.writestr(zipfile.ZipInfo(k + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), a.getvalue())
-    Path(path).write_bytes(buf.getvalue())
 
 
 class _Runner:
