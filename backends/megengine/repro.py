@@ -4,7 +4,8 @@ the fields: {op} the op's lines, {xs} the differentiated inputs, {ys} the output
 a line starting with `*x ` is written once per differentiated input {x} with its result {h}).
 It does what backends/megengine/autodiff.py does for one op."""
 RECIPE = {
-    "imports": ["import megengine as mge", "from megengine.autodiff import GradManager"],
+    "imports": ["import megengine as mge", "from megengine.autodiff import GradManager",
+                "mge.config.async_level = 0  # errors raised where they happen, as irtrace runs MegEngine"],
     "tensor": "mge.tensor({})",
     "leaf": "mge.tensor({})",
     "numpy": "{}.numpy()",

@@ -150,8 +150,8 @@ def build(src, case, title, who, form):
         raise straight.CannotSpecialise("the backend declares no script recipe")
     spec = case["spec"]
     inputs = case["inputs"]
-    doc = (f"{title}\n\nWritten by irtrace; needs numpy and {src['script']['framework']} only. "
-           f"Exit 1 while the problem reproduces, 0 once it is fixed.")
+    doc = (f"{title}\nWritten by irtrace; needs numpy and {src['script']['framework']} only; "
+           f"exits 1 while the problem reproduces, 0 once it is fixed.")
     if recipe.get("node"):
         names = [f"x{i}" for i in range(len(inputs))]
         lines, _, feeds = _node_form(spec, names, inputs)

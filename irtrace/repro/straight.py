@@ -150,7 +150,7 @@ def float_text(v, dtype):
         return f"float({str(float(v))!r})"
     t = np.format_float_positional(v, unique=True, trim="-") if abs(v) < 1e16 and (v == 0 or abs(v) >= 1e-4) \
         else np.format_float_scientific(v, unique=True, trim="-")
-    return t
+    return t if any(c in t for c in ".en") else t + ".0"  # a float literal: -0.0 keeps its sign
 
 
 def array_text(a, dtype_name=None):
@@ -165,6 +165,13 @@ def array_text(a, dtype_name=None):
         items = [str(int(v)) for v in a.reshape(-1)]
     if a.ndim == 0:
         return f"np.array({items[0]}, {dt.name!r})"
+    if a.size > 1 and len(set(items)) == 1:  # one value throughout: zeros, ones or full
+        shape = tuple(a.shape)
+        if items[0] in ("0", "0.0", "False"):
+            return f"np.zeros({shape!r}, {dt.name!r})"
+        if items[0] in ("1", "1.0", "True"):
+            return f"np.ones({shape!r}, {dt.name!r})"
+        return f"np.full({shape!r}, {items[0]}, {dt.name!r})"
     flat = f"np.array([{', '.join(items)}], {dt.name!r})"
     return flat if a.ndim == 1 else f"{flat}.reshape{tuple(a.shape)!r}"
 
@@ -523,14 +530,22 @@ class Script:
         """`name = <literal or data.npz entry>` (wrapped in the framework's tensor when `wrap`)."""
         a = np.asarray(array)
         dt = self.recipe.get("dtypes", {}).get(a.dtype.name, a.dtype.name)
+        lines = None
         if a.size <= INLINE_ELEMENTS and budget[0] >= a.size:
-            budget[0] -= a.size
             expr = array_text(a.astype(dt), dt)
-        else:
+            lines = _wrap(f"{name} = {self.recipe[wrap].format(expr) if wrap else expr}")
+            if len(lines) > 2:  # a literal of more than two lines reads worse than data.npz
+                lines = None
+            else:
+                budget[0] -= a.size
+        if lines is None:
             self.npz[name] = a.astype(dt)
             expr = f"data[{name!r}]"
-        text = self.recipe[wrap].format(expr) if wrap else expr
-        lines = _wrap(f"{name} = {text}" + (f"  # {comment}" if comment else ""))
+            lines = [f"{name} = {self.recipe[wrap].format(expr) if wrap else expr}"]
+        if comment and len(lines[-1]) + len(comment) + 4 <= 118:
+            lines[-1] += f"  # {comment}"
+        elif comment:
+            lines.insert(0, f"# {comment}")
         self.setup += lines
 
 
