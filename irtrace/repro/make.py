@@ -12,11 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from onnx import helper
 
 from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
 from irtrace.store import u_name
-from irtrace.ir.spec import node_specs
+from irtrace.ir.spec import decode_attrs, node_specs
 from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
 from irtrace.replay.call import NodeCall, bundle_gradient_path, undifferentiated_inputs
@@ -57,7 +58,13 @@ class _Runner:
         while node.input and not node.input[-1]:
             node.input.pop()
         names = tuple(node.input)
-        return replace(self.spec, inputs=names), base64.b64encode(node.SerializeToString()).decode()
+        spec = replace(self.spec, inputs=names)
+        if case.attrs:  # the shrinker's plainer attributes, in the node and its spec alike
+            keep = [a for a in node.attribute if a.name not in dict(case.attrs)]
+            del node.attribute[:]
+            node.attribute.extend(keep + [helper.make_attribute(k, v) for k, v in case.attrs])
+            spec = replace(spec, attrs=decode_attrs(node))
+        return spec, base64.b64encode(node.SerializeToString()).decode()
 
     def cots_for(self, case, spec, proto):
         msg = {"kind": "run", "mode": "fwd", "spec": {**spec.to_json(), "proto": proto}}
@@ -230,6 +237,7 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
     axis_attrs = {"axis", "axes", "perm", "pads", "kernel_shape", "strides", "dilations", "output_padding",
                   "output_shape", "blocksize", "split"} & set(spec.attrs)
     small, stats = shrink(original, predicate, optional=optional, budget=shrink_budget, rank=not axis_attrs,
+                          attrs=spec.attrs, op_type=spec.op_type,
                           seconds=30.0 if verdict in (compare.CRASH, compare.TIMEOUT) else 90.0)
     results, raw = runner.evaluate(small, check=small is not original)
     sspec, sinputs, scots, sus, ref, oracle, outs = raw

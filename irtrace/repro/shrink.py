@@ -16,9 +16,10 @@ class Case:
     inputs: tuple          # arrays or None (an omitted optional input)
     us: tuple              # vjp2 directions, shaped like the float inputs
     cot_style: str = "slice"   # "slice": the recorded cotangent's leading block; "ones"
+    attrs: tuple = ()          # ((name, value), ...): attributes that replace the node's own
 
     def key(self):
-        h = hashlib.sha1(self.cot_style.encode())
+        h = hashlib.sha1((self.cot_style + repr(self.attrs)).encode())
         for group in (self.inputs, self.us):
             for a in group:
                 if a is None:
@@ -145,6 +146,24 @@ def nondegenerate(case):
             yield replace(case, inputs=tuple(inputs))
 
 
+def simpler_attrs(case, attrs, op_type):
+    """Plainer attributes: strides and dilations of 1, no padding, and for a grouped Conv one group
+    (its input cut to the channels one group reads, so the weight still fits)."""
+    current = {**attrs, **dict(case.attrs)}
+    plain = {"strides": 1, "dilations": 1, "pads": 0}
+    for name, v in sorted(current.items()):
+        if name in plain and isinstance(v, (list, tuple)) and any(int(x) != plain[name] for x in v):
+            yield replace(case, attrs=tuple(sorted({**dict(case.attrs), name: [plain[name]] * len(v)}.items())))
+    g = current.get("group", 1)
+    x, w = (case.inputs + (None, None))[:2]
+    if op_type == "Conv" and isinstance(g, int) and g > 1 and x is not None and w is not None and x.ndim >= 3:
+        inputs, us = list(case.inputs), list(case.us)
+        inputs[0] = _take(x, 1, w.shape[1])
+        if us and us[0] is not None and us[0].shape == x.shape:
+            us[0] = _take(us[0], 1, w.shape[1])
+        yield replace(case, inputs=tuple(inputs), us=tuple(us), attrs=tuple(sorted({**dict(case.attrs), "group": 1}.items())))
+
+
 def ones_cotangent(case):
     if case.cot_style != "ones":
         yield replace(case, cot_style="ones")
@@ -158,10 +177,12 @@ class Stats:
     stopped: str = "fixpoint"
 
 
-def shrink(case, predicate, optional=(), budget=300, seconds=90.0, rank=False):
+def shrink(case, predicate, optional=(), budget=300, seconds=90.0, rank=False, attrs=None, op_type=""):
     """The smallest case found for which predicate(case) holds (the original holds). `rank`: also try
     fewer axes (for ops whose attributes name no axis)."""
     passes = [shared_dims, each_axis, lambda c: drop_optional(c, optional), simpler_values, ones_cotangent]
+    if attrs:
+        passes.append(lambda c: simpler_attrs(c, attrs, op_type))
     if rank:  # fewer axes, down to 4 (the NCHW a maintainer reads at a glance) or the original rank
         floor = min(4, max((a.ndim for a in case.inputs if a is not None and a.dtype.kind == "f"), default=1))
         passes.insert(2, lambda c: lower_rank(c, floor))
