@@ -488,9 +488,9 @@ def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases_outcom
     r = subprocess.run([backends.get("oneflow").interpreter(), "repro.py"], capture_output=True, text=True,
                        cwd=folder, timeout=300, env=env)
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "reproduces" in r.stdout.splitlines()[-1] and "import torch" not in r.stdout
+    assert "import torch" not in r.stdout
     # OneFlow ~2e-6 where the exact ds/dx is 0 (the old "got 2.26" was 2.26e-06: rounding-sized, see
     # the closing note of issue 17; this repro is kept as the script's plumbing test)
-    assert "shape [2, 1]" in r.stdout and "expected 0.0" in r.stdout and "e-06" in r.stdout
+    assert "expected 0.0" in r.stdout and "e-06" in r.stdout
     issue = (folder / "issue.md").read_text()
     assert issue.startswith("# [OneFlow] LogSoftmax") and "oneflow.nn.functional" in (folder / "repro.py").read_text()

@@ -79,7 +79,7 @@ def test_wrong_side_padding_shrinks_and_reproduces(planted, tmp_path):
     text, finding, r = _filed_as_is(folder)
     x_shape = finding["shrunk_shapes"][0]
     assert len(x_shape) == 4 and all(a <= b for a, b in zip(x_shape, [1, 1, 3, 3]))  # shrink quality
-    assert _printed_max_abs(r.stdout) == pytest.approx(finding["numbers"]["max_abs"], rel=1e-3)
+    assert _printed_max_abs(r.stdout) == pytest.approx(finding["numbers"]["max_abs"], rel=5e-3)  # printed to 3 digits
     assert "y = " in text and "functional.conv2d(" in text  # the op call itself, specialised
     fixed = _run(folder / "compare_torch.py")  # the same case with PyTorch's own op: no difference
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
@@ -169,7 +169,7 @@ def test_megengine_stylegan2_one_folder_per_bug_each_runs_in_its_env(example_bun
         text, finding, r = _filed_as_is(folder, python)
         assert "import torch" not in text and "GradManager" in text
         if finding["verdict"] == "DIVERGENT":  # Pad's d2g: known answer ds/dg = pad(u), computed here by numpy
-            assert _printed_max_abs(r.stdout) == pytest.approx(finding["numbers"]["max_abs"], rel=1e-4)
+            assert _printed_max_abs(r.stdout) == pytest.approx(finding["numbers"]["max_abs"], rel=5e-3)  # 3 digits
             lit = _literals(text)
             widths = ast.literal_eval(re.search(r"functional\.pad\(x, (\(\(.*?\)\)),", text).group(1))
             assert lit["want"].shape == (1, 1, 3, 3) and widths == ((0, 0), (0, 0), (1, 1), (1, 1))  # 4-D, one pixel

@@ -1,7 +1,8 @@
 """How a repro script drives paddle.grad, straight-line (the fields: see
 backends/megengine/repro.py). It does what backends/paddle/autodiff.py does for one op."""
 RECIPE = {
-    "imports": ["import paddle", "paddle.set_device(\"cpu\")"],
+    "imports": ["import warnings", "warnings.filterwarnings(\"ignore\", message=\"No ccache found\")  # Paddle's import-time note",
+                "import paddle", "paddle.set_device(\"cpu\")"],
     "tensor": "paddle.to_tensor({})",
     "leaf": "paddle.to_tensor({}, stop_gradient=False)",
     "numpy": "{}.numpy()",

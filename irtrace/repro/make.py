@@ -316,6 +316,7 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
         ctx["straight_torch"] = standalone.torch_script(torch_src, case, folder, pool.get(REFERENCE).info,
                                                         script.safe(ctx["title"], 200))
     (folder / "issue.md").write_text(script.render_issue(ctx, text))
+    write_npz(folder / "case.npz", data)  # every array of the shrunk case, for tools and tests
     matching = [w for w in f.get("workarounds") or [] if isinstance(w, dict) and w.get("matches")]
     if matching:  # the first matching workaround's code, as the report has it
         (folder / "workaround.py").write_text(str(matching[0].get("code", "")).rstrip() + "\n")
