@@ -25,9 +25,21 @@ class Adapter:
     native = False      # executes the ONNX node itself: `--form original` gives it the original attributes
     script = None       # a method: what a repro script needs to run this backend's ops without irtrace
     op_block = None     # a method: the node as script text (backends that execute ONNX); None: the op's source
+    workarounds = None  # a backends._table.Alternatives: other formulations of its ops (backends/<name>/workarounds.py)
 
     def lookup(self, spec):
         return self.table.lookup(spec.domain, spec.op_type, spec.opset)
+
+    def alternatives(self, spec):
+        """The alternatives registered for a node's op at its opset (backends._table.Alternative), in
+        registration order; none when the backend declares no `workarounds`."""
+        return [] if self.workarounds is None else self.workarounds.for_op(spec.domain, spec.op_type, spec.opset)
+
+    def alternative(self, spec, name):
+        """The node's op-table entry with the alternative `name` in place of the table's function."""
+        if self.workarounds is None:
+            raise Unsupported(f"backend {self.name!r} has no alternative formulations")
+        return self.workarounds.entry(spec.domain, spec.op_type, spec.opset, name)
 
     def run(self, mode, entry, inputs, spec, cots=(), us=()):
         """One node call: (results, seconds). fwd: one result per output; vjp: per input; vjp2: per

@@ -2,10 +2,15 @@
 
 The backend module `backends.NAME.worker` provides `make_adapter()`; the adapter has a
 `table` (OpTable), `modes`, `versions()` and fwd / vjp / vjp2(entry, inputs, attrs, ...).
+A backend folder with a `workarounds.py` (its `WORKAROUNDS`, a backends._table.Alternatives beside
+the op table) gives the adapter its alternative formulations, unless the adapter declares its own:
+a "run" or "graph" request can name one in place of an op, "source" gives its code, and
+"alternatives" lists those of a node's op.
 Every request gets exactly one reply: ok, unsupported, or error (with the message).
 A crash or hang is the host's to see (EOF / timeout), never hidden here.
 """
 import importlib
+import importlib.util
 import os
 import sys
 import time
@@ -23,6 +28,8 @@ def serve(name):
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     module = f"backends.{name}.worker" if os.path.isdir(os.path.join(here, name)) else name
     adapter = importlib.import_module(module).make_adapter()
+    if adapter.workarounds is None:
+        adapter.workarounds = folder_workarounds(module)
     while True:
         try:
             msg, arrays = wire.read(stdin)
@@ -32,6 +39,8 @@ def serve(name):
         if kind == "hello":
             wire.write(stdout, {"status": wire.Status.OK, "modes": list(adapter.modes), "versions": adapter.versions(),
                                 "native": bool(adapter.native),
+                                "workarounds": [list(k) for k in adapter.workarounds.keys()]
+                                if adapter.workarounds is not None else [],
                                 "ops": [list(k) for k in adapter.table.keys()], "pid": os.getpid()})
             continue
         if kind == "exit":
@@ -42,16 +51,34 @@ def serve(name):
         if kind == "source":
             wire.write(stdout, *source(adapter, msg))
             continue
+        if kind == "alternatives":
+            wire.write(stdout, *alternatives(adapter, msg))
+            continue
         wire.write(stdout, *handle(adapter, msg, arrays))
 
 
+def folder_workarounds(module):
+    """The WORKAROUNDS of the backend folder's workarounds.py (beside its worker module), or None."""
+    name = module.rsplit(".", 1)[0] + ".workarounds"
+    if "." not in module or importlib.util.find_spec(name) is None:
+        return None
+    return importlib.import_module(name).WORKAROUNDS
+
+
+def entry_of(adapter, spec, workaround=None):
+    """The op-table entry of a node, or with `workaround` (an alternative's name) that alternative's."""
+    return adapter.lookup(spec) if workaround is None else adapter.alternative(spec, workaround)
+
+
 def graph(adapter, msg, arrays):
-    """The whole graph chained (msg: specs, feeds, outputs, penalty; arrays: feeds then cotangents)."""
+    """The whole graph chained (msg: specs, feeds, outputs, penalty, and optionally workarounds: node
+    name -> the alternative run in place of its op; arrays: feeds then cotangents)."""
     specs = [from_json(d) for d in msg["specs"]]
     feeds = dict(zip(msg["feeds"], arrays[:len(msg["feeds"])]))
     cots = arrays[len(msg["feeds"]):]
+    chosen = msg.get("workarounds") or {}
     try:
-        pairs = [(adapter.lookup(s), s) for s in specs]
+        pairs = [(entry_of(adapter, s, chosen.get(s.name)), s) for s in specs]
     except Unsupported as e:
         return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
     t = time.perf_counter()
@@ -74,10 +101,33 @@ def graph(adapter, msg, arrays):
             [values[k] for k in vnames] + [grads[k] for k in gnames])
 
 
-def source(adapter, msg):
-    """The op function of a node, and the framework's autodiff module, as script text."""
-    from backends._runtime.source import op_source
+def alternatives(adapter, msg):
+    """The alternatives of a node's op: [{"name", "description", "since"}], in registration order."""
     spec = from_json(msg["spec"])
+    return {"status": wire.Status.OK, "alternatives": [{"name": a.name, "description": a.description,
+                                                        "since": a.since} for a in adapter.alternatives(spec)]}, []
+
+
+def source(adapter, msg):
+    """The op function of a node, and the framework's autodiff module, as script text. With
+    "workaround": NAME, that alternative's function instead, under its own name."""
+    from backends._runtime.source import _PRELUDE, op_source
+    spec = from_json(msg["spec"])
+    name = msg.get("workaround")
+    if name is not None:
+        try:
+            adapter.alternative(spec, name)
+            fn = {a.name: a for a in adapter.alternatives(spec)}[name].fn
+            body, imports = op_source(fn, name=name)
+            if body.startswith(_PRELUDE) and "Unsupported" not in body[len(_PRELUDE):]:
+                body = body[len(_PRELUDE):].lstrip("\n")  # it never raises Unsupported: no class for it
+        except Unsupported as e:
+            return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
+        except Exception as e:  # noqa: BLE001 - a function irtrace cannot lift out; the worker lives on
+            return {"status": wire.Status.ERROR,
+                    "message": f"cannot extract the alternative's source: {type(e).__name__}: {e}"}, []
+        return {"status": wire.Status.OK, "op": body, "imports": imports,
+                "defined_in": f"{fn.__module__}.{fn.__name__}"}, []
     try:
         entry = adapter.lookup(spec)
     except Unsupported as e:
@@ -102,7 +152,7 @@ def handle(adapter, msg, arrays):
     try:
         if mode not in adapter.modes:  # before lookup: "does not compute vjp" says more than a missing op
             raise Unsupported(f"backend {adapter.name!r} does not compute {mode}")
-        entry = adapter.lookup(spec)
+        entry = entry_of(adapter, spec, msg.get("workaround"))
         out, seconds = adapter.run(mode, entry, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:])
     except Unsupported as e:
         return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
