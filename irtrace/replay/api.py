@@ -11,7 +11,8 @@ class ReplayOptions:
     """What to replay and how. Defaults: the reference (itself judged against the float64 oracle, which
     arbitrates whenever it is available) and onnxruntime; all three modes;
     every node; one worker set; 60 s per node and backend; verdicts from the float64 oracle
-    (atol/rtol set: fixed tolerances instead); no chained run."""
+    (atol/rtol set: fixed tolerances instead); no chained run; each backend's alternative formulations
+    tried on the nodes where its op failed (verify_workarounds); chained runs without them."""
     backends: tuple = ("torch", "onnxruntime")
     modes: tuple = ("fwd", "vjp", "vjp2")
     nodes: str = None              # regex on node names
@@ -25,6 +26,8 @@ class ReplayOptions:
     loss: str = "bundle"           # chained loss: "bundle" or "grad-penalty"
     form: str = "canonical"        # "original": ONNX-executing backends get the pre-canonical attributes
     cache: bool = True             # keep and reuse the reference's and oracle's results beside the bundle
+    verify_workarounds: bool = True  # try each backend's alternative formulations where its op failed
+    workarounds: bool = False      # chained: also run each backend with every verified workaround applied
 
     def policy(self):
         if self.atol is None and self.rtol is None:
@@ -39,6 +42,11 @@ class ReplayOptions:
             raise IrtraceError("no backend to replay on")
         if self.jobs < 1:
             raise IrtraceError(f"--jobs {self.jobs}: must be at least 1")
+        if self.workarounds and not self.chained:
+            raise IrtraceError("--workarounds applies the verified workarounds in the chained run: add --chained")
+        if self.workarounds and not self.verify_workarounds:
+            raise IrtraceError("--workarounds applies the workarounds the replay verifies: "
+                               "it cannot go with --no-verify-workarounds")
         return self
 
 
@@ -56,12 +64,13 @@ def run(bundle, options, progress=None, done=None, on_node=None):
     NodeReport of an earlier, interrupted run (not run again); `on_node` is called with each node's
     NodeReport as it completes."""
     from irtrace.replay.engine import replay
+    from irtrace.replay.workarounds import verify
     options.check()
     policy = options.policy()
     rep = replay(bundle, list(options.backends), list(options.modes), nodes_regex=options.nodes,
                  ops=list(options.ops) if options.ops else None, jobs=options.jobs, timeout=options.timeout,
                  policy=policy, progress=progress, form=options.form, done=done, on_node=on_node,
-                 cache=options.cache)
+                 cache=options.cache, after=verify if options.verify_workarounds else None)
     outcome = Outcome(rep, options)
     if options.chained:
         from irtrace.replay.chained import chained_replay
@@ -72,7 +81,8 @@ def run(bundle, options, progress=None, done=None, on_node=None):
             # and the reference is what every chain is compared with: a chained torch row would be torch vs torch
             under_test = [n for n in options.backends if registry.get(n).role == registry.UNDER_TEST]
             outcome.chained, outcome.loss = chained_replay(bundle, under_test, pool, loss=options.loss,
-                                                           policy=policy, isolated=rep)
+                                                           policy=policy, isolated=rep,
+                                                           workarounds=options.workarounds)
         finally:
             pool.close()
     return outcome

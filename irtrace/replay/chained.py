@@ -19,6 +19,7 @@ from irtrace.ir.graph import dag, gradient_path, gradient_sources, shape_arithme
 from irtrace.ir.spec import node_specs
 from irtrace.replay.engine import ORACLE, REFERENCE
 from irtrace.replay.worker import WorkerFailed
+from irtrace.replay.workarounds import applied
 from irtrace.store import grad_name, initializers, seed_name
 
 log = logging.getLogger(__name__)
@@ -39,11 +40,16 @@ class ChainedRun:
     first_grad_divergence: dict = None
     substituted: list = field(default_factory=list)  # nodes that failed: {"node", "verdict", "message", "outputs"}
     notes: list = field(default_factory=list)        # what was not judged, and why
+    # alternatives run in place of ops (--workarounds): {"node", "op_type", "name"}, in topological order
+    workarounds: list = field(default_factory=list)
 
 
-def _graph_request(specs, protos, feeds, outputs, penalty):
-    return {"kind": "graph", "specs": [{**s.to_json(), "proto": protos[s.name]} for s in specs],
-            "feeds": list(feeds), "outputs": outputs, "penalty": penalty}
+def _graph_request(specs, protos, feeds, outputs, penalty, workarounds=None):
+    msg = {"kind": "graph", "specs": [{**s.to_json(), "proto": protos[s.name]} for s in specs],
+           "feeds": list(feeds), "outputs": outputs, "penalty": penalty}
+    if workarounds:
+        msg["workarounds"] = dict(workarounds)
+    return msg
 
 
 def _run(pool, backend, msg, arrays, timeout):
@@ -106,12 +112,14 @@ class ChainRequest:
     penalty: tuple
     feeds: dict
     specs: list
+    workarounds: dict = None   # node name -> the alternative run in place of its op
 
 
-def chain_request(bundle, loss="bundle", substituted=()):
+def chain_request(bundle, loss="bundle", substituted=(), workarounds=None):
     """The ChainRequest of `bundle` for `loss` ("bundle": the bundle's own loss, a gradient penalty
     when it was exported with one; "grad-penalty": the penalty over every float model input).
-    `substituted`: nodes that failed on this backend: their recorded values are fed instead."""
+    `substituted`: nodes that failed on this backend: their recorded values are fed instead.
+    `workarounds`: node name -> an alternative formulation the backend runs in place of its op."""
     if loss not in LOSSES:
         raise IrtraceError(f"unknown chained loss {loss!r}; choose from {', '.join(LOSSES)}")
     import base64
@@ -142,9 +150,10 @@ def chain_request(bundle, loss="bundle", substituted=()):
             cots = [np.ones_like(c) if c is not None else None for c in cots]
     else:
         penalty = []
-    msg = _graph_request(specs, protos, feeds, outputs, penalty)
+    workarounds = {n: w for n, w in (workarounds or {}).items() if n not in shapes_only}
+    msg = _graph_request(specs, protos, feeds, outputs, penalty, workarounds)
     msg["shapes"] = {o: list(bundle.values.spec(o)[1]) for s in specs for o in s.outputs if o and o in bundle.values}
-    return ChainRequest(msg, list(feeds.values()) + cots, loss, tuple(penalty), feeds, specs)
+    return ChainRequest(msg, list(feeds.values()) + cots, loss, tuple(penalty), feeds, specs, workarounds or None)
 
 
 def run_chain(pool, backend, request, timeout=600.0):
@@ -153,9 +162,13 @@ def run_chain(pool, backend, request, timeout=600.0):
     return _run(pool, backend, request.message, request.arrays, timeout)
 
 
-def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=compare.Policy(), isolated=None):
+def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=compare.Policy(), isolated=None,
+                   workarounds=False):
     """(chained runs of `backends`, the loss used); `isolated`: the isolated Replay, to link verdicts.
-    loss="bundle" uses the bundle's own loss (a gradient penalty when it was exported with one)."""
+    loss="bundle" uses the bundle's own loss (a gradient penalty when it was exported with one).
+    `workarounds`: after a backend's run, run it again with every workaround the isolated replay
+    verified on a node (irtrace/replay/workarounds.py) in place of that node's op (ChainedRun.workarounds
+    says which), when there is one."""
     request = chain_request(bundle, loss)
     loss, penalty, feeds, specs, m = request.loss, request.penalty, request.feeds, request.specs, bundle.manifest
     ref_status, ref_reply, ref_vals, ref_grads = run_chain(pool, REFERENCE, request, timeout)
@@ -166,6 +179,7 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     declared = m.get("differentiable")
     path = gradient_path(bundle.model, declared if declared is not None else gradient_sources(bundle.model))
     index = {s.name: i for i, s in enumerate(node_specs(bundle.model))}  # the report's node indices
+    op_of = {s.name: s.op_type for s in node_specs(bundle.model)}
     producer = {o: (index[s.name], s.name) for s in specs for o in s.outputs if o}
     order = [o for s in specs for o in s.outputs if o]
     params = [p for p in m.get("parameters", []) if p in feeds]
@@ -173,9 +187,11 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     runs = []
     rounding = _ChainRounding(pool, request, timeout)
     g = dag(node_specs(bundle.model))
-    for backend in backends:
+
+    def one(backend, req):
+        """One chained run of `backend` on `req`, judged."""
         t0 = time.perf_counter()
-        status, reply, vals, grads, substituted = _run_substituting(pool, backend, bundle, request, timeout)
+        status, reply, vals, grads, substituted = _run_substituting(pool, backend, bundle, req, timeout)
         run = ChainedRun(backend, status, reply.get("message", ""), time.perf_counter() - t0)
         run.substituted = substituted
         if status == "ok":
@@ -239,7 +255,16 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
                 if p not in grads:
                     run.parameters.append(_entry(p, "", -1, compare.ERROR, None,
                                                  {"message": f"{backend} returned no gradient for {p}"}, "param_grad"))
-        runs.append(run)
+        return run
+
+    for backend in backends:
+        runs.append(one(backend, request))
+        chosen = applied(isolated, backend) if workarounds and isolated is not None else {}
+        if chosen:  # the port with every verified workaround in place of its failing op
+            run = one(backend, chain_request(bundle, loss, workarounds=chosen))
+            run.workarounds = [{"node": n, "op_type": op_of[n], "name": chosen[n]}
+                               for n in sorted(chosen, key=index.get)]
+            runs.append(run)
     return runs, loss
 
 
@@ -258,7 +283,7 @@ def _run_substituting(pool, backend, bundle, request, timeout, limit=20):
         verdict = compare.SHAPE_MISMATCH if "has shape" in reply.get("message", "") else compare.ERROR
         substituted.append({"node": node, "verdict": verdict, "message": reply.get("message", ""), "outputs": outputs})
         log.info("chained %s: %s failed (%s); feeding its recorded value", backend, node, reply.get("message"))
-        request = chain_request(bundle, request.loss, [sub["node"] for sub in substituted])
+        request = chain_request(bundle, request.loss, [sub["node"] for sub in substituted], request.workarounds)
 
 
 def _upstream_values(model, graph, node):

@@ -59,6 +59,8 @@ class Replay:
     policy: compare.Policy
     versions: dict
     restarts: dict
+    # backend -> node name -> what each of its alternative formulations gives there (replay/workarounds.py)
+    workarounds: dict = field(default_factory=dict)
 
 
 def parse_modes(text):
@@ -195,14 +197,46 @@ def original_proto(node, original_attrs):
     return base64.b64encode(n.SerializeToString()).decode()
 
 
+def mode_calls(bundle, spec, modes, path, proto):
+    """What a replay judges of one node: (calls, off, skipped). `calls`: a NodeCall per mode in `modes`
+    that has something to judge (vjp and vjp2 need a float input on a gradient path and a cotangent);
+    `off`: the float inputs whose gradients are not judged; `skipped`: report entries saying which."""
+    values = bundle.values
+    inputs = [np.asarray(values[i]) if i else None for i in spec.inputs]
+    off, passive = undifferentiated_inputs(spec, inputs, path)
+    base = from_bundle(bundle, spec, "fwd", proto, us_off=off)
+    float_in = any(a is not None and a.dtype.kind == "f" for k, a in enumerate(inputs) if k not in off)
+    calls, skipped = [], []
+    for mode in modes:
+        if mode != "fwd" and (not float_in or all(c is None for c in base.cots)):
+            if off and not float_in:
+                skipped.append({"mode": mode, "output": "*", "backend": None, "reason": "no input on a gradient path"})
+            continue
+        skipped += [{"mode": mode, "output": f"{'d' if mode == 'vjp' else 'd2x'}:{spec.inputs[k]}",
+                     "backend": None, "reason": "NonDifferentiable in the ONNX schema" if k in passive
+                     else "not on a gradient path of the model"}
+                    for k in off if mode != "fwd"]
+        calls.append(replace(base, mode=mode))
+    return calls, off, skipped
+
+
+def recorded_outputs(bundle, call):
+    """The fwd reference of a call: the node's recorded outputs (None in other modes)."""
+    values = bundle.values
+    return [np.asarray(values[o]) if o and o in values else None for o in call.spec.outputs] \
+        if call.mode == "fwd" else None
+
+
 def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, timeout=60.0, policy=compare.Policy(),
-           progress=None, form="canonical", done=None, on_node=None, cache=True):
+           progress=None, form="canonical", done=None, on_node=None, cache=True, after=None):
     """Replay every selected node of `bundle` on `backends` (names) in `modes`; returns a Replay.
     form="original": backends that execute ONNX natively get each node's attributes as they were
     before canonicalization (the others always get the canonical node). `done`: node name ->
     NodeReport already computed (a resumed run: not run again); `on_node(NodeReport)` is called as
     each node completes (the journal appends it). `cache`: keep and reuse the reference's and the
-    oracle's results beside the bundle (irtrace/replay/cache.py)."""
+    oracle's results beside the bundle (irtrace/replay/cache.py). `after(session, nodes)`: called once
+    every node is done, before the workers close; what it returns is Replay.workarounds (the API passes
+    irtrace/replay/workarounds.verify: each backend's alternative formulations on its failing nodes)."""
     for b in backends:
         reason = registry.get(b).unavailable()
         if reason:
@@ -224,17 +258,11 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
     shapes_only = shape_arithmetic(model, bundle.state)
     use_oracle = registry.get(ORACLE).unavailable() is None
     pool = WorkerPool()
-    values = bundle.values
     results = ResultCache(bundle, [REFERENCE] + ([ORACLE] if use_oracle else [])) if cache else None
 
     def run_node(item):
         index, spec = item
         node = NodeReport(spec.name, spec.op_type, spec.domain, index, bundle.node_source(spec.name))
-        inputs = [np.asarray(values[i]) if i else None for i in spec.inputs]
-        off, passive = undifferentiated_inputs(spec, inputs, path)
-        base = from_bundle(bundle, spec, "fwd", protos[spec.name], us_off=off)
-        cots = base.cots
-        float_in = any(a is not None and a.dtype.kind == "f" for k, a in enumerate(inputs) if k not in off)
         on = backends
         if spec.name in shapes_only:  # a port computes shape arithmetic in Python: only the reference is judged
             on = [b for b in backends if b == REFERENCE]
@@ -242,24 +270,14 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                               "reason": "shape arithmetic (computed from shapes and constants only): a port "
                                         "computes it in Python, not with the framework"}
                              for b in backends if b not in on and b != ORACLE]
-        for mode in modes:
-            if mode != "fwd" and (not float_in or all(c is None for c in cots)):
-                if mode != "fwd" and off and not float_in:
-                    node.skipped.append({"mode": mode, "output": "*", "backend": None,
-                                         "reason": "no input on a gradient path"})
-                continue
-            node.skipped += [{"mode": mode, "output": f"{'d' if mode == 'vjp' else 'd2x'}:{spec.inputs[k]}",
-                              "backend": None, "reason": "NonDifferentiable in the ONNX schema" if k in passive
-                              else "not on a gradient path of the model"}
-                             for k in off if mode != "fwd"]
-            call = replace(base, mode=mode)
+        calls, off, skipped = mode_calls(bundle, spec, modes, path, protos[spec.name])
+        node.skipped += skipped
+        for call in calls:
             # --form original: ONNX-executing backends get the node as it was before canonicalization;
             # the reference and the oracle run once either way
-            forms = {b: originals[spec.name] for b in on
+            forms = {b: call.with_proto(originals[spec.name]) for b in on
                      if spec.name in originals and (pool.get(b).hello or {}).get("native")}
-            ref_fwd = [np.asarray(values[o]) if o and o in values else None for o in spec.outputs] \
-                if mode == "fwd" else None
-            got = run_everywhere(pool, call, ref_fwd, on, use_oracle, timeout, forms, results)
+            got = run_everywhere(pool, call, recorded_outputs(bundle, call), on, use_oracle, timeout, forms, results)
             node.results.extend(judge_node(pool, call, got, policy, timeout, off_path=off, cache=results))
         if progress:
             progress()
@@ -285,6 +303,11 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                 nodes.append(future.result())
                 if on_node:
                     on_node(nodes[-1])
+        nodes.sort(key=lambda n: n.index)
+        tried = {}
+        if after is not None:
+            tried = after(Session(bundle, list(backends), pool, policy, timeout, use_oracle, results, path, protos),
+                          nodes)
         versions = {w.info.name: w.hello.get("versions", {}) for w in pool.all if w.hello}
         if results is not None:  # the versions of a reference or oracle that was not started: the cache's
             versions = {**results.versions(), **versions}
@@ -301,7 +324,24 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
             ex.shutdown(wait=True, cancel_futures=True)
         pool.close()
     nodes.sort(key=lambda n: n.index)
-    return Replay(bundle, list(backends), list(modes), nodes, time.perf_counter() - t0, policy, versions, restarts)
+    return Replay(bundle, list(backends), list(modes), nodes, time.perf_counter() - t0, policy, versions, restarts,
+                  tried)
+
+
+@dataclass(frozen=True)
+class Session:
+    """What a replay judges with, for work done on its nodes once they are all done (its `after`): the
+    bundle, the backends, the live workers, the Policy, the timeout, whether the oracle arbitrates,
+    the ResultCache (or None), the values on a gradient path, and each node's NodeProto (base64)."""
+    bundle: object
+    backends: list
+    pool: object
+    policy: compare.Policy
+    timeout: float
+    use_oracle: bool
+    cache: object
+    path: object
+    protos: dict
 
 
 def labels(spec, mode):
@@ -327,8 +367,9 @@ def _wants_model(call):
 
 def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=None, cache=None):
     """Run one NodeCall on the reference, the oracle and `backends`. `ref_fwd`: the recorded outputs (the
-    fwd reference) or None to use the reference worker's; `forms`: backend -> another form of the node
-    (--form original); `cache`: a ResultCache of the reference's and oracle's answers. Returns a Gathered."""
+    fwd reference) or None to use the reference worker's; `forms`: backend -> the NodeCall it gets instead
+    (--form original: another form of the node; an alternative formulation by name); `cache`: a
+    ResultCache of the reference's and oracle's answers. Returns a Gathered."""
     spec, mode = call.spec, call.mode
     oracle_call = call.with_extra(magnitude=_wants_model(call))
     cached_ref = cache.get(call, REFERENCE) if cache is not None else None
@@ -341,7 +382,7 @@ def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=Non
     for backend in backends:
         if backend in (ORACLE, REFERENCE) or mode not in modes_of(pool, backend):
             continue  # the oracle arbitrates, it is not under test; onnxruntime is forward-only
-        sent[backend] = _send(pool, backend, call.with_proto(forms[backend]) if forms and backend in forms else call)
+        sent[backend] = _send(pool, backend, forms[backend] if forms and backend in forms else call)
     ref_status, ref_reply, ref_out = cached_ref or _remember(cache, call, REFERENCE,
                                                              _receive(pool, sent_ref, timeout))
     ref = ref_fwd if mode == "fwd" and ref_fwd is not None else (ref_out if ref_status == "ok" else None)

@@ -1,0 +1,146 @@
+"""Verified workarounds: after a replay, each backend's alternative formulations of an op (declared in
+its folder, beside its op table: backends/<name>/workarounds.py) are run on every node where that op
+failed on it, on the same recorded inputs, in every mode the backend computes, and judged exactly as
+the replay judges (the reference, the float64 oracle, the same Policy). An alternative matches a node
+when every result in every mode is MATCH or NOISE. The report gives each finding the alternatives of
+its op with their code and verdicts; a chained run can apply the matching ones (`--workarounds`)."""
+import logging
+
+from irtrace import compare
+from irtrace.replay.engine import MODES, ORACLE, REFERENCE, judge_node, mode_calls, modes_of, recorded_outputs, \
+    run_everywhere
+from irtrace.replay.worker import WorkerFailed
+
+log = logging.getLogger(__name__)
+PASSING = (compare.MATCH, compare.NOISE)
+
+
+def _op_key(domain, op_type):
+    return ("" if domain == "ai.onnx" else domain, op_type)
+
+
+def _offered(pool, backend):
+    """{(domain, op type)} the backend has alternatives for, from its worker's hello (none when it cannot
+    start: its failures are in the replay already)."""
+    try:
+        hello = pool.get(backend).hello
+    except WorkerFailed:
+        return set()
+    return {_op_key(d, o) for d, o, *_ in (hello or {}).get("workarounds", [])}
+
+
+def _ask(pool, backend, msg, timeout):
+    """A request that is not a node call ("alternatives", "source"): (reply, or None when it failed)."""
+    try:
+        reply, _ = pool.get(backend).call(msg, [], timeout)
+    except WorkerFailed as e:
+        log.info("%s: %s request failed: %s", backend, msg["kind"], e.message)
+        return None
+    return reply if reply.get("status") == "ok" else None
+
+
+def code_of(pool, backend, spec, name, timeout):
+    """The standalone source of an alternative (its imports, the helpers it calls, the function under
+    its own name), as the backend's worker extracts it; "" when it cannot."""
+    reply = _ask(pool, backend, {"kind": "source", "spec": spec.to_json(), "workaround": name}, timeout)
+    if reply is None:
+        return ""
+    return "".join(f"{line}\n" for line in reply["imports"]) + ("\n\n" if reply["imports"] else "") + reply["op"]
+
+
+def worst(verdicts):
+    return max(verdicts, key=lambda v: compare.SEVERITY.get(v, 0))
+
+
+def try_alternative(session, spec, backend, name, modes):
+    """({mode: the worst verdict of the backend's results}, the modes judged) of alternative `name` on one
+    node, each mode judged as the replay judges it; a mode without a verdict (the reference failed
+    there) is left out of the first."""
+    s = session
+    calls, off, _ = mode_calls(s.bundle, spec, modes, s.path, s.protos[spec.name])
+    verdicts = {}
+    for call in calls:
+        instead = {backend: call.with_extra(workaround=name)}
+        got = run_everywhere(s.pool, call, recorded_outputs(s.bundle, call), [backend], s.use_oracle, s.timeout,
+                             instead, s.cache)
+        mine = [r.verdict for r in judge_node(s.pool, call, got, s.policy, s.timeout, off_path=off, cache=s.cache)
+                if r.backend == backend]
+        if mine:
+            verdicts[call.mode] = str(worst(mine))
+    return verdicts, [c.mode for c in calls]
+
+
+def verify(session, nodes, everywhere=False):
+    """backend -> node name -> [{"name", "description", "code", "verdicts", "matches"}]: every alternative
+    of the node's op on every node with a failing (or UNSUPPORTED) result on that backend (`everywhere`:
+    on every node of an op that has alternatives), for the replay `session`
+    (irtrace.replay.engine.Session). `matches`: every mode the backend computes that has something to
+    judge on that node gave only MATCH or NOISE."""
+    from irtrace.ir.spec import node_specs
+    pool, timeout = session.pool, session.timeout
+    specs = {s.name: s for s in node_specs(session.bundle.model)}
+    out = {}
+    for backend in session.backends:
+        if backend in (REFERENCE, ORACLE):
+            continue
+        failed = [n for n in nodes if everywhere or any(r.backend == backend and (r.verdict in compare.FAILING or
+                                                                                  r.verdict == compare.UNSUPPORTED)
+                                                        for r in n.results)]
+        if not failed:
+            continue
+        offered = _offered(pool, backend)
+        failed = [n for n in failed if _op_key(n.domain, n.op_type) in offered]
+        if not failed:
+            continue
+        modes = [m for m in MODES if m in modes_of(pool, backend)]
+        code = {}
+        for node in failed:
+            spec = specs[node.name]
+            reply = _ask(pool, backend, {"kind": "alternatives", "spec": spec.to_json()}, timeout)
+            tried = []
+            for alt in (reply or {}).get("alternatives", []):
+                name = alt["name"]
+                verdicts, judged = try_alternative(session, spec, backend, name, modes)
+                key = (spec.domain, spec.op_type, spec.opset, name)
+                if key not in code:
+                    code[key] = code_of(pool, backend, spec, name, timeout)
+                tried.append({"name": name, "description": alt["description"], "code": code[key],
+                              "verdicts": verdicts,
+                              "matches": bool(judged) and all(verdicts.get(m) in PASSING for m in judged)})
+                log.info("%s %s on %s: %s", backend, name, node.name, verdicts)
+            if tried:
+                out.setdefault(backend, {})[node.name] = tried
+    return out
+
+
+def for_finding(replay, finding):
+    """The alternatives tried on a finding's nodes, verdicts per mode the worst over its nodes, `matches`
+    when it matches on every one of them; None when the backend has none for the finding's op."""
+    per_node = replay.workarounds.get(finding["backend"], {})
+    tried = [per_node[n] for n in finding["nodes"] if n in per_node]
+    if not tried:
+        return None
+    merged = {}
+    for node_list in tried:
+        for w in node_list:
+            m = merged.setdefault(w["name"], {"name": w["name"], "description": w["description"], "code": w["code"],
+                                              "verdicts": {}, "matches": True})
+            for mode, v in w["verdicts"].items():
+                m["verdicts"][mode] = str(worst([v] + ([m["verdicts"][mode]] if mode in m["verdicts"] else [])))
+            m["matches"] = m["matches"] and w["matches"]
+    for m in merged.values():
+        if len(tried) < len(finding["nodes"]):
+            m["matches"] = False  # a node it was not tried on is not verified
+        m["verdicts"] = {mode: m["verdicts"][mode] for mode in sorted(m["verdicts"], key=MODES.index)}
+    return list(merged.values())
+
+
+def applied(replay, backend):
+    """node name -> the alternative a chained run with workarounds uses there: the first (in the
+    backend's registration order) that matches on that node."""
+    chosen = {}
+    for node, tried in replay.workarounds.get(backend, {}).items():
+        ok = [w["name"] for w in tried if w["matches"]]
+        if ok:
+            chosen[node] = ok[0]
+    return chosen
