@@ -61,6 +61,12 @@ def add_commands(sub):
                    help="also run the whole graph chained on each backend: error growth, parameter gradients")
     r.add_argument("--loss", default="bundle", choices=["bundle", "grad-penalty"],
                    help="chained loss: the bundle's (default) or a gradient penalty (double backward throughout)")
+    r.add_argument("--workarounds", action="store_true",
+                   help="with --chained: also run each backend with every verified workaround (an alternative "
+                        "formulation that matched on a failing node in every mode) in place of the failing op")
+    r.add_argument("--no-verify-workarounds", dest="verify_workarounds", action="store_false",
+                   help="do not try the backends' alternative formulations on the nodes where an op failed "
+                        "(default: try them; each finding then lists those that match)")
     r.add_argument("--no-cache", dest="cache", action="store_false",
                    help="compute the reference's and oracle's results again (default: reuse BUNDLE.cache/)")
     r.add_argument("--resume", action="store_true",
@@ -116,7 +122,8 @@ def _replay(args):
     report, out = run_replay(args.bundle, args.backend, args.modes, args.out, jobs=args.jobs, nodes=args.nodes,
                              ops=args.ops, timeout=args.timeout, atol=args.atol, rtol=args.rtol, strict=args.strict,
                              chained=args.chained, loss=args.loss, form=args.form, resume=args.resume,
-                             cache=args.cache)
+                             cache=args.cache, workarounds=args.workarounds,
+                             verify_workarounds=args.verify_workarounds)
     if args.repro and report["findings"]:
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)

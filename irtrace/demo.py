@@ -29,7 +29,8 @@ def demo(out, names):
         print(f"   exported {bundle.path} ({len(bundle.model.graph.node)} nodes, {bundle.manifest['mode']} mode)")
         chained = name == "stylegan2" and bool(chains)  # the gradient-penalty port of seeds/000
         report, where = run_replay(bundle.path, ",".join(available), "fwd,vjp,vjp2", out / f"{name}.replay",
-                                   quiet=True, chained=chained, loss="grad-penalty" if chained else "bundle")
+                                   quiet=True, chained=chained, loss="grad-penalty" if chained else "bundle",
+                                   workarounds=chained)
         for line in finding_lines(report):
             print("   " + printable(line))
         print("   " + summary_line(report))

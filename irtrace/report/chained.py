@@ -13,14 +13,29 @@ def _fmt(v):
     return "-" if v is None else f"{v:.3g}"
 
 
+def run_label(run):
+    """A run's backend, and whether workarounds were applied in it."""
+    return run["backend"] + (" with workarounds" if run.get("workarounds") else "")
+
+
+def applied_line(run):
+    """Which alternatives a run used in place of which ops, e.g. "leaky_relu_where at 5 LeakyRelu nodes"."""
+    count = {}
+    for w in run.get("workarounds", []):
+        count[(w["name"], w["op_type"])] = count.get((w["name"], w["op_type"]), 0) + 1
+    return ", ".join(f"{name} at {n} {op} node{'s' if n > 1 else ''}" for (name, op), n in count.items())
+
+
 def lines(section, top=10):
     out = []
     for r in section["runs"]:
-        b = r["backend"]
-        if r["status"] == "UNSUPPORTED":
+        b = run_label(r)
+        if r["status"] == "UNSUPPORTED" and not r.get("workarounds"):
             continue  # a backend without a chained mode (onnxruntime, onnxref): said in report.json
         if r["status"] != "ok":
             out.append(f"chained {b} ({section['loss']} loss): {r['status']}: {r['message'][:300]}")
+            if r.get("workarounds"):
+                out.append(f"  applied: {applied_line(r)}")
             if r["parameters"]:
                 out.append(f"  all {len(r['parameters'])} parameter gradients: {r['parameters'][0]['verdict']} "
                            f"(not computed: the run did not finish)")
@@ -29,6 +44,12 @@ def lines(section, top=10):
         bad_g = sum(1 for e in r["grads"] if e["verdict"] in ("DIVERGENT", "NAN_MISMATCH", "SHAPE_MISMATCH"))
         out.append(f"chained {b} ({section['loss']} loss): {len(r['values'])} values, {bad_v} diverge forward; "
                    f"{len(r['grads'])} cotangents, {bad_g} diverge backward")
+        if r.get("workarounds"):
+            out.append(f"  applied: {applied_line(r)}")
+            bad = [e for e in r["parameters"] if e["verdict"] not in ("MATCH", "NOISE")]
+            n = len(r["parameters"])
+            out.append(f"  all {n} parameter gradients MATCH or NOISE: the port matches end to end" if n and not bad
+                       else f"  {len(bad)} of {n} parameter gradients fail: the port does not match end to end")
         for note in r.get("notes", []):
             out.append(f"  ({note})")
         for sub in r.get("substituted", []):
@@ -85,7 +106,7 @@ def plot(section, bundle, path):
             xs = sorted(worst)
             if xs:
                 ax.plot(xs, [max(worst[x], floor) for x in xs], style, lw=1.1, marker="." if n < 200 else None,
-                        ms=3, label=f"{r['backend']} {kind}")
+                        ms=3, label=f"{run_label(r)} {kind}")
         for key, color in (("first_divergence", "red"), ("first_grad_divergence", "purple")):
             d = r.get(key)
             if d:
@@ -119,7 +140,7 @@ def html_section(section, png):
     rows = []
     for r in section["runs"]:
         for e in r["parameters"]:
-            rows.append(f"<tr><td>{html.escape(r['backend'])}</td><td>{html.escape(e['value'])}</td>"
+            rows.append(f"<tr><td>{html.escape(run_label(r))}</td><td>{html.escape(e['value'])}</td>"
                         f"<td>{e['verdict']}</td><td>{_fmt(e['max_abs'])}</td><td>{_fmt(e['max_rel'])}</td></tr>")
     text = "<br>".join(html.escape(x) for x in lines(section))
     return (f"<h2>Chained replay</h2><p>{text}</p>" + (f'<img alt="chained error" src="data:image/png;base64,{img}" '

@@ -57,6 +57,20 @@ R.nodes.forEach((n, i) => {{
 """
 
 
+def workarounds_html(findings):
+    """Per finding whose backend has alternatives for its op: each one tried, its verdicts per mode,
+    whether it matches on every node of the finding, and its code."""
+    parts = []
+    for f in findings:
+        for w in f.get("workarounds", []):
+            verdicts = ", ".join(f"{m} {v}" for m, v in w["verdicts"].items())
+            parts.append(f"<h3>{html.escape(f['id'])}: {html.escape(w['name'])} — "
+                         f"{'matches' if w['matches'] else 'does not match'}</h3>"
+                         f"<p>{html.escape(w['description'])}<br>{html.escape(verdicts)}</p>"
+                         f"<pre>{html.escape(w['code'])}</pre>")
+    return ("<h2>Workarounds tried</h2>" + "".join(parts)) if parts else ""
+
+
 def render(report, extra_html=""):
     s = report["summary"]
     summary = ", ".join(f"{k} {v}" for k, v in s.items() if isinstance(v, int) and not isinstance(v, bool) and v)
@@ -66,10 +80,12 @@ def render(report, extra_html=""):
             f"<tr><td>{html.escape(f['id'])}</td><td>{html.escape(f['verdict'])}</td><td>{html.escape(f['backend'])}</td>"
             f"<td>{html.escape(f['op_type'])}</td><td>{html.escape(f['mode'])}</td><td>{len(f['nodes'])}</td>"
             f"<td>{html.escape(f['first_node'])}</td><td>{html.escape(f['module'])}</td>"
-            f"<td>{f['worst'].get('max_abs')}</td><td>{html.escape(f['message'][:200])}</td></tr>"
+            f"<td>{f['worst'].get('max_abs')}</td><td>{html.escape(f['message'][:200])}</td>"
+            f"<td>{html.escape(', '.join(w['name'] for w in f.get('workarounds', []) if w['matches']))}</td></tr>"
             for f in report["findings"])
         findings = ("<table><tr><th>id</th><th>verdict</th><th>backend</th><th>op</th><th>mode</th><th>nodes</th>"
-                    f"<th>first node</th><th>module</th><th>max abs</th><th>message</th></tr>{rows}</table>")
+                    f"<th>first node</th><th>module</th><th>max abs</th><th>message</th>"
+                    f"<th>workaround that matches</th></tr>{rows}</table>") + workarounds_html(report["findings"])
     else:
         findings = "<p>None.</p>"
     # every <, > and & as a JSON escape: no name can close the element or open a comment in it

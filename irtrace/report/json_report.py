@@ -69,10 +69,18 @@ def build(replay, findings, strict=False):
                  "processor": platform.processor() or platform.machine()},
         "elapsed_s": round(replay.elapsed_s, 3),
         "nodes": [{**n.to_json(), "worst": _worst(n)} for n in replay.nodes],
-        "findings": [asdict(f) for f in findings],
+        "findings": [_with_workarounds(replay, asdict(f)) for f in findings],
         "speed": speed(replay),
         "summary": {**summary, "nodes": len(replay.nodes), "findings": len(findings), "strict": strict},
     })
+
+
+def _with_workarounds(replay, finding):
+    """A finding with the alternatives of its op that were tried on its nodes (docs/report.md,
+    "Workarounds"): no "workarounds" key when its backend has none for that op."""
+    from irtrace.replay.workarounds import for_finding
+    tried = for_finding(replay, finding)
+    return finding if tried is None else {**finding, "workarounds": tried}
 
 
 def _worst(node):
@@ -86,7 +94,8 @@ _TIMES = ("time_s", "ref_time_s")
 
 def split_timings(report):
     """(report, timings): what a replay found, identical in every run of it, and how long it took
-    (elapsed_s, speed, and each result's time_s / ref_time_s), which differs from run to run."""
+    (elapsed_s, speed, each result's time_s / ref_time_s, each chained run's time_s), which differs
+    from run to run."""
     timings = {"elapsed_s": report.get("elapsed_s"), "speed": report.get("speed", {}), "results": []}
     kept = {k: v for k, v in report.items() if k not in ("elapsed_s", "speed")}
     kept["nodes"] = []
@@ -100,6 +109,11 @@ def split_timings(report):
         kept["nodes"].append({**n, "results": rows})
     kept["findings"] = [{**f, "worst": {k: v for k, v in f["worst"].items() if k not in _TIMES}}
                         for f in report["findings"]]
+    if report.get("chained"):  # each chained run's time
+        runs = report["chained"]["runs"]
+        timings["chained"] = [{"backend": r["backend"], "workarounds": bool(r.get("workarounds")),
+                               "time_s": r.get("time_s")} for r in runs]
+        kept["chained"] = {**report["chained"], "runs": [{k: v for k, v in r.items() if k != "time_s"} for r in runs]}
     return kept, timings
 
 

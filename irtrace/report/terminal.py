@@ -38,7 +38,25 @@ def finding_lines(report, color=False):
                        f" or rtol >= {_g(w.get('min_rtol'))}  ({oracle})")
         note = " ".join(("; ".join(f["tags"]) or f["message"]).split())  # one line, whatever the framework wrote
         out.append(f"{'':15}id {printable(f['id'])}" + (f"  {printable(note[:300])}" if note else ""))
+        line = workaround_line(f)
+        if line:
+            out.append(f"{'':15}{printable(line)}")
     return out
+
+
+def workaround_line(finding):
+    """One short line naming the alternatives that match on every node of a finding (or that none does);
+    None when its backend has none for the op."""
+    tried = finding.get("workarounds")
+    if not tried:
+        return None
+    ok = [w["name"] for w in tried if w["matches"]]
+    if ok:
+        return f"workaround that matches: {', '.join(ok)}"
+    def why(w):
+        bad = [f"{m} {v}" for m, v in w["verdicts"].items() if v not in ("MATCH", "NOISE")]
+        return ", ".join(bad) if bad else "not judged on every node and mode"
+    return "no workaround matches: " + ", ".join(f"{w['name']} ({why(w)})" for w in tried)
 
 
 _ANSI = {"red": "31", "magenta": "35", "yellow": "33", "cyan": "36", "green": "32"}
