@@ -254,7 +254,8 @@ def render_issue(c, text):
             head = (f"Workaround that matches today ({md(w.get('description', w['name']), 200)}; forward, backward "
                     f"and double backward match PyTorch)")
             code = str(w["code"]).rstrip()
-            if code.count("\n") < 12:
+            room = 60 - len(lines) - 6  # what stays below: versions and where it was found
+            if code.count("\n") + 4 <= room:
                 lines += [head + ":", "```python", code, "```", ""]
             else:  # a long one stays beside the script (issue.md stays short)
                 lines += [head + ": `workaround.py` beside the script.", ""]
