@@ -20,13 +20,17 @@ def _op_key(domain, op_type):
 
 
 def _offered(pool, backend):
-    """{(domain, op type)} the backend has alternatives for, from its worker's hello (none when it cannot
-    start: its failures are in the replay already)."""
-    try:
-        hello = pool.get(backend).hello
-    except WorkerFailed:
-        return set()
-    return {_op_key(d, o) for d, o, *_ in (hello or {}).get("workarounds", [])}
+    """{(domain, op type)} the backend has alternatives for, from its workers' hello. A worker is started
+    only when the replay started none (a resumed run with every node done); one that could not start
+    offers none (its failures are in the replay already, and it is not started again)."""
+    started = [w for w in pool.all if w.info.name == backend]
+    hellos = [w.hello for w in started if w.hello]
+    if not started:
+        try:
+            hellos = [pool.get(backend).hello or {}]
+        except WorkerFailed:
+            return set()
+    return {_op_key(d, o) for hello in hellos[:1] for d, o, *_ in hello.get("workarounds", [])}
 
 
 def _ask(pool, backend, msg, timeout):
