@@ -576,6 +576,9 @@ def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, wan
     (fwd: per output; vjp: per input; vjp2: per input, then per output)."""
     lines, value, helpers, op_imports = op
     sc = Script(recipe, mode, verdict, check, allowed)
+    if len(cots) > 1 and verdict not in ("CRASH", "TIMEOUT"):  # outputs the mode never reads: not computed
+        wanted = {check} if mode == "fwd" else {j for j, c in enumerate(cots) if c is not None}
+        lines, value = _drop_unused(lines, value, wanted)
     budget = [INLINE_TOTAL]
     n_in, n_out = len(inputs), len(cots)
     grads = mode != "fwd"
@@ -667,6 +670,36 @@ def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, wan
     else:
         out += body + tail
     return "\n".join(out) + "\n", sc.npz
+
+
+def _drop_unused(lines, value, wanted):
+    """`value` a tuple literal of the outputs: those not in `wanted` become None, and the lines that
+    only computed them are dropped (a statement that assigns nothing read later)."""
+    try:
+        node = ast.parse(value, mode="eval").body
+    except SyntaxError:
+        return lines, value
+    if not isinstance(node, ast.Tuple):
+        return lines, value
+    node.elts = [e if k in wanted else ast.Constant(None) for k, e in enumerate(node.elts)]
+    value = ast.unparse(node)
+    kept = list(lines)
+    changed = True
+    while changed:
+        changed = False
+        for k in range(len(kept) - 1, -1, -1):
+            try:
+                stmt = ast.parse(kept[k]).body[0]
+            except SyntaxError:
+                return lines, ast.unparse(node)
+            if not isinstance(stmt, ast.Assign):
+                continue
+            targets = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            later = {n.id for text in kept[k + 1:] + [value] for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+            if not targets & later:
+                del kept[k]
+                changed = True
+    return kept, value
 
 
 def _check_lines(verdict, shape, allowed, has_f64, size):
