@@ -9,6 +9,9 @@ RECIPE = {
     "tensor": "mge.tensor({})",
     "leaf": "mge.tensor({})",
     "numpy": "{}.numpy()",
+    # the form with the copies irtrace's autodiff feeds the op (autodiff.fed): tried when the plain one
+    # does not reproduce what the worker saw
+    "fed": "{} * 1.0  # a recorded copy of the leaf, as in a network",
     "none_is_zero": True,   # GradManager leaves .grad None where the gradient is zero
     "vjp": ["gm = GradManager().attach([{xs}])",
             "with gm:",

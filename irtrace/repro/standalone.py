@@ -143,7 +143,7 @@ def _node_form(spec_json, names, inputs):
     return lines, None, feeds
 
 
-def build(src, case, title, who, form):
+def build(src, case, title, who, form, fed=False):
     """(text, npz) of the script in `form` ("straight" or "function"); CannotSpecialise when none."""
     recipe = src["script"].get("recipe")
     if recipe is None:
@@ -172,15 +172,17 @@ def build(src, case, title, who, form):
     diff = [a is not None and np.asarray(a).dtype.kind == "f" and i not in case["nondiff"]
             for i, a in enumerate(inputs)]
     return straight.compose(recipe, case["mode"], case["verdict"], case["check"], names, inputs, diff,
-                            case["cots"], case["us"], op, case["want"], case["f64"], case["allowed"], doc, who)
+                            case["cots"], case["us"], op, case["want"], case["f64"], case["allowed"], doc, who,
+                            fed=fed)
 
 
 def best_script(src, case, info, folder, title, who):
     """(text, npz, form, Run) of the first form that reproduces and computes what the worker did;
     (None, None, None, None) when none does (the caller writes the harness)."""
-    for form in ("straight", "function"):
+    fed = (src["script"].get("recipe") or {}).get("fed") is not None and case["mode"] != "fwd"
+    for form, copies in [("straight", False)] + ([("straight", True)] if fed else []) + [("function", False)]:
         try:
-            text, npz = build(src, case, straight.safe_doc(title), who, form)
+            text, npz = build(src, case, straight.safe_doc(title), who, form, copies)
         except straight.CannotSpecialise as e:
             log.info("%s form: %s", form, e)
             continue

@@ -570,7 +570,18 @@ def _fill(template, fields, each):
     return out
 
 
-def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, want, f64, allowed, doc, who):
+def _fed(lines, value, recipe, names):
+    """The op's lines reading `x_` = a recorded copy of each differentiated input `x` (recipe["fed"])."""
+    class Ren(ast.NodeTransformer):
+        def visit_Name(self, n):
+            return ast.Name(n.id + "_", n.ctx) if n.id in names else n
+    new = [f"{n}_ = {recipe['fed'].format(n)}" for n in names]
+    new += [ast.unparse(Ren().visit(ast.parse(line))) for line in lines]
+    return new, ast.unparse(Ren().visit(ast.parse(value, mode="eval")))
+
+
+def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, want, f64, allowed, doc, who,
+            fed=False):
     """(script text, arrays for data.npz). `op`: (lines, returned expression, helper sources, imports)
     of the specialised op (or the function form); `check`: the index of the checked result of `mode`
     (fwd: per output; vjp: per input; vjp2: per input, then per output)."""
@@ -610,6 +621,8 @@ def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, wan
                 terms.append(recipe["term"].format(h=h[i], u=u[i]))
         if not terms:
             raise CannotSpecialise("no direction u")
+    if fed:
+        lines, value = _fed(lines, value, recipe, [names[i] for i in xs])
     d = {("x", i): f"d_{names[i]}" for i in xs}
     d.update({("g", j): f"d_{g[j]}" for j in with_cot})
     op_lines = lines + [f"{'y' if n_out == 1 else 'ys'} = {value}"]
