@@ -2,15 +2,13 @@
 
 The backend module `backends.NAME.worker` provides `make_adapter()`; the adapter has a
 `table` (OpTable), `modes`, `versions()` and fwd / vjp / vjp2(entry, inputs, attrs, ...).
-A backend folder with a `workarounds.py` (its `WORKAROUNDS`, a backends._table.Alternatives beside
-the op table) gives the adapter its alternative formulations, unless the adapter declares its own:
-a "run" or "graph" request can name one in place of an op, "source" gives its code, and
-"alternatives" lists those of a node's op.
+An adapter that declares `workarounds` (a backends._table.Alternatives beside its op table, in
+backends/<name>/workarounds.py) offers alternative formulations: a "run" or "graph" request can
+name one in place of an op, "source" gives its code, and "alternatives" lists those of a node's op.
 Every request gets exactly one reply: ok, unsupported, or error (with the message).
 A crash or hang is the host's to see (EOF / timeout), never hidden here.
 """
 import importlib
-import importlib.util
 import os
 import sys
 import time
@@ -28,8 +26,6 @@ def serve(name):
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     module = f"backends.{name}.worker" if os.path.isdir(os.path.join(here, name)) else name
     adapter = importlib.import_module(module).make_adapter()
-    if adapter.workarounds is None:
-        adapter.workarounds = folder_workarounds(module)
     while True:
         try:
             msg, arrays = wire.read(stdin)
@@ -55,14 +51,6 @@ def serve(name):
             wire.write(stdout, *alternatives(adapter, msg))
             continue
         wire.write(stdout, *handle(adapter, msg, arrays))
-
-
-def folder_workarounds(module):
-    """The WORKAROUNDS of the backend folder's workarounds.py (beside its worker module), or None."""
-    name = module.rsplit(".", 1)[0] + ".workarounds"
-    if "." not in module or importlib.util.find_spec(name) is None:
-        return None
-    return importlib.import_module(name).WORKAROUNDS
 
 
 def entry_of(adapter, spec, workaround=None):

@@ -5,6 +5,7 @@ import numpy as np
 from backends._runtime.adapter import AutodiffAdapter
 from backends.megengine import autodiff, repro
 from backends.megengine.ops import OPS
+from backends.megengine.workarounds import WORKAROUNDS
 
 mge.config.async_level = 0  # MegEngine reports errors asynchronously otherwise
 
@@ -12,6 +13,7 @@ mge.config.async_level = 0  # MegEngine reports errors asynchronously otherwise
 class MegEngineAdapter(AutodiffAdapter):
     name = framework = "megengine"
     recipe = repro.RECIPE
+    workarounds = WORKAROUNDS  # alternative formulations a porter would write (backends/megengine/workarounds.py)
     table = OPS
     autodiff = autodiff
 
