@@ -1,5 +1,6 @@
 """repro.py and issue.md text. Names from a bundle are data: they reach the script only through
 `safe()` (in comments and docstrings) and `repr()` (in code), so a hostile name cannot inject code."""
+import html
 import math
 import re
 
@@ -25,6 +26,11 @@ def literal(value):
         items = ", ".join(literal(v) for v in value)
         return f"({items}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{items}]"
     return repr(value)
+
+
+def _escape(text):
+    """Backend-written prose (a workaround's description) for markdown: no HTML, one line."""
+    return html.escape(" ".join(str(text).split()), quote=False)
 
 
 def md(text, limit=120):
@@ -251,7 +257,7 @@ def render_issue(c, text):
         lines += ["Expected: the op returns, as PyTorch's does for the same inputs.", ""]
     for w in c.get("workarounds") or []:
         if w.get("matches"):
-            head = (f"Workaround that matches today ({md(w.get('description', w['name']), 200)}; forward, backward "
+            head = (f"Workaround that matches today ({_escape(str(w.get('description', w['name'])).rstrip('.'))[:200]}; forward, backward "
                     f"and double backward match PyTorch)")
             code = str(w["code"]).rstrip()
             room = 60 - len(lines) - 6  # what stays below: versions and where it was found
