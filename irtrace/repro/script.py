@@ -260,7 +260,7 @@ def render_issue(c, text):
             head = (f"Workaround that matches today ({_escape(str(w.get('description', w['name'])).rstrip('.'))[:200]}; forward, backward "
                     f"and double backward match PyTorch)")
             code = str(w["code"]).rstrip()
-            room = 60 - len(lines) - 6  # what stays below: versions and where it was found
+            room = 60 - "\n".join(lines).count("\n") - 6  # below: versions and where it was found
             if code.count("\n") + 4 <= room:
                 lines += [head + ":", "```python", code, "```", ""]
             else:  # a long one stays beside the script (issue.md stays short)

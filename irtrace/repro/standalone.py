@@ -143,7 +143,7 @@ def _node_form(spec_json, names, inputs):
     return lines, None, feeds
 
 
-def build(src, case, title, who, form, fed=False):
+def build(src, case, title, who, form, fed=False, prune=True):
     """(text, npz) of the script in `form` ("straight" or "function"); CannotSpecialise when none."""
     recipe = src["script"].get("recipe")
     if recipe is None:
@@ -173,16 +173,20 @@ def build(src, case, title, who, form, fed=False):
             for i, a in enumerate(inputs)]
     return straight.compose(recipe, case["mode"], case["verdict"], case["check"], names, inputs, diff,
                             case["cots"], case["us"], op, case["want"], case["f64"], case["allowed"], doc, who,
-                            fed=fed)
+                            fed=fed, prune=prune)
 
 
 def best_script(src, case, info, folder, title, who):
     """(text, npz, form, Run) of the first form that reproduces and computes what the worker did;
     (None, None, None, None) when none does (the caller writes the harness)."""
     fed = (src["script"].get("recipe") or {}).get("fed") is not None and case["mode"] != "fwd"
-    for form, copies in [("straight", False)] + ([("straight", True)] if fed else []) + [("function", False)]:
+    # pruned (outputs the mode never reads not computed), then whole (an op may update a running stat
+    # in place), then with the leaf copies, then the op's function called as is
+    forms = [("straight", False, True), ("straight", False, False)] + ([("straight", True, False)] if fed else []) \
+        + [("function", False, False)]
+    for form, copies, prune in forms:
         try:
-            text, npz = build(src, case, straight.safe_doc(title), who, form, copies)
+            text, npz = build(src, case, straight.safe_doc(title), who, form, copies, prune)
         except straight.CannotSpecialise as e:
             log.info("%s form: %s", form, e)
             continue

@@ -581,13 +581,13 @@ def _fed(lines, value, recipe, names):
 
 
 def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, want, f64, allowed, doc, who,
-            fed=False):
+            fed=False, prune=True):
     """(script text, arrays for data.npz). `op`: (lines, returned expression, helper sources, imports)
     of the specialised op (or the function form); `check`: the index of the checked result of `mode`
     (fwd: per output; vjp: per input; vjp2: per input, then per output)."""
     lines, value, helpers, op_imports = op
     sc = Script(recipe, mode, verdict, check, allowed)
-    if len(cots) > 1 and verdict not in ("CRASH", "TIMEOUT"):  # outputs the mode never reads: not computed
+    if prune and len(cots) > 1 and verdict not in ("CRASH", "TIMEOUT"):  # outputs the mode never reads: not computed
         wanted = {check} if mode == "fwd" else {j for j, c in enumerate(cots) if c is not None}
         lines, value = _drop_unused(lines, value, wanted)
     budget = [INLINE_TOTAL]
