@@ -11,7 +11,7 @@ from megengine import functional
 
 from backends._table import Alternatives, Unsupported
 from backends.megengine.ops import OPS
-from backends.megengine.ops._util import ints
+from backends.megengine.ops._util import full_pads
 
 WORKAROUNDS = Alternatives(OPS)
 
@@ -24,14 +24,8 @@ def _take(x, ax, start, stop):
 @WORKAROUNDS.register("Pad", since=19)
 def pad_concat(x, pads, constant_value=None, axes=None, *, mode="constant"):
     """F.concat of constant blocks (constant mode) or of slices of x (reflect, edge) instead of F.pad."""
-    p = ints(pads)
     r = x.ndim
-    if axes is not None:
-        ax = [a + r if a < 0 else a for a in ints(axes)]
-        full = [0] * (2 * r)
-        for i, a in enumerate(ax):
-            full[a], full[a + r] = p[i], p[i + len(ax)]
-        p = full
+    p = full_pads(pads, axes, r)
     if any(v < 0 for v in p):
         raise Unsupported("negative pads (ONNX crops with them)")
     if mode not in ("constant", "reflect", "edge"):

@@ -18,6 +18,18 @@ def axis(a, rank):
     return a + rank if a < 0 else a
 
 
+def full_pads(pads, axes, r):
+    """ONNX Pad's pads (for `axes`, or all r axes) as [b1..br, e1..er] over every axis, python ints."""
+    p = ints(pads)
+    if axes is None:
+        return p
+    ax = [axis(a, r) for a in ints(axes)]
+    full = [0] * (2 * r)
+    for i, a in enumerate(ax):
+        full[a], full[a + r] = p[i], p[i + len(ax)]
+    return full
+
+
 def pad_width(pads):
     """ONNX [b1..bn, e1..en] -> MegEngine F.pad's ((b1, e1), ...)."""
     r = len(pads) // 2

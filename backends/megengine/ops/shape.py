@@ -4,7 +4,7 @@ import numpy as np
 
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
-from backends.megengine.ops._util import axis, ints, pad_width
+from backends.megengine.ops._util import axis, full_pads, ints, pad_width
 
 
 @OPS.register("Reshape", since=14)
@@ -126,14 +126,7 @@ def constant_of_shape(shape, *, value=None):
 
 @OPS.register("Pad", since=19)
 def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
-    p = ints(pads)
-    r = x.ndim
-    if axes is not None:
-        ax = [axis(a, r) for a in ints(axes)]
-        full = [0] * (2 * r)
-        for i, a in enumerate(ax):
-            full[a], full[a + r] = p[i], p[i + len(ax)]
-        p = full
+    p = full_pads(pads, axes, x.ndim)
     if any(v < 0 for v in p):
         raise Unsupported("MegEngine's F.pad takes no negative widths (ONNX crops with them)")
     mge_mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}.get(mode)
