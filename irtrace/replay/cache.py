@@ -49,6 +49,9 @@ def _worker_key(name):
                        [str(p) for p in info.extra_path]])
 
 
+SMALL = 1 << 20  # bytes: a cache entry up to this size is read whole, not memory-mapped
+
+
 class ResultCache:
     """get(call, backend) -> (status, reply, arrays) or None; put(...) after a call. `backends`: the
     roles cached (the reference and the oracle)."""
@@ -98,10 +101,16 @@ class ResultCache:
         if not path.exists():
             return None
         from irtrace.store import LazyValues
-        try:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
-            f = LazyValues(path)
-            meta = json.loads(f.metadata["irtrace"])
-            out = [f[str(k)] if k not in meta["none"] else None for k in range(meta["n"])]
+        try:
+            if path.stat().st_size <= SMALL:  # a copy is cheaper than mapping and validating a small file
+                from safetensors import safe_open
+                with safe_open(str(path), framework="numpy") as f:
+                    meta = json.loads(f.metadata()["irtrace"])
+                    out = [f.get_tensor(str(k)) if k not in meta["none"] else None for k in range(meta["n"])]
+            else:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
+                f = LazyValues(path)
+                meta = json.loads(f.metadata["irtrace"])
+                out = [f[str(k)] if k not in meta["none"] else None for k in range(meta["n"])]
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
             log.info("%s: unreadable cache entry (%s); computing it again", path, e)
             return None
