@@ -138,9 +138,8 @@ def _node_form(spec_json, names, inputs):
              f"model = helper.make_model(graph, opset_imports=[helper.make_opsetid({node.domain!r}, "
              f"{spec_json['opset']})])",
              "model.ir_version = min(model.ir_version, 10)"]
-    n_out = len(outs)
     feeds = "{" + ", ".join(f"{n!r}: {n}" for n, a in zip(names, inputs) if a is not None) + "}"
-    return lines, None, feeds
+    return lines, feeds
 
 
 def build(src, case, title, who, form, fed=False, prune=True):
@@ -154,18 +153,16 @@ def build(src, case, title, who, form, fed=False, prune=True):
            f"exits 1 while the problem reproduces, 0 once it is fixed.")
     if recipe.get("node"):
         names = [f"x{i}" for i in range(len(inputs))]
-        lines, _, feeds = _node_form(spec, names, inputs)
+        lines, feeds = _node_form(spec, names, inputs)
         lines += recipe.get("setup", [])
         value = recipe["run"].format(feeds=feeds) + ("[0]" if len(spec["outputs"]) == 1 else "")
         op = (lines, value, [], [])
         recipe = {**recipe, "tensor": "{}", "leaf": "{}"}
     else:
-        names, _ = straight.param_names(src["op"], len(inputs))
-        diffable = [a is not None and np.asarray(a).dtype.kind == "f" and i not in case["nondiff"]
-                    for i, a in enumerate(inputs)]
+        names = straight.param_names(src["op"], len(inputs))
         if form == "straight":
             tensors = _tensors(names, inputs, case, list if recipe.get("shape_type") == "list" else straight._Shape)
-            op = straight.specialise(src["op"], src["imports"], tensors, case["attrs"], None,
+            op = straight.specialise(src["op"], src["imports"], tensors, case["attrs"],
                                      list if recipe.get("shape_type") == "list" else straight._Shape)
         else:
             op = _call_form(src["op"], src["imports"], names, inputs, case["attrs"])

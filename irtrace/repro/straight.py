@@ -416,7 +416,7 @@ def import_names(imports):
     return out
 
 
-def specialise(block, imports, inputs, attrs, known, shape_type=_Shape):
+def specialise(block, imports, inputs, attrs, shape_type=_Shape):
     """(op lines, the returned expression, helper sources, import lines) for the op of `block` called as
     op(*inputs, **attrs). `inputs`: Tensor or None per input. Raises CannotSpecialise."""
     tree = ast.parse(block)
@@ -501,15 +501,15 @@ def param_names(block, n_inputs):
                       isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
                       and any(isinstance(t, ast.Name) and t.id == "op" for t in n.targets)))
     except (StopIteration, SyntaxError):
-        return [f"x{i}" for i in range(n_inputs)], False
+        return [f"x{i}" for i in range(n_inputs)]
     pos = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     names = pos[:n_inputs]
     if len(names) < n_inputs:
         if fn.args.vararg is None:
-            return [f"x{i}" for i in range(n_inputs)], False
+            return [f"x{i}" for i in range(n_inputs)]
         star = fn.args.vararg.arg
         names += [f"{star}{k}" for k in range(n_inputs - len(names))]
-    return [n if n not in RESERVED else n + "_" for n in names], fn.args.vararg is not None
+    return [n if n not in RESERVED else n + "_" for n in names]
 
 
 def _wrap(text, width=110, indent="    "):
@@ -528,9 +528,8 @@ def _wrap(text, width=110, indent="    "):
 class Script:
     """The straight-line script of one case. Call `text()`; arrays too big to inline are in `npz`."""
 
-    def __init__(self, recipe, mode, verdict, check, allowed):
-        self.recipe, self.mode, self.verdict, self.check, self.allowed = recipe, mode, verdict, check, allowed
-        self.npz, self.setup, self.body = {}, [], []
+    def __init__(self, recipe):
+        self.recipe, self.npz, self.setup = recipe, {}, []
 
     def value(self, name, array, wrap, budget, comment=""):
         """`name = <literal or data.npz entry>` (wrapped in the framework's tensor when `wrap`)."""
@@ -586,7 +585,7 @@ def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, wan
     of the specialised op (or the function form); `check`: the index of the checked result of `mode`
     (fwd: per output; vjp: per input; vjp2: per input, then per output)."""
     lines, value, helpers, op_imports = op
-    sc = Script(recipe, mode, verdict, check, allowed)
+    sc = Script(recipe)
     if prune and len(cots) > 1 and verdict not in ("CRASH", "TIMEOUT"):  # outputs the mode never reads: not computed
         wanted = {check} if mode == "fwd" else {j for j, c in enumerate(cots) if c is not None}
         lines, value = _drop_unused(lines, value, wanted)
@@ -653,7 +652,7 @@ def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, wan
         tail += _check_lines(verdict, np.shape(want), allowed, f64 is not None, np.size(want))
     head = [f'"""{doc}"""']
     if verdict in ("CRASH", "TIMEOUT"):
-        head += ["import subprocess", "import sys", "",
+        head += ["import subprocess", "import sys",
                  'if "--child" not in sys.argv:  # the op may kill the process: it runs in a child',
                  "    try:",
                  '        code = subprocess.run([sys.executable, __file__, "--child"], timeout=60).returncode',
@@ -661,9 +660,8 @@ def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, wan
                  '        code = "no answer within 60 s"',
                  '    print("the op\'s process:", code if not isinstance(code, int) or code >= 0 else f"killed by signal {-code}")',
                  "    raise SystemExit(0 if code in (0, 1) else 1)"]
-    head += ["import os" if sc.npz else "", "import numpy as np"] + list(recipe["imports"]) + \
+    head += (["import os"] if sc.npz else []) + ["import numpy as np"] + list(recipe["imports"]) + \
         [x for x in op_imports if x not in recipe["imports"] and "import numpy as np" != x]
-    head = [x for x in head if x != ""] if not sc.npz else head
     out = head + [""]
     for src in helpers:
         out += ["", src.rstrip(), ""]
