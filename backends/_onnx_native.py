@@ -11,14 +11,19 @@ from backends._table import OpTable, Unsupported
 IRTRACE_DOMAIN = "ai.irtrace"
 
 
-def one_node_model(spec, inputs, out_dtypes=None, cast=None):
-    """A model of the single node `spec` (with its NodeProto) on inputs shaped like `inputs`.
-    `cast` maps a float input dtype to the dtype the model declares (the oracle's float64)."""
+def node_parts(spec, inputs, out_dtypes=None, cast=None, rename=None):
+    """(node, graph inputs, feeds, graph outputs) of the node `spec` on inputs shaped like `inputs`;
+    `rename(kind, position, name)` gives the value names used in the graph ("in"/"out"), for several
+    nodes in one graph (each reads its own copy of its inputs and writes outputs no other reads)."""
     node = onnx.NodeProto()
     node.ParseFromString(base64.b64decode(spec.proto))
+    name_of = rename or (lambda kind, k, name: name)
     g_inputs, feeds = [], {}
-    for name, a in zip(spec.inputs, inputs):
-        if not name or name in feeds:
+    for k, (name, a) in enumerate(zip(spec.inputs, inputs)):
+        if not name:
+            continue
+        name = name_of("in", k, name)
+        if name in feeds:
             continue
         a = np.asarray(a)
         if cast is not None and a.dtype.kind == "f":
@@ -29,17 +34,33 @@ def one_node_model(spec, inputs, out_dtypes=None, cast=None):
     for i, name in enumerate(spec.outputs):
         if not name:
             continue
+        name = name_of("out", i, name)
         dt = out_dtypes[i] if out_dtypes and out_dtypes[i] else None
         if dt is not None and cast is not None and np.dtype(dt).kind == "f":
             dt = cast
         outs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dt)), None)
                     if dt is not None else helper.make_empty_tensor_value_info(name))
+    if rename is not None:
+        node.input[:] = [name_of("in", k, n) if n else "" for k, n in enumerate(node.input)]
+        node.output[:] = [name_of("out", k, n) if n else "" for k, n in enumerate(node.output)]
+    return node, g_inputs, feeds, outs
+
+
+def model_of(nodes, g_inputs, outs, spec, name):
+    """A model of `nodes` at the opset of `spec` (and its domain's)."""
     opsets = [helper.make_opsetid("", spec.opset if not spec.domain else 20)]
     if spec.domain:
         opsets.append(helper.make_opsetid(spec.domain, spec.opset))
-    model = helper.make_model(helper.make_graph([node], spec.name or "node", g_inputs, outs), opset_imports=opsets)
+    model = helper.make_model(helper.make_graph(nodes, name, g_inputs, outs), opset_imports=opsets)
     model.ir_version = min(model.ir_version, 10)
-    return model, feeds
+    return model
+
+
+def one_node_model(spec, inputs, out_dtypes=None, cast=None):
+    """A model of the single node `spec` (with its NodeProto) on inputs shaped like `inputs`.
+    `cast` maps a float input dtype to the dtype the model declares (the oracle's float64)."""
+    node, g_inputs, feeds, outs = node_parts(spec, inputs, out_dtypes, cast)
+    return model_of([node], g_inputs, outs, spec, spec.name or "node"), feeds
 
 
 def signature(spec, inputs):

@@ -69,6 +69,9 @@ def add_commands(sub):
                         "(default: try them; each finding then lists those that match)")
     r.add_argument("--no-cache", dest="cache", action="store_false",
                    help="compute the reference's and oracle's results again (default: reuse BUNDLE.cache/)")
+    r.add_argument("--no-batch", dest="batch", action="store_false",
+                   help="send each node's call to a backend alone and wait for it (default: in batches sent "
+                        "ahead, inputs mapped from the bundle; the verdicts are the same)")
     r.add_argument("--resume", action="store_true",
                    help="keep the nodes an interrupted run of the same replay wrote to OUT/journal.jsonl; "
                         "run only the rest")
@@ -123,7 +126,7 @@ def _replay(args):
                              ops=args.ops, timeout=args.timeout, atol=args.atol, rtol=args.rtol, strict=args.strict,
                              chained=args.chained, loss=args.loss, form=args.form, resume=args.resume,
                              cache=args.cache, workarounds=args.workarounds,
-                             verify_workarounds=args.verify_workarounds)
+                             verify_workarounds=args.verify_workarounds, batch=args.batch)
     if args.repro and report["findings"]:
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)

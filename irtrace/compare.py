@@ -247,7 +247,7 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
     def result(verdict, details):
         if full or verdict in _FAILING:
             return verdict, metrics(a64, r64, policy.rtol), details
-        return verdict, _passing(max_abs, diff, r64), details
+        return verdict, _passing(max_abs, diff, r64, finite=all_finite), details
     if max_abs == 0.0 and (all_finite or np.array_equal(a64, r64, equal_nan=True)):
         return result(MATCH, {})
     finite = np.isfinite(r64)
@@ -288,16 +288,22 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
     return result(NOISE if np.all(b_err <= per_element) else DIVERGENT, details)
 
 
-def _passing(max_abs, diff, ref):
+def _passing(max_abs, diff, ref, finite=False):
     """The metrics of a result that passes, when only failing ones get all of them (judge's full=False):
-    max abs and max rel (relative as in metrics())."""
+    max abs and max rel (relative as in metrics()). `finite`: the caller knows `diff` and `ref` are
+    finite everywhere (most results): three passes over the data instead of nine."""
     if max_abs == 0.0 or not diff.size:
         return Metrics(max_abs, 0.0, None, None, None, None, None, None, max_abs, 0.0)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        fin = np.isfinite(diff) & np.isfinite(ref)
-        size = np.where(fin, np.abs(ref), 0.0)
-        rel = np.where(fin, diff, 0.0) / np.maximum(size, max(EPS32 * float(size.max()), 1e-30))
-    max_rel = float(rel.max())
+        if finite:
+            size = np.atleast_1d(np.abs(ref, dtype=np.float64))  # a 0-d result gives a scalar
+        else:
+            fin = np.isfinite(diff) & np.isfinite(ref)
+            size = np.atleast_1d(np.where(fin, np.abs(ref), 0.0))
+            diff = np.where(fin, diff, 0.0)
+        np.maximum(size, max(EPS32 * float(size.max()), 1e-30), out=size)
+        np.divide(diff, size, out=size)
+    max_rel = float(size.max())
     return Metrics(max_abs, max_rel, None, None, None, None, None, None, max_abs, max_rel)
 
 
@@ -335,7 +341,7 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
     def result(verdict):
         if full or verdict in _FAILING:
             return verdict, metrics(r.astype(np.float64) if r64 is None else r64, o64, policy.rtol), details
-        return verdict, _passing(worst, err, o64), details
+        return verdict, _passing(worst, err, o64, finite=r64 is None), details
     if worst <= floor:
         return result(MATCH)
     bound = rounding_bound(magnitude, o64, policy, eps)

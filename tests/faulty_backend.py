@@ -2,7 +2,7 @@
 
 IRTRACE_FAULT_BASE: the worker module wrapped (e.g. backends.oracle.worker).
 IRTRACE_FAULT: comma-separated KIND:OP[:MODE] (the fault fires when OP runs in MODE, default every
-mode) or a start-up fault KIND alone:
+mode; MODE "many": when a batch with OP is computed in one go, run_many) or a start-up fault KIND alone:
   segv      a real segmentation fault inside the op
   kill      SIGKILL of the worker mid-call
   hang      the op never returns
@@ -48,6 +48,22 @@ def _wrap(adapter, mode):
     setattr(adapter, mode, faulty)
 
 
+def _wrap_many(adapter):
+    """A batch computed in one go (onnxruntime's one session): KIND:OP:many fires there when OP is in
+    the batch; nodes with another fault planted are left to run one by one, where it fires."""
+    inner = adapter.run_many
+
+    def faulty(mode, items):
+        for kind, op, *when in (f for f in FAULTS if len(f) > 1):
+            if when == ["many"] and any(op == spec.op_type for spec, _ in items):
+                fire(kind)
+        planted = {op for kind, op, *when in (f for f in FAULTS if len(f) > 1) if not when or when[0] == mode}
+        keep = [k for k, (spec, _) in enumerate(items) if spec.op_type not in planted]
+        got = inner(mode, [items[k] for k in keep])
+        return {keep[j]: v for j, v in got.items()}
+    adapter.run_many = faulty
+
+
 def make_adapter():
     kinds = [f[0] for f in FAULTS if len(f) == 1]
     if "startimport" in kinds:
@@ -60,4 +76,5 @@ def make_adapter():
     for mode in ("fwd", "vjp", "vjp2"):
         if hasattr(adapter, mode):
             _wrap(adapter, mode)
+    _wrap_many(adapter)
     return adapter

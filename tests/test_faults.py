@@ -129,3 +129,40 @@ def test_a_worker_that_cannot_start_fails_its_calls_and_the_rest_completes(role,
     assert set(others) <= {"MATCH", "NOISE"} and (others or role == "reference")
     assert report["restarts"][info.name] == 1  # tried twice, then left dead
     assert leftover_workers(str(tmp_path)) == []
+
+
+def test_a_batch_that_crashes_in_one_go_is_run_node_by_node(chain, faulty, tmp_path):
+    """onnxruntime computes a batch's forward in one session (run_many); a segfault there loses the
+    batch, not a verdict: every node is run alone, and judged as a clean run judges it."""
+    faulty("onnxruntime", "segv:Sigmoid:many", name="faulty")
+    report, _ = run_replay(chain.path, "torch,faulty", "fwd", tmp_path / "r", quiet=True, timeout=TIMEOUT)
+    got = {op: r["verdict"] for (op, b, m, o), r in rows(report).items() if b == "faulty"}
+    assert sorted(got) == sorted(CHAIN) and set(got.values()) <= {"MATCH", "NOISE"}, got
+    assert report["restarts"]["faulty"] == 0  # the batch's crash is not a node's
+    assert leftover_workers(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize("under_test", ["onnxruntime", "planted-crash"])
+def test_batched_and_one_call_at_a_time_replays_write_the_same_report(chain, under_test):
+    """The same verdicts, metrics and messages, whether the calls go one at a time or in batches: for
+    onnxruntime's one-session forward, and for a backend computing fwd and vjp whose Sigmoid segfaults
+    in the middle of a batch (the nodes after it are run alone)."""
+    import planted_backend
+    from irtrace import store
+    from irtrace.replay import api
+    if under_test.startswith("planted"):
+        planted_backend.register("crash")
+    bundle = store.load(chain.path)
+    runs = [api.run(bundle, api.ReplayOptions(backends=["torch", under_test], modes=["fwd", "vjp"], batch=batch,
+                                              timeout=TIMEOUT)) for batch in (False, True)]
+
+    def verdicts(outcome):  # everything but the timings
+        return [{k: v for k, v in r.to_json().items() if "time" not in k} for n in outcome.replay.nodes
+                for r in n.results]
+    one, many = (verdicts(r) for r in runs)
+    tested = [r for r in one if r["backend"] == under_test]
+    assert len(tested) == len(CHAIN) * (1 if under_test == "onnxruntime" else 2)
+    if under_test.startswith("planted"):
+        assert {r["verdict"] for r in tested if r["node"] == "sigmoid"} == {"CRASH"}
+    assert one == many
+    assert runs[0].replay.restarts == runs[1].replay.restarts

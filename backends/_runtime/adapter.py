@@ -59,6 +59,12 @@ class Adapter:
             out = list(dx) + list(dg)
         return out, time.perf_counter() - t
 
+    def run_many(self, mode, items):
+        """Several nodes of one batch in one go, where the backend can do better than one call each
+        (onnxruntime: one session for all of them): items are (spec, inputs); returns {item index:
+        (results, seconds or None)} for those it computed, the others run one by one. None: none."""
+        return {}
+
     def versions(self):
         return {}
 

@@ -2,7 +2,12 @@
 
 A frame is: 8-byte little-endian length of a JSON header, the header, then the raw
 bytes of each array it lists ({"dtype", "shape", "nbytes"} or null for None), in order.
+An array that is a view of a file mapped into memory (a bundle's value store, a cache entry) is sent
+by the host as where it lies ({"dtype", "shape", "file", "offset"}; write(..., by_reference=True)):
+the worker maps the same bytes (copy-on-write, so a framework that writes into its input changes
+nothing on disk) instead of receiving a copy through the pipe.
 """
+import mmap
 import json
 import struct
 from enum import Enum
@@ -20,11 +25,30 @@ _LEN = struct.Struct("<Q")
 MAX_HEADER = 1 << 26  # a JSON header is kilobytes; more means the stream is not frames
 
 
-def write(stream, msg, arrays=()):
+def file_region(a):
+    """(file, byte offset) of a C-contiguous array that is a view of a memory-mapped file, else None."""
+    if not isinstance(a, np.ndarray) or not a.flags.c_contiguous or not a.size:
+        return None
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not isinstance(root, np.memmap) or not isinstance(root.base, mmap.mmap) or not root.filename:
+        return None
+    # the root memmap's first byte lies at root.offset in the file (numpy maps from a page boundary
+    # and starts the array inside that map)
+    start = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return str(root.filename), root.offset + start
+
+
+def write(stream, msg, arrays=(), by_reference=False):
     specs, blobs = [], []
     for a in arrays:
         if a is None:
             specs.append(None)
+            continue
+        where = file_region(a) if by_reference else None
+        if where is not None:
+            specs.append({"dtype": a.dtype.str, "shape": list(a.shape), "file": where[0], "offset": where[1]})
             continue
         a = np.asarray(a)
         if a.dtype == object:
@@ -63,6 +87,10 @@ def read(stream):
     for s in msg.pop("arrays", []):
         if s is None:
             arrays.append(None)
+            continue
+        if "file" in s:  # the host's memory-mapped value: mapped here too, private (copy-on-write)
+            arrays.append(np.memmap(s["file"], dtype=np.dtype(s["dtype"]), mode="c", offset=int(s["offset"]),
+                                    shape=tuple(s["shape"])).view(np.ndarray))
             continue
         if s["nbytes"] != int(np.prod(s["shape"], dtype=np.int64)) * np.dtype(s["dtype"]).itemsize:
             raise ValueError(f"not a frame: {s['nbytes']} bytes for shape {s['shape']} of {s['dtype']}")

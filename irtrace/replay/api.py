@@ -28,6 +28,7 @@ class ReplayOptions:
     cache: bool = True             # keep and reuse the reference's and oracle's results beside the bundle
     verify_workarounds: bool = True  # try each backend's alternative formulations where its op failed
     workarounds: bool = False      # chained: also run each backend with every verified workaround applied
+    batch: bool = True             # jobs 1: calls sent ahead in batches (replay/batch.py); False: one at a time
 
     def policy(self):
         if self.atol is None and self.rtol is None:
@@ -70,7 +71,7 @@ def run(bundle, options, progress=None, done=None, on_node=None):
     rep = replay(bundle, list(options.backends), list(options.modes), nodes_regex=options.nodes,
                  ops=list(options.ops) if options.ops else None, jobs=options.jobs, timeout=options.timeout,
                  policy=policy, progress=progress, form=options.form, done=done, on_node=on_node,
-                 cache=options.cache, after=verify if options.verify_workarounds else None)
+                 cache=options.cache, after=verify if options.verify_workarounds else None, batch=options.batch)
     outcome = Outcome(rep, options)
     if options.chained:
         from irtrace.replay.chained import chained_replay

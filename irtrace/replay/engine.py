@@ -20,6 +20,7 @@ from irtrace.ir.graph import shape_arithmetic
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as registry
 from backends._runtime.wire import Status
+from irtrace.replay.batch import Batches
 from irtrace.replay.cache import ResultCache
 from irtrace.replay.call import bundle_gradient_path, from_bundle, undifferentiated_inputs
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
@@ -228,7 +229,7 @@ def recorded_outputs(bundle, call):
 
 
 def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, timeout=60.0, policy=compare.Policy(),
-           progress=None, form="canonical", done=None, on_node=None, cache=True, after=None):
+           progress=None, form="canonical", done=None, on_node=None, cache=True, after=None, batch=True):
     """Replay every selected node of `bundle` on `backends` (names) in `modes`; returns a Replay.
     form="original": backends that execute ONNX natively get each node's attributes as they were
     before canonicalization (the others always get the canonical node). `done`: node name ->
@@ -236,7 +237,8 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
     each node completes (the journal appends it). `cache`: keep and reuse the reference's and the
     oracle's results beside the bundle (irtrace/replay/cache.py). `after(session, nodes)`: called once
     every node is done, before the workers close; what it returns is Replay.workarounds (the API passes
-    irtrace/replay/workarounds.verify: each backend's alternative formulations on its failing nodes)."""
+    irtrace/replay/workarounds.verify: each backend's alternative formulations on its failing nodes).
+    `batch` (jobs 1): the backends under test get their calls in batches sent ahead (replay/batch.py)."""
     for b in backends:
         reason = registry.get(b).unavailable()
         if reason:
@@ -260,24 +262,33 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
     pool = WorkerPool()
     results = ResultCache(bundle, [REFERENCE] + ([ORACLE] if use_oracle else [])) if cache else None
 
+    def on_backends(spec):
+        """The backends a node is judged on (a port computes shape arithmetic in Python: only the reference)."""
+        return [b for b in backends if b == REFERENCE] if spec.name in shapes_only else backends
+
+    def forms_of(call, on):
+        """--form original: ONNX-executing backends get the node as it was before canonicalization; the
+        reference and the oracle run once either way."""
+        name = call.spec.name
+        return {b: call.with_proto(originals[name]) for b in on
+                if name in originals and (pool.get(b).hello or {}).get("native")}
+
+    planned, batches = {}, {}  # node name -> mode_calls; backend -> Batches (one worker set: jobs 1)
+
     def run_node(item):
         index, spec = item
         node = NodeReport(spec.name, spec.op_type, spec.domain, index, bundle.node_source(spec.name))
-        on = backends
-        if spec.name in shapes_only:  # a port computes shape arithmetic in Python: only the reference is judged
-            on = [b for b in backends if b == REFERENCE]
+        on = on_backends(spec)
+        if spec.name in shapes_only:
             node.skipped += [{"mode": "*", "output": "*", "backend": b,
                               "reason": "shape arithmetic (computed from shapes and constants only): a port "
                                         "computes it in Python, not with the framework"}
                              for b in backends if b not in on and b != ORACLE]
-        calls, off, skipped = mode_calls(bundle, spec, modes, path, protos[spec.name])
+        calls, off, skipped = planned.pop(spec.name, None) or mode_calls(bundle, spec, modes, path, protos[spec.name])
         node.skipped += skipped
         for call in calls:
-            # --form original: ONNX-executing backends get the node as it was before canonicalization;
-            # the reference and the oracle run once either way
-            forms = {b: call.with_proto(originals[spec.name]) for b in on
-                     if spec.name in originals and (pool.get(b).hello or {}).get("native")}
-            got = run_everywhere(pool, call, recorded_outputs(bundle, call), on, use_oracle, timeout, forms, results)
+            got = run_everywhere(pool, call, recorded_outputs(bundle, call), on, use_oracle, timeout,
+                                 forms_of(call, on), results, batches)
             node.results.extend(judge_node(pool, call, got, policy, timeout, off_path=off, cache=results))
         if progress:
             progress()
@@ -293,6 +304,15 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                 warm = results is not None and results.warm()
                 roles = [] if warm else [REFERENCE] + ([ORACLE] if use_oracle else [])
                 pool.prestart(list(dict.fromkeys(roles + [b for b in backends if b not in (ORACLE, REFERENCE)])))
+            if batch and todo:
+                for _, spec in todo:
+                    planned[spec.name] = mode_calls(bundle, spec, modes, path, protos[spec.name])
+                for b in backends:
+                    if b in (ORACLE, REFERENCE):
+                        continue
+                    calls = [forms_of(c, [b]).get(b, c) for _, spec in todo if b in on_backends(spec)
+                             for c in planned[spec.name][0] if c.mode in modes_of(pool, b)]
+                    batches[b] = Batches(pool, b, calls, timeout)
             for item in todo:
                 nodes.append(run_node(item))
                 if on_node:
@@ -303,6 +323,8 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                 nodes.append(future.result())
                 if on_node:
                     on_node(nodes[-1])
+        for sent in batches.values():
+            sent.drain()  # nothing in flight once every node is done (the `after` work calls workers itself)
         nodes.sort(key=lambda n: n.index)
         tried = {}
         if after is not None:
@@ -316,6 +338,8 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
         restarts = {name: 0 for name in dict.fromkeys(roles + list(backends))}
         for w in pool.all:
             restarts[w.info.name] = restarts.get(w.info.name, 0) + w.restarts
+        for b, sent in batches.items():  # a batch's crash: its nodes were run again alone, and say their own
+            restarts[b] -= sent.crashes
     except BaseException:
         pool.kill()  # interrupted (or broken): workers end now, with irtrace, not after their node
         raise
@@ -365,11 +389,12 @@ def _wants_model(call):
     return sorted(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
 
 
-def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=None, cache=None):
+def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=None, cache=None, batches=None):
     """Run one NodeCall on the reference, the oracle and `backends`. `ref_fwd`: the recorded outputs (the
     fwd reference) or None to use the reference worker's; `forms`: backend -> the NodeCall it gets instead
     (--form original: another form of the node; an alternative formulation by name); `cache`: a
-    ResultCache of the reference's and oracle's answers. Returns a Gathered."""
+    ResultCache of the reference's and oracle's answers; `batches`: backend -> Batches (answers sent
+    for ahead). Returns a Gathered."""
     spec, mode = call.spec, call.mode
     oracle_call = call.with_extra(magnitude=_wants_model(call))
     cached_ref = cache.get(call, REFERENCE) if cache is not None else None
@@ -378,11 +403,16 @@ def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=Non
     # only when the reference has one to compare it with
     sent_ref = _send(pool, REFERENCE, call) if cached_ref is None else None
     sent_oracle = _send(pool, ORACLE, oracle_call) if use_oracle and cached_oracle is None else None
-    sent = {}
+    sent, ready = {}, {}
     for backend in backends:
         if backend in (ORACLE, REFERENCE) or mode not in modes_of(pool, backend):
             continue  # the oracle arbitrates, it is not under test; onnxruntime is forward-only
-        sent[backend] = _send(pool, backend, forms[backend] if forms and backend in forms else call)
+        mine = forms[backend] if forms and backend in forms else call
+        answer = batches[backend].take(mine) if batches and backend in batches else None
+        if answer is not None:
+            ready[backend] = answer
+        else:
+            sent[backend] = _send(pool, backend, mine)
     ref_status, ref_reply, ref_out = cached_ref or _remember(cache, call, REFERENCE,
                                                              _receive(pool, sent_ref, timeout))
     ref = ref_fwd if mode == "fwd" and ref_fwd is not None else (ref_out if ref_status == "ok" else None)
@@ -404,7 +434,7 @@ def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=Non
     oracle_failed = None
     if use_oracle and ref is not None and o_status in (compare.ERROR, compare.CRASH, compare.TIMEOUT):
         oracle_failed = (o_status, o_reply.get("message", ""))
-    received = {backend: _receive(pool, worker, timeout) for backend, worker in sent.items()}
+    received = {**ready, **{backend: _receive(pool, worker, timeout) for backend, worker in sent.items()}}
     outs = {}
     if ref is not None:
         for backend in backends:

@@ -120,7 +120,7 @@ class WorkerProxy:
 
     def _write(self, msg, arrays):
         try:
-            wire.write(self.proc.stdin, msg, arrays)
+            wire.write(self.proc.stdin, msg, arrays, by_reference=True)
         except (BrokenPipeError, OSError):
             pass  # it died: the reader reports EOF when the reply is read
 

@@ -16,7 +16,7 @@ from irtrace.report.json_report import clean, write_atomic
 
 SCHEMA = "irtrace.journal/1"
 NAME = "journal.jsonl"
-_NOT_VERDICTS = ("jobs", "cache")  # options that change how fast, not what: a resume may change them
+_NOT_VERDICTS = ("jobs", "cache", "batch")  # options that change how fast, not what: a resume may change them
 
 
 def header(bundle, options):
