@@ -120,6 +120,12 @@ def add_commands(sub):
 
 
 def _replay(args):
+    from irtrace.replay import backends as registry
+    from irtrace.replay.worker import launch_early
+    # the backends under test import their frameworks while irtrace imports its own and loads the
+    # bundle (run_replay adopts them; a name that is wrong is reported there)
+    launch_early([registry.BACKENDS[n] for n in (b.strip() for b in args.backend.split(","))
+                  if n in registry.BACKENDS and registry.BACKENDS[n].role == registry.UNDER_TEST])
     from irtrace.report.json_report import exit_code
     from irtrace.pipeline import run_replay
     report, out = run_replay(args.bundle, args.backend, args.modes, args.out, jobs=args.jobs, nodes=args.nodes,

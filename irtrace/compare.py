@@ -9,10 +9,12 @@ reference (torch), `oracle` from float64. The verdict:
 - DIVERGENT otherwise; NAN_MISMATCH / SHAPE_MISMATCH for NaN-Inf pattern / shape.
 Without an oracle (or with --atol/--rtol): allclose(actual, ref, rtol, atol * scale).
 """
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 
 import numpy as np
+
 
 class Verdict(StrEnum):
     """A verdict, with how bad it is, whether it is a finding, and its colour (terminal, HTML). A
@@ -288,15 +290,16 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
     return result(NOISE if np.all(b_err <= per_element) else DIVERGENT, details)
 
 
-def _passing(max_abs, diff, ref, finite=False):
+def _passing(max_abs, diff, ref, finite=False, absolute=None):
     """The metrics of a result that passes, when only failing ones get all of them (judge's full=False):
     max abs and max rel (relative as in metrics()). `finite`: the caller knows `diff` and `ref` are
-    finite everywhere (most results): three passes over the data instead of nine."""
+    finite everywhere (most results): three passes over the data instead of nine; `absolute`: |ref| in
+    float64 when the caller has it (overwritten here)."""
     if max_abs == 0.0 or not diff.size:
         return Metrics(max_abs, 0.0, None, None, None, None, None, None, max_abs, 0.0)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         if finite:
-            size = np.atleast_1d(np.abs(ref, dtype=np.float64))  # a 0-d result gives a scalar
+            size = np.atleast_1d(np.abs(ref, dtype=np.float64) if absolute is None else absolute)  # 0-d: a scalar
         else:
             fin = np.isfinite(diff) & np.isfinite(ref)
             size = np.atleast_1d(np.where(fin, np.abs(ref), 0.0))
@@ -323,8 +326,11 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.asarray(np.subtract(r, o64, dtype=np.float64))  # casts r in the loop: no float64 copy
         np.abs(err, out=err)
-    if np.isfinite(err).all():  # both finite everywhere (inf - inf is nan, inf - x is inf)
-        scale = max(float(o64.max()), -float(o64.min())) if o64.size else 0.0
+    worst = float(err.max()) if err.size else 0.0
+    absolute = None
+    if math.isfinite(worst):  # max propagates NaN and inf: both finite everywhere (inf - inf is nan, inf - x inf)
+        absolute = np.abs(o64)
+        scale = float(absolute.max()) if o64.size else 0.0
         r64 = None  # made only for the full metrics
     else:
         r64 = r.astype(np.float64)
@@ -333,15 +339,15 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
         fin = np.isfinite(r64) & np.isfinite(o64)
         err = np.where(fin, err, 0.0)
         scale = float(np.max(np.abs(np.where(fin, o64, 0)))) if o64.size else 0.0
+        worst = float(err.max()) if err.size else 0.0
     eps = eps_of(r.dtype)
     floor = policy.match_ulps * eps * max(scale, np.finfo(np.float32).tiny)
-    worst = float(err.max()) if err.size else 0.0
     details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
 
     def result(verdict):
         if full or verdict in _FAILING:
             return verdict, metrics(r.astype(np.float64) if r64 is None else r64, o64, policy.rtol), details
-        return verdict, _passing(worst, err, o64, finite=r64 is None), details
+        return verdict, _passing(worst, err, o64, finite=r64 is None, absolute=absolute), details
     if worst <= floor:
         return result(MATCH)
     bound = rounding_bound(magnitude, o64, policy, eps)

@@ -5,6 +5,7 @@ import sys
 from irtrace.errors import IrtraceError, printable
 from irtrace.replay.api import ReplayOptions, run
 from irtrace.replay.engine import MODES, parse_modes
+from irtrace.replay.worker import discard_early, launch_early
 from irtrace.replay import backends as registry
 from irtrace.report import write as report_writer
 from irtrace.report.journal import Journal, header as journal_header
@@ -22,10 +23,20 @@ def run_replay(bundle_path, backend, modes, out=None, quiet=False, resume=False,
     (jobs, nodes, ops as text, timeout, atol, rtol, strict, chained, loss, form). Each node's results
     are appended to OUT/journal.jsonl as it completes; `resume` keeps those of an earlier run of the
     same replay and runs only the rest."""
-    opts = options_from_text(backend, modes, **options)
-    if not opts.modes and not opts.chained:
-        raise IrtraceError(f"--modes {modes!r} names no mode and --chained is off: nothing would be tested; "
-                           f"choose from {', '.join(MODES)}")
+    try:
+        opts = options_from_text(backend, modes, **options)
+        if not opts.modes and not opts.chained:
+            raise IrtraceError(f"--modes {modes!r} names no mode and --chained is off: nothing would be tested; "
+                               f"choose from {', '.join(MODES)}")
+        # the backends under test start importing their frameworks while the bundle loads (the reference
+        # and the oracle start later, and only when their answers are not cached)
+        launch_early([registry.get(n) for n in opts.backends if registry.get(n).role == registry.UNDER_TEST])
+        return _run_replay(bundle_path, opts, out, quiet, resume)
+    finally:
+        discard_early()  # those a bad bundle or option left unused (the CLI launches them even earlier)
+
+
+def _run_replay(bundle_path, opts, out, quiet, resume):
     bundle = load(bundle_path)
     out = out if out else report_writer.default_out(bundle)
     report_writer.prepare_out(out)  # before the replay: its results are never lost to an unwritable -o

@@ -23,7 +23,7 @@ from backends._runtime.wire import Status
 from irtrace.replay.batch import Batches
 from irtrace.replay.cache import ResultCache
 from irtrace.replay.call import bundle_gradient_path, from_bundle, undifferentiated_inputs
-from irtrace.replay.worker import WorkerFailed, WorkerProxy
+from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt
 
 log = logging.getLogger(__name__)
 MODES = ("fwd", "vjp", "vjp2")
@@ -116,7 +116,8 @@ class WorkerPool:
             raise Stopped()
         d = self._mine()
         if name not in d:
-            w = d[name] = WorkerProxy(registry.get(name))
+            info = registry.get(name)
+            w = d[name] = adopt(info) or WorkerProxy(info)
             with self.lock:
                 self.all.append(w)
             _start(w)
@@ -125,7 +126,7 @@ class WorkerPool:
     def prestart(self, names):
         """Start this thread's workers for `names` concurrently (each start imports a framework)."""
         d = self._mine()
-        workers = {n: WorkerProxy(registry.get(n)) for n in names if n not in d}
+        workers = {n: adopt(registry.get(n)) or WorkerProxy(registry.get(n)) for n in names if n not in d}
         d.update(workers)
         with self.lock:
             self.all.extend(workers.values())

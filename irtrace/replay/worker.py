@@ -45,6 +45,37 @@ def normalise(line):
     return _NOISE.sub("", line).strip()
 
 
+_EARLY = {}  # backend name -> a WorkerProxy launched ahead of the replay, for the first pool that asks
+
+
+def launch_early(infos):
+    """Launch the workers of `infos` (BackendInfo) now, so that their frameworks import while the host
+    loads the bundle; a WorkerPool adopts them (adopt), discard_early() kills those nobody adopted. A
+    backend that cannot be launched is left to the replay, which reports it as usual."""
+    for info in infos:
+        if info.name in _EARLY or info.unavailable() is not None:
+            continue
+        w = WorkerProxy(info)
+        try:
+            w.launch()
+        except (OSError, IrtraceError):
+            continue
+        _EARLY[info.name] = w
+
+
+def adopt(info):
+    """The worker launch_early started for `info` (the same declaration), or None."""
+    w = _EARLY.get(info.name)
+    if w is None or w.info != info:
+        return None
+    return _EARLY.pop(info.name)
+
+
+def discard_early():
+    while _EARLY:
+        _EARLY.popitem()[1].kill()
+
+
 class WorkerProxy:
     def __init__(self, info, start_timeout=120.0):
         self.info, self.start_timeout = info, start_timeout
@@ -54,8 +85,22 @@ class WorkerProxy:
         self.dead = None    # (verdict, message) once it failed to start twice: not started again
         self._pending = None  # a WorkerFailed send() met, for receive() to raise
         self._mark = 0        # where its stderr was when the call began
+        self._greeting = False  # launched, its hello not read yet
 
     def start(self):
+        """Launch the worker (unless launch() did) and read its hello."""
+        if not self._greeting:
+            self.launch()
+        self._greeting = False
+        try:
+            self.hello, _ = self._read(self.start_timeout)
+        except WorkerFailed as e:
+            raise StartFailed(self.info.name, e) from e
+        return self.hello
+
+    def launch(self):
+        """Start the process and ask for its hello without waiting for it (start() reads it): the
+        framework imports while the host does something else."""
         reason = self.info.unavailable()
         if reason:
             raise IrtraceError(f"backend {self.info.name!r} is unavailable: {reason} — run: {self.info.install}")
@@ -70,21 +115,18 @@ class WorkerProxy:
                                      cwd=str(ROOT), start_new_session=True)
         self._frames = queue.Queue()
         threading.Thread(target=self._reader, args=(self.proc, self._frames), daemon=True).start()
-        try:
-            self.hello, _ = self._call({"kind": "hello"}, [], self.start_timeout)
-        except WorkerFailed as e:
-            raise StartFailed(self.info.name, e) from e
-        return self.hello
+        self._write({"kind": "hello"}, [])
+        self._greeting = True
 
     def ensure(self):
         """Start the worker unless it runs; a start that fails is tried once more, then the worker is
         dead: every later call fails at once with the reason (WorkerFailed)."""
-        if self.proc is not None and self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None and not self._greeting:
             return
         if self.dead:
             raise WorkerFailed(*self.dead)
         for attempt in range(2):
-            if self.proc is not None or self.hello is not None or attempt:
+            if (self.proc is not None and not self._greeting) or self.hello is not None or attempt:
                 self.restarts += 1
             try:
                 self.start()
@@ -113,10 +155,6 @@ class WorkerProxy:
             return ""
         lines = [normalise(ln) for ln in lines if ln.strip() and not ln.startswith(_BANNER)]
         return " | ".join(lines[-n:])
-
-    def _call(self, msg, arrays, timeout):
-        self._write(msg, arrays)
-        return self._read(timeout)
 
     def _write(self, msg, arrays):
         try:
@@ -175,6 +213,7 @@ class WorkerProxy:
         return reply, out
 
     def kill(self):
+        self._greeting = False
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
