@@ -4,7 +4,8 @@ eval mode, 2x3x112x112) and the StyleGAN2 example; prints each figure against it
 P1  irtrace torch fwd+vjp+vjp2 replay of every node / the model's own forward + backward + double
     backward (target <= 1.5, with the reference and oracle cached; the uncached first run too)
 P2  irtrace onnxruntime forward replay of every node / one plain onnxruntime run of the model
-    (target <= 2, reference and oracle cached)
+    (target <= 2, reference and oracle cached); also without the start-up: (the replay of every
+    node - the replay of one node) / the plain run
 P3  irtrace export / torch.onnx.export alone (target <= 1.5); bundle size / (weights + recorded
     values) (target <= 1.1)
 Every irtrace time includes starting its worker processes.
@@ -14,6 +15,7 @@ Every irtrace time includes starting its worker processes.
 import argparse
 import contextlib
 import io
+import re
 import shutil
 import sys
 import tempfile
@@ -86,9 +88,9 @@ def plain_onnxruntime(bundle, inputs):
     return best(lambda: session.run(None, feed))
 
 
-def replay_time(bundle, backends, modes, out):
+def replay_time(bundle, backends, modes, out, nodes=None):
     t = time.perf_counter()
-    run_replay(bundle.path, backends, modes, out, quiet=True)
+    run_replay(bundle.path, backends, modes, out, quiet=True, nodes=nodes)
     return time.perf_counter() - t
 
 
@@ -121,15 +123,19 @@ def main():
             warm = replay_time(bundle, "torch", "fwd,vjp,vjp2", Path(d) / "warm")
             ort_plain = plain_onnxruntime(bundle, inputs)
             ort_replay = replay_time(bundle, "onnxruntime", "fwd", Path(d) / "ort")
+            first = bundle.model.graph.node[0].name
+            ort_one = replay_time(bundle, "onnxruntime", "fwd", Path(d) / "ort1", nodes=f"^{re.escape(first)}$")
             shutil.rmtree(Path(d) / f"{name}.irt.cache", ignore_errors=True)
         nodes = len(bundle.model.graph.node)
         print(f"\n{name}: {nodes} nodes; own fwd+bwd+bwd2 {own:.3f} s; irtrace torch replay {cold:.2f} s uncached, "
               f"{warm:.2f} s cached; plain onnxruntime run {ort_plain:.4f} s, irtrace onnxruntime replay "
-              f"{ort_replay:.2f} s; torch.onnx.export {t_onnx:.2f} s, irtrace export {t_export:.2f} s; bundle "
+              f"{ort_replay:.2f} s ({ort_one:.2f} s for one node); torch.onnx.export {t_onnx:.2f} s, irtrace "
+              f"export {t_export:.2f} s; bundle "
               f"{size / 1e6:.1f} MB, weights {weights / 1e6:.1f} MB + recorded values {recorded / 1e6:.1f} MB")
         row("P1", f"{name} torch replay (cached) / own fwd+bwd+bwd2", warm / own, 1.5)
         row("P1", f"{name} torch replay (first run, uncached) / own", cold / own, 1.5)
         row("P2", f"{name} onnxruntime replay / one plain onnxruntime run", ort_replay / ort_plain, 2)
+        row("P2", f"{name} (onnxruntime replay - 1-node replay) / plain run", (ort_replay - ort_one) / ort_plain, 2)
         row("P3", f"{name} irtrace export / torch.onnx.export", t_export / t_onnx, 1.5)
         row("P3", f"{name} bundle size / (weights + recorded values)", size / (weights + recorded), 1.1)
 

@@ -123,8 +123,8 @@ def write(report, out_dir):
     out.mkdir(parents=True, exist_ok=True)
     kept, timings = split_timings(report)
     p = out / "report.json"
-    write_atomic(p, json.dumps(kept, indent=1, allow_nan=False) + "\n")
-    write_atomic(out / "timings.json", json.dumps(timings, indent=1, allow_nan=False) + "\n")
+    dump_atomic(p, kept)
+    dump_atomic(out / "timings.json", timings)
     return p
 
 
@@ -132,6 +132,16 @@ def write_atomic(path, text):
     """`text` into `path` through a temporary sibling and a rename: never half written."""
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def dump_atomic(path, value):
+    """`value` as strict, indented JSON into `path` like write_atomic, written as it is encoded: the
+    text of a large report is never held whole in memory."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=1, allow_nan=False)
+        f.write("\n")
     os.replace(tmp, path)
 
 
