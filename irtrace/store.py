@@ -43,10 +43,79 @@ def seed_name(output):
     return SEED_PREFIX + output
 
 
-def initializers(model):
-    """{name: array} of the graph's initializers (weights, by state_dict key)."""
+# A float initializer of more than this many bytes is stored once, in values.safetensors, and
+# graph.onnx refers to it as ONNX external data. Smaller ones (scalars, biases of a few channels) stay
+# inline: the external_data entries (location, offset, length) take about as many bytes as they would
+# save, and a reader of graph.onnx alone (Netron) sees their values.
+EXTERNAL_MIN_BYTES = 64
+# Only float tensors read as data by the ops that consume them go out (weights, buffers, recorded
+# random draws): integer and bool initializers (shapes, pads, axes, indices, dropout masks) and any
+# initializer read at an input the op's schema marks NonDifferentiable (Reshape's shape, Pad's pads,
+# Resize's scales) stay inline, because shape inference reads those values when a model is loaded and
+# onnxruntime refuses external ones there ("Cannot parse data from external tensors", measured on
+# StyleGAN2's Pad).
+_EXTERNAL_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+
+
+def initializer_array(tensor, values):
+    """The array of initializer `tensor` (an onnx.TensorProto) of a bundle's graph whose value store is
+    `values`: a view into the value store when graph.onnx refers to it as external data (validated on
+    open: same name, dtype, shape and bytes), else decoded from the proto."""
     from onnx import numpy_helper
-    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    from onnx.external_data_helper import uses_external_data
+    if uses_external_data(tensor):
+        if values is None:
+            raise ValueError(f"initializer {tensor.name!r} is stored in values.safetensors: pass the bundle's values")
+        return values[tensor.name]
+    return numpy_helper.to_array(tensor)
+
+
+def initializers(model, values=None):
+    """{name: array} of the graph's initializers (weights, by state_dict key). `values`: the value store
+    of the bundle `model` was read from (bundle.values), which holds its external initializers; None
+    for a model in memory (export), whose initializers all hold their data."""
+    return {t.name: initializer_array(t, values) for t in model.graph.initializer}
+
+
+def _externalize(model, values, header, start):
+    """A copy of `model` whose float initializers that are also in the written value store (the same
+    dtype, shape and bytes, more than EXTERNAL_MIN_BYTES, not read by shape inference) refer to it as
+    ONNX external data instead of holding their bytes: `header` and `start` are the written file's
+    (store_check.read_header), so the offsets are the ones safetensors wrote. onnx.load, onnx.checker, Netron and onnxruntime read graph.onnx
+    with its weights; irtrace reads them from the value store."""
+    import onnx
+    from onnx import numpy_helper
+    from onnx.external_data_helper import set_external_data
+    from onnx.helper import tensor_dtype_to_np_dtype
+    from irtrace.ir.semantics import nondifferentiable_inputs
+    opsets = {o.domain: o.version for o in model.opset_import}
+    read_by_inference = set()
+    for n in model.graph.node:
+        passive = nondifferentiable_inputs(n.op_type, n.domain, opsets.get(n.domain, opsets.get("", 1)), len(n.input))
+        read_by_inference.update(i for k, i in enumerate(n.input) if k in passive)
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for t in out.graph.initializer:
+        if (t.name not in header or t.data_location == onnx.TensorProto.EXTERNAL
+                or t.data_type not in _EXTERNAL_TYPES or t.name in read_by_inference):
+            continue
+        dtype, shape, begin, end = header[t.name]
+        try:
+            same_spec = np.dtype(tensor_dtype_to_np_dtype(t.data_type)) == dtype and tuple(t.dims) == shape
+        except (KeyError, TypeError, ValueError):  # a type numpy has no dtype for (bfloat16, string...)
+            same_spec = False
+        if not same_spec or end - begin <= EXTERNAL_MIN_BYTES:
+            continue
+        array = numpy_helper.to_array(t)
+        stored = np.ascontiguousarray(np.asarray(values[t.name]))
+        if stored.dtype != array.dtype or stored.shape != array.shape or \
+                not np.array_equal(stored.reshape(-1).view(np.uint8), np.ascontiguousarray(array).reshape(-1).view(np.uint8)):
+            continue  # the recorded value is not the initializer, bit for bit: it keeps its own copy
+        if not t.HasField("raw_data"):  # typed fields (float_data...): set_external_data needs raw_data
+            t.CopyFrom(numpy_helper.from_array(array, t.name))
+        set_external_data(t, location=VALUES, offset=start + begin, length=end - begin)
+        t.ClearField("raw_data")
+    return out
 
 
 class LazyValues:
@@ -86,6 +155,12 @@ class LazyValues:
         dtype, shape, _, _ = self._entry(name)
         return dtype, shape
 
+    def extent(self, name):
+        """(offset, length) of `name`'s bytes in the file: offset from the file's first byte, as ONNX
+        external data counts it."""
+        _, _, begin, end = self._entry(name)
+        return self._start + begin, end - begin
+
     def _entry(self, name):
         try:
             return self._header[name]
@@ -114,7 +189,7 @@ class Bundle:
     def model(self):
         """The canonical graph as an onnx.ModelProto (parsed and checked by `load`, else on first use)."""
         if self._model is None:
-            self._model = _read_graph(self.path / GRAPH)
+            self._model = _read_graph(self.path / GRAPH, self.values)
         return self._model
 
     @property
@@ -142,21 +217,22 @@ class Bundle:
         return h.hexdigest()
 
 
-def _read_graph(path):
+def _read_graph(path, values):
     from irtrace.ir.schemas import register_schemas
     register_schemas()
     try:
         data = path.read_bytes()
     except OSError as e:
         raise IrtraceError(f"{path}: cannot read ({e.strerror})") from None
-    return store_check.parse_graph(path, data)
+    return store_check.parse_graph(path, data, values)
 
 
 def load(path):
     """Open the bundle at `path`, validating all of it before use (store_check): the manifest's
     fields and types, the values file's header against its size and a memory budget, and the
-    graph (decodes, UTF-8, no external data, unique node names, the same nodes as the manifest).
-    Values stay on disk. Anything wrong is an IrtraceError naming the file and the field."""
+    graph (decodes, UTF-8, external data only into values.safetensors at a value's own bytes, unique
+    node names, the same nodes as the manifest). Values stay on disk, weights included: the model's
+    external initializers hold no data (read them with `initializers(model, bundle.values)`). Anything wrong is an IrtraceError naming the file and the field."""
     path = Path(path)
     if not path.is_dir():
         raise IrtraceError(f"{path}: no such bundle (expected a folder NAME.irt/ made by `irtrace export`)")
@@ -183,7 +259,7 @@ def load(path):
     store_check.check_manifest(where, manifest)
     values = LazyValues(path / VALUES)
     store_check.check_values(path / VALUES, manifest, values)
-    model = _read_graph(path / GRAPH)
+    model = _read_graph(path / GRAPH, values)
     graph_nodes = [n.name for n in model.graph.node]
     names = set(graph_nodes)
     extra = [n for n in graph_nodes if n not in manifest["nodes"]]
@@ -247,9 +323,11 @@ def write(path, model, values, manifest, force=False):
         raise IrtraceError(f"cannot write {path}: {e.strerror} ({parent})") from e
     old = None
     try:
-        onnx.save(model, str(tmp / GRAPH))
         save_file({k: np.array(v, order="C") for k, v in values.items()}, str(tmp / VALUES),
                   metadata={"schema": SCHEMA})
+        _, header, start = store_check.read_header(tmp / VALUES)
+        # weights are stored once: graph.onnx refers to their bytes in values.safetensors
+        onnx.save(_externalize(model, values, header, start), str(tmp / GRAPH))
         (tmp / MANIFEST).write_text(manifest_text)
         if path.exists():
             old = tmp.with_name(tmp.name[:-len(".partial")] + ".old")

@@ -278,10 +278,11 @@ def check_values(where, manifest, values):
             raise IrtraceError(f"{where}: output {quote(name)} of manifest.json has no recorded value")
 
 
-def parse_graph(path, data):
+def parse_graph(path, data, values=None):
     """The onnx.ModelProto in `data` (bytes of graph.onnx), checked: it decodes, every string in it is
-    UTF-8, no tensor keeps its data outside the file (external data is never read: a bundle is
-    self-contained), node names are present and unique."""
+    UTF-8, node names are present and unique, and no tensor keeps its data outside the file except a
+    graph initializer stored in the bundle's value store `values` (check_external). External data is
+    never read: such an initializer stays without data in the model, the value store serves it."""
     import onnx
     from google.protobuf.message import DecodeError
     where = str(path)
@@ -292,7 +293,7 @@ def parse_graph(path, data):
     if not model.HasField("graph"):
         raise IrtraceError(f"{where}: the ONNX model has no graph")
     try:
-        _check_message(where, model, "model")
+        _check_message(where, model, "model", values)
     except RecursionError:
         raise IrtraceError(f"{where}: subgraphs nested too deeply") from None
     seen = set()
@@ -305,35 +306,98 @@ def parse_graph(path, data):
     return model
 
 
-def _check_message(where, msg, at):
-    """Walk string, bytes-attribute and message fields only (never copying tensor data)."""
+EXTERNAL_KEYS = ("location", "offset", "length")
+
+
+def check_external(where, t, at, values):
+    """Initializer `t`, stored as ONNX external data, refers to exactly the bytes of the value of its
+    own name in the value store `values` (store.LazyValues, its header already checked): location
+    "values.safetensors", decimal offset and length equal to that value's, the dtype and shape the
+    tensor declares equal to the value's, no data of its own. Anything else is refused: a bundle reads
+    no other file, and a weight never reads another value's bytes."""
+    from onnx import TensorProto
+    from onnx.helper import tensor_dtype_to_np_dtype
+    at = f"{where}: tensor {quote(t.name)} at {at}"
+    entries = {}
+    for e in t.external_data:
+        if e.key not in EXTERNAL_KEYS or e.key in entries:
+            raise IrtraceError(f"{at}: external data key {quote(e.key)} " +
+                               ("twice" if e.key in entries else f"is not one of {', '.join(EXTERNAL_KEYS)}"))
+        entries[e.key] = e.value
+    location = entries.get("location")
+    if values is None:
+        raise IrtraceError(f"{at} keeps its data outside the file (external data {quote(location)}) and no "
+                           f"value store was given to read it from")
+    store = values.path.name
+    if t.data_location != TensorProto.EXTERNAL:
+        raise IrtraceError(f"{at}: has external_data entries but data_location is not EXTERNAL")
+    if location != store:
+        raise IrtraceError(f"{at}: external data location {quote(location)}; a bundle's graph may only refer "
+                           f"to {store!r} beside it")
+    missing = [k for k in EXTERNAL_KEYS if k not in entries]
+    if missing:
+        raise IrtraceError(f"{at}: external data without {', '.join(missing)}")
+    if t.HasField("raw_data") or any(len(getattr(t, f)) for f in (
+            "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")):
+        raise IrtraceError(f"{at}: holds data of its own and external data; one of them must go")
+    offset, length = entries["offset"], entries["length"]
+    for k, v in (("offset", offset), ("length", length)):
+        if not (0 < len(v) <= 20 and v.isascii() and v.isdigit()):
+            raise IrtraceError(f"{at}: external data {k} {quote(v)} is not a non-negative integer")
+    if t.name not in values:
+        raise IrtraceError(f"{at}: external data in {store}, which holds no value {quote(t.name)}")
+    dtype, shape = values.spec(t.name)
+    try:
+        declared = np.dtype(tensor_dtype_to_np_dtype(t.data_type))
+    except (KeyError, TypeError, ValueError):
+        declared = None
+    if declared != dtype or tuple(t.dims) != shape:
+        declared_text = declared if declared is not None else f"data_type {t.data_type}"
+        raise IrtraceError(f"{at}: declares {declared_text}{list(t.dims)} but {store} holds "
+                           f"{dtype}{list(shape)} under that name")
+    want = values.extent(t.name)
+    if (int(offset), int(length)) != want:
+        raise IrtraceError(f"{at}: external data offset {offset}, length {length}, but the value "
+                           f"{quote(t.name)} is at offset {want[0]}, length {want[1]} of {store}")
+
+
+def _check_message(where, msg, at, values=None, external_ok=False):
+    """Walk string, bytes-attribute and message fields only (never copying tensor data). External
+    data is accepted only on the main graph's initializers (`external_ok`), checked against `values`."""
     from google.protobuf.descriptor import FieldDescriptor as FD
-    from onnx import AttributeProto, TensorProto
+    from onnx import AttributeProto, GraphProto, ModelProto, TensorProto
     if isinstance(msg, TensorProto) and (msg.data_location == TensorProto.EXTERNAL or len(msg.external_data)):
-        location = next((e.value for e in msg.external_data if e.key == "location"), "?")
-        raise IrtraceError(f"{where}: tensor {quote(msg.name)} at {at} keeps its data outside the file "
-                           f"(external data {quote(location)}); a bundle holds every tensor in graph.onnx")
+        if not external_ok:
+            location = next((e.value for e in msg.external_data if e.key == "location"), "?")
+            raise IrtraceError(f"{where}: tensor {quote(msg.name)} at {at} keeps its data outside the file "
+                               f"(external data {quote(location)}); only the graph's initializers may be "
+                               f"stored in values.safetensors")
+        check_external(where, msg, at, values)
     for fd in msg.DESCRIPTOR.fields:
         if fd.type == FD.TYPE_STRING:
-            values = getattr(msg, fd.name)
-            for v in (values if _repeated(fd) else [values]):
+            values_ = getattr(msg, fd.name)
+            for v in (values_ if _repeated(fd) else [values_]):
                 if not isinstance(v, str):
                     raise IrtraceError(f"{where}: {at}.{fd.name} {quote(v)} is not UTF-8")
         elif fd.type == FD.TYPE_BYTES and isinstance(msg, AttributeProto) and fd.name in ("s", "strings"):
-            values = getattr(msg, fd.name)
-            for v in (values if _repeated(fd) else [values]):
+            values_ = getattr(msg, fd.name)
+            for v in (values_ if _repeated(fd) else [values_]):
                 try:
                     v.decode("utf-8")
                 except UnicodeDecodeError:
                     raise IrtraceError(f"{where}: attribute {quote(msg.name)} at {at} holds {quote(v)}, "
                                        f"not UTF-8") from None
         elif fd.type == FD.TYPE_MESSAGE:
+            # the main graph (model.graph), and its initializers: the only tensors external data may hold
+            main = (isinstance(msg, ModelProto) and fd.name == "graph") or \
+                   (external_ok and isinstance(msg, GraphProto) and fd.name == "initializer")
             if _repeated(fd):
                 for k, sub in enumerate(getattr(msg, fd.name)):
                     _check_message(where, sub, f"{at}.{fd.name}[{k}]" if not getattr(sub, "name", "") or
-                                   not isinstance(sub.name, str) else f"{at}.{fd.name}[{quote(sub.name)}]")
+                                   not isinstance(sub.name, str) else f"{at}.{fd.name}[{quote(sub.name)}]",
+                                   values, main)
             elif msg.HasField(fd.name):
-                _check_message(where, getattr(msg, fd.name), f"{at}.{fd.name}")
+                _check_message(where, getattr(msg, fd.name), f"{at}.{fd.name}", values, main)
 
 
 def _repeated(fd):

@@ -108,7 +108,7 @@ def test_dropout_mask_recorded_and_replayed(example_bundle, tmp_path):
     assert mask.dtype == np.bool_ and 0.8 < mask.mean() < 0.97  # p = 0.1
     np.testing.assert_array_equal(b.values[n.output[0]], b.values[n.input[0]] * (mask.astype(np.float32) / np.float32(0.9)))
     # replaying the graph twice gives the module's output exactly: the masks are data, not draws
-    feeds = {**initializers(b.model), "idx": np.array(b.values["idx"])}
+    feeds = {**initializers(b.model, b.values), "idx": np.array(b.values["idx"])}
     out = b.manifest["outputs"][0]
     for _ in range(2):
         env = run_graph(node_specs(b.model), feeds, grad=False)

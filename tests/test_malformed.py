@@ -302,8 +302,62 @@ def _external(model):
     t.ClearField("raw_data")
     t.ClearField("float_data")
     t.data_location = TensorProto.EXTERNAL
+    del t.external_data[:]
     entry = t.external_data.add()
     entry.key, entry.value = "location", "../../../etc/passwd"
+
+
+def _external_field(name=W, **fields):
+    """An edit of initializer `name`'s external data: `fields` replace entries (None drops one); a
+    tensor that was inline is made external (its data dropped) first."""
+    def edit(model):
+        from onnx import TensorProto
+        t = next(t for t in model.graph.initializer if t.name == name)
+        t.ClearField("raw_data")
+        t.data_location = TensorProto.EXTERNAL
+        entries = {e.key: e.value for e in t.external_data}
+        for k, v in fields.items():
+            entries.pop(k, None) if v is None else entries.__setitem__(k, v(entries.get(k)) if callable(v) else v)
+        del t.external_data[:]
+        for k, v in entries.items():
+            e = t.external_data.add()
+            e.key, e.value = k, v
+    return edit
+
+
+def _weight_extent(model):
+    t = next(t for t in model.graph.initializer if t.name == W)
+    return {e.key: e.value for e in t.external_data}
+
+
+def _bias_aliases_weight(model):
+    """The bias refers to the weight's bytes (location, offset, length all those of the weight)."""
+    entries = _weight_extent(model)
+    _external_field("conv.bias", **entries)(model)
+
+
+def _ghost(model):
+    """A new initializer, stored externally under a name the value store does not hold."""
+    from onnx import numpy_helper
+    import numpy as np
+    t = model.graph.initializer.add()
+    t.CopyFrom(numpy_helper.from_array(np.zeros(18, np.float32), "ghost"))
+    _external_field("ghost", **_weight_extent(model))(model)
+
+
+def _retype(data_type=None, dims=None):
+    def edit(model):
+        t = next(t for t in model.graph.initializer if t.name == W)
+        if data_type is not None:
+            t.data_type = data_type
+        if dims is not None:
+            del t.dims[:]
+            t.dims.extend(dims)
+    return edit
+
+
+def _inline_too(model):
+    next(t for t in model.graph.initializer if t.name == W).raw_data = b"\0" * 72
 
 
 def _rename(old, new):
@@ -331,7 +385,40 @@ GRAPH_CASES = [
     ("graph op type not UTF-8", graph_bytes(lambda b: b.replace(b"\x22\x04Relu", b"\x22\x04Rel\xff")),
      r"graph.onnx: model.graph.node\['node_relu'\].op_type b'Rel\\xff' is not UTF-8"),
     ("graph external data", graph_edit(_external), r"graph.onnx: tensor 'conv.weight' at model.graph.initializer"
-                                                   r".* keeps its data outside the file .*'../../../etc/passwd'"),
+                                                   r".*: external data location '../../../etc/passwd'; a bundle's "
+                                                   r"graph may only refer to 'values.safetensors' beside it"),
+    # export stores the weight (72 bytes) in values.safetensors, its 8-byte bias inline (store.EXTERNAL_MIN_BYTES)
+    ("graph external location outside", graph_edit(_external_field(location="../../etc/passwd")),
+     r"graph.onnx: tensor 'conv.weight' at model.graph.initializer\['conv.weight'\]: external data location "
+     r"'../../etc/passwd'"),
+    ("graph external location absolute", graph_edit(_external_field(location="/work/main/values.safetensors")),
+     r"tensor 'conv.weight' .*: external data location '/work/main/values.safetensors'"),
+    ("graph external offset off", graph_edit(_external_field(offset=lambda v: str(int(v) + 4))),
+     r"tensor 'conv.weight' .*: external data offset \d+, length 72, but the value 'conv.weight' is at "
+     r"offset \d+, length 72 of values.safetensors"),
+    ("graph external length short", graph_edit(_external_field(length="68")),
+     r"tensor 'conv.weight' .*: external data offset \d+, length 68, but the value 'conv.weight' is at "
+     r"offset \d+, length 72"),
+    ("graph external offset not a number", graph_edit(_external_field(offset="-8")),
+     r"tensor 'conv.weight' .*: external data offset '-8' is not a non-negative integer"),
+    ("graph external offset huge", graph_edit(_external_field(offset="9" * 5000)),
+     r"tensor 'conv.weight' .*: external data offset '9999.*' is not a non-negative integer"),
+    ("graph external no length", graph_edit(_external_field(length=None)),
+     r"tensor 'conv.weight' .*: external data without length"),
+    ("graph external unknown key", graph_edit(_external_field(checksum="0")),
+     r"tensor 'conv.weight' .*: external data key 'checksum' is not one of location, offset, length"),
+    ("graph external aliases another value", graph_edit(_bias_aliases_weight),
+     r"tensor 'conv.bias' .*: external data offset \d+, length 72, but the value 'conv.bias' is at "
+     r"offset \d+, length 8"),
+    ("graph external name not stored", graph_edit(_ghost),
+     r"tensor 'ghost' at model.graph.initializer\['ghost'\]: external data in values.safetensors, which "
+     r"holds no value 'ghost'"),
+    ("graph external dtype differs", graph_edit(_retype(data_type=11)),
+     r"tensor 'conv.weight' .*: declares float64\[2, 1, 3, 3\] but values.safetensors holds float32\[2, 1, 3, 3\]"),
+    ("graph external shape differs", graph_edit(_retype(dims=[1, 2, 3, 3])),
+     r"tensor 'conv.weight' .*: declares float32\[1, 2, 3, 3\] but values.safetensors holds float32\[2, 1, 3, 3\]"),
+    ("graph external and inline data", graph_edit(_inline_too),
+     r"tensor 'conv.weight' .*: holds data of its own and external data"),
     ("graph duplicate node names", graph_edit(_rename("node_relu", "node_conv2d")),
      r"graph.onnx: two nodes are named 'node_conv2d'"),
     ("graph empty node name", graph_edit(_rename("node_relu", "")), r"graph.onnx: node 1 \(Relu\) has no name"),
@@ -468,8 +555,13 @@ def test_valid_bundle_still_opens(valid):
     assert rc == 0 and err == "" and "ops      Conv 1, Relu 1" in out
     b = load(valid)
     assert all(b.values[k].shape == b.values.spec(k)[1] for k in b.values)
-    for name, weight in initializers(b.model).items():  # the views read each value's own bytes
-        assert np.array_equal(b.values[name], weight) and np.abs(weight).max() > 0
+    import onnx
+    full = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(str(valid / GRAPH)).graph.initializer}
+    weights = initializers(b.model, b.values)
+    assert sorted(weights) == sorted(full) == ["conv.bias", "conv.weight"]
+    for name, weight in weights.items():  # the views read each value's own bytes, as onnx reads graph.onnx
+        assert np.array_equal(b.values[name], weight) and np.array_equal(full[name], weight)
+        assert np.abs(weight).max() > 0
 
 
 # --- property: any byte mutation of the header, manifest or graph: exit 0 or 2, one line ---

@@ -129,7 +129,7 @@ def chain_request(bundle, loss="bundle", substituted=(), workarounds=None):
     specs = [s for s in node_specs(model) if s.name not in shapes_only]
     protos = {n.name: base64.b64encode(n.SerializeToString()).decode() for n in model.graph.node}
     m = bundle.manifest
-    feeds = dict(initializers(model))
+    feeds = dict(initializers(model, bundle.values))
     for i in model.graph.input:
         feeds[i.name] = np.asarray(bundle.values[i.name])
     for n in model.graph.node:
