@@ -49,12 +49,14 @@ def seed_name(output):
 # save, and a reader of graph.onnx alone (Netron) sees their values.
 EXTERNAL_MIN_BYTES = 64
 # Only float tensors read as data by the ops that consume them go out (weights, buffers, recorded
-# random draws): integer and bool initializers (shapes, pads, axes, indices, dropout masks) and any
+# random draws). Integer and bool initializers (shapes, pads, axes, indices, dropout masks) and any
 # initializer read at an input the op's schema marks NonDifferentiable (Reshape's shape, Pad's pads,
-# Resize's scales) stay inline, because shape inference reads those values when a model is loaded and
+# Resize's scales) stay inline: shape inference reads those values when a model is loaded, and
 # onnxruntime refuses external ones there ("Cannot parse data from external tensors", measured on
-# StyleGAN2's Pad).
+# StyleGAN2's Pad). Shape's, Size's and CastLike's such inputs are read for their shape or type
+# only (every weight of a torch export feeds a Shape): they do not keep a weight inline.
 _EXTERNAL_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+_READ_NO_DATA = {"Shape", "Size", "CastLike"}  # NonDifferentiable inputs they read for shape or type only
 
 
 def initializer_array(tensor, values):
@@ -91,6 +93,8 @@ def _externalize(model, values, header, start):
     opsets = {o.domain: o.version for o in model.opset_import}
     read_by_inference = set()
     for n in model.graph.node:
+        if n.op_type in _READ_NO_DATA and n.domain in ("", "ai.onnx"):
+            continue
         passive = nondifferentiable_inputs(n.op_type, n.domain, opsets.get(n.domain, opsets.get("", 1)), len(n.input))
         read_by_inference.update(i for k, i in enumerate(n.input) if k in passive)
     out = onnx.ModelProto()
