@@ -8,6 +8,7 @@ import functools
 import glob
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import tempfile
@@ -141,6 +142,16 @@ class LazyValues:
             size = os.path.getsize(self.path)
             self._map = np.memmap(self.path, dtype=np.uint8, mode="r") if size > self._start else np.zeros(0, np.uint8)
         return self._map
+
+    def release(self):
+        """Let the pages read so far leave this process's resident memory: they are the file's, clean,
+        and stay in the page cache; a view handed out before reads them again from there. Called after
+        each node of a replay, so its resident memory does not grow with the depth of the model (P4)."""
+        if self._map is not None and self._map.size:
+            try:
+                self._map._mmap.madvise(mmap.MADV_DONTNEED)
+            except (AttributeError, OSError, ValueError):
+                pass  # a platform without madvise: the pages stay, as before
 
     def __contains__(self, name):
         return name in self._header

@@ -316,6 +316,7 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                     batches[b] = Batches(pool, b, calls, timeout)
             for item in todo:
                 nodes.append(run_node(item))
+                bundle.values.release()  # the node's recorded values leave resident memory (P4)
                 if on_node:
                     on_node(nodes[-1])
         else:

@@ -72,6 +72,20 @@ def workarounds_html(findings):
 
 
 def render(report, extra_html=""):
+    """The page as one string (write() streams the same text into the file)."""
+    parts = []
+    _emit(report, extra_html, parts.append)
+    return "".join(parts)
+
+
+def _escaped(text):
+    # every <, > and & as a JSON escape: no name can close the element or open a comment in it
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _emit(report, extra_html, out):
+    """The page, piece by piece, into `out`: the report's JSON node by node (json's C encoder on each),
+    so a large report is never held as one text besides the report itself (P4: flat memory in depth)."""
     s = report["summary"]
     summary = ", ".join(f"{k} {v}" for k, v in s.items() if isinstance(v, int) and not isinstance(v, bool) and v)
     legend = "".join(f'<span style="color:{c}">&#9632; {html.escape(str(k))}</span>' for k, c in _COLORS.items() if k)
@@ -88,15 +102,22 @@ def render(report, extra_html=""):
                     f"<th>workaround that matches</th></tr>{rows}</table>") + workarounds_html(report["findings"])
     else:
         findings = "<p>None.</p>"
-    # every <, > and & as a JSON escape: no name can close the element or open a comment in it
-    data = json.dumps(report, allow_nan=True).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     colors = json.dumps({str(k) if k else "null": v for k, v in _COLORS.items()})
     columns = json.dumps([[key, title] for key, title, _ in compare.DISPLAY])
-    return _PAGE.format(title=html.escape(str(report["bundle"]["name"])), summary=html.escape(summary), legend=legend,
-                        findings=findings, extra=extra_html, data=data, colors=colors, columns=columns)
+    before, after = _PAGE.split("{data}")
+    fields = dict(title=html.escape(str(report["bundle"]["name"])), summary=html.escape(summary), legend=legend,
+                  findings=findings, extra=extra_html, colors=colors, columns=columns)
+    out(before.format(**fields))
+    head = json.dumps({k: v for k, v in report.items() if k != "nodes"}, allow_nan=True)
+    out(_escaped(head[:-1] + ("," if head != "{}" else "") + '"nodes":['))
+    for k, node in enumerate(report.get("nodes", [])):
+        out(("," if k else "") + _escaped(json.dumps(node, allow_nan=True)))
+    out("]}")
+    out(after.format(**fields))
 
 
 def write(report, out_dir, extra_html=""):
     p = Path(out_dir) / "report.html"
-    p.write_text(render(report, extra_html))
+    with open(p, "w") as f:
+        _emit(report, extra_html, f.write)
     return p
