@@ -81,7 +81,8 @@ class Batches:
             counts.append(len(call.arrays()))
             arrays += call.arrays()
         self.pool.get(self.backend).send({"kind": "batch", "mode": chunk[0].mode if len({c.mode for c in chunk}) == 1
-                                          else None, "calls": messages, "counts": counts}, arrays)
+                                          else None, "calls": messages, "counts": counts}, arrays,
+                                         background=True)
         self.in_flight.append([self.sent, 0])
         self.sent += 1
 

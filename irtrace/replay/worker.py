@@ -86,6 +86,7 @@ class WorkerProxy:
         self._pending = None  # a WorkerFailed send() met, for receive() to raise
         self._mark = 0        # where its stderr was when the call began
         self._greeting = False  # launched, its hello not read yet
+        self._writer = None     # the thread writing a frame sent in the background
 
     def start(self):
         """Launch the worker (unless launch() did) and read its hello."""
@@ -156,11 +157,11 @@ class WorkerProxy:
         lines = [normalise(ln) for ln in lines if ln.strip() and not ln.startswith(_BANNER)]
         return " | ".join(lines[-n:])
 
-    def _write(self, msg, arrays):
+    def _write(self, msg, arrays, stream=None):
         try:
-            wire.write(self.proc.stdin, msg, arrays, by_reference=True)
-        except (BrokenPipeError, OSError):
-            pass  # it died: the reader reports EOF when the reply is read
+            wire.write(stream or self.proc.stdin, msg, arrays, by_reference=True)
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # it died (ValueError: its pipe closed meanwhile): the reader reports EOF when the reply is read
 
     def _read(self, timeout):
         try:
@@ -187,17 +188,30 @@ class WorkerProxy:
         self.send(msg, arrays)
         return self.receive(timeout)
 
-    def send(self, msg, arrays):
+    def send(self, msg, arrays, background=False):
         """Start a call and return at once: several workers compute at the same time; receive() gets
-        the reply (a worker that cannot start fails there)."""
+        the reply (a worker that cannot start fails there). `background`: the frame is written by a
+        thread, so the host goes on while a busy worker has not read it yet (a batch sent ahead); the
+        next send waits for it, receive does not (the worker's replies come on another pipe)."""
         self._pending = None
+        self._written()
         try:
             self.ensure()
         except WorkerFailed as e:
             self._pending = e
             return
         self._mark = self._stderr.seek(0, 2)
-        self._write(msg, arrays)
+        if background:
+            self._writer = threading.Thread(target=self._write, args=(msg, arrays, self.proc.stdin), daemon=True)
+            self._writer.start()
+        else:
+            self._write(msg, arrays)
+
+    def _written(self):
+        """Wait until a frame written in the background is out (one frame at a time on its stdin)."""
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
 
     def receive(self, timeout):
         """The reply of the call send() started: (reply, arrays), or WorkerFailed."""
@@ -229,6 +243,7 @@ class WorkerProxy:
     def ask_to_exit(self):
         """The first half of close(): several workers exit at the same time (a framework's
         teardown takes a while)."""
+        self._written()
         if self.proc is not None and self.proc.poll() is None:
             try:
                 wire.write(self.proc.stdin, {"kind": "exit"})
