@@ -338,7 +338,9 @@ def write(path, model, values, manifest, force=False):
         raise IrtraceError(f"cannot write {path}: {e.strerror} ({parent})") from e
     old = None
     try:
-        save_file({k: np.array(v, order="C") for k, v in values.items()}, str(tmp / VALUES),
+        # a C-contiguous array as it is (np.array would copy every recorded value once more)
+        save_file({k: v if isinstance(v, np.ndarray) and v.flags.c_contiguous else np.array(v, order="C")
+                   for k, v in values.items()}, str(tmp / VALUES),
                   metadata={"schema": SCHEMA})
         _, header, start = store_check.read_header(tmp / VALUES)
         # weights are stored once: graph.onnx refers to their bytes in values.safetensors

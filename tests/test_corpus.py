@@ -116,6 +116,19 @@ def test_a_draw_the_export_run_does_not_repeat_is_named(tmp_path):
         export(Flaky(), (torch.randn(2, 3),), tmp_path / "f.irt")
 
 
+def test_a_draw_only_the_export_run_makes_is_refused(tmp_path):
+    """The reference run drew nothing, so the export runs without the draw recorder: a draw that appears
+    only while exporting is found in the graph (RandomNormalLike), not silently kept."""
+    class Sneaky(nn.Module):
+        def forward(self, x):
+            return x + torch.randn_like(x) if torch.compiler.is_exporting() else x * 2
+
+    with pytest.raises(IrtraceError, match=r"the model drew random numbers while exporting \(Random\w+\) but not "
+                                           r"in the reference run"):
+        export(Sneaky(), (torch.randn(2, 3),), tmp_path / "s.irt")
+    assert not (tmp_path / "s.irt").exists()
+
+
 # ---------------------------------------------------------------- containers
 
 

@@ -224,6 +224,20 @@ def name_draws(model, draws, sources):
     return renamed
 
 
+# ONNX ops that draw random numbers (what torch.onnx makes of a draw it traces)
+RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli", "Multinomial"}
+
+
+def check_no_draws(model):
+    """After an export run without the recorder (the reference run drew nothing, so there is nothing
+    to hand back, and the recorder costs torch.onnx.export a Python call per traced op): the graph
+    draws nothing either. A draw there would be a number no replay could reproduce."""
+    drawn = sorted({n.op_type for n in model.graph.node if n.op_type in RANDOM_OPS})
+    if drawn:
+        raise IrtraceError(f"the model drew random numbers while exporting ({', '.join(drawn)}) but not in the "
+                           f"reference run")
+
+
 def check_all_used(draws, rec):
     """After the export run: every recorded draw was handed back."""
     if rec.replayed < len(draws):

@@ -284,11 +284,15 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
         raise IrtraceError(f"the model raised on the example inputs: {type(e).__name__}: {e}") from e
     model.load_state_dict(state)
 
+    # the recorder hands the reference run's draws back in order; a model that drew nothing runs without
+    # it (it would cost every traced op a Python call) and its graph is checked for draws instead
+    replaying = random_mod.recorded(draws, record=False) if draws else contextlib.nullcontext()
     try:
-        with _quiet(), dropout_mod.patched(masks, record=False), random_mod.recorded(draws, record=False) as rec:
+        with _quiet(), dropout_mod.patched(masks, record=False), replaying as rec:
             program = torch.onnx.export(model, inputs, dynamo=True, optimize=False, input_names=input_names,
                                         custom_translation_table=_translations())
-        random_mod.check_all_used(draws, rec)
+        if draws:
+            random_mod.check_all_used(draws, rec)
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise IrtraceError(f"torch.onnx.export could not export {type(model).__name__}: {first}") from e
@@ -296,6 +300,8 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
         model.load_state_dict(state)
     t_export = time.perf_counter() - t0
     raw = program.model_proto
+    if not draws:
+        random_mod.check_no_draws(raw)
     sources = {n.name: _source(n) for n in raw.graph.node}
     _name_dropout_masks(raw, sources)
     random_mod.name_draws(raw, draws, sources)
