@@ -65,10 +65,11 @@ def launch_early(infos):
 
 def adopt(info):
     """The worker launch_early started for `info` (the same declaration), or None."""
-    w = _EARLY.get(info.name)
-    if w is None or w.info != info:
+    w = _EARLY.pop(info.name, None)  # one pop: threads of --jobs N may ask at once
+    if w is not None and w.info != info:
+        _EARLY[info.name] = w  # launched for another declaration of that name: discard_early kills it
         return None
-    return _EARLY.pop(info.name)
+    return w
 
 
 def discard_early():
