@@ -19,6 +19,17 @@ from irtrace.replay.engine import replay
 REASON = backends.get("oneflow").unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"oneflow unavailable: {REASON}")
 OK = (compare.MATCH, compare.NOISE)
+# A result at the edge of the float32 allowance, whose verdict depends on the CPU OneFlow's kernels run
+# on: log_softmax's first derivative (3x4 case) is NOISE on the machine where tests/oneflow_known.py
+# was recorded, and 2.09e-6 from float64 against an allowance of 2.04e-6 (8x torch's own error) on an
+# AMD EPYC with AVX-512 (DIVERGENT, 31 float32 ulps). Either verdict is accepted within twice the
+# allowance; more than that is a finding like any other.
+BORDERLINE = {("logsoftmax", "vjp", "d:logsoftmax.in0")}
+
+
+def borderline(node, r):
+    return ((node, r.mode, r.output) in BORDERLINE and r.verdict == compare.DIVERGENT and r.metrics is not None
+            and r.allowed is not None and r.metrics.max_abs <= 2 * r.allowed)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # OneFlow colours some of its error messages
 
 
@@ -29,7 +40,8 @@ def observed(rep, backend="oneflow"):
     out = {}
     for n in rep.nodes:
         for r in n.results:
-            if r.backend != backend or r.verdict not in compare.FAILING + (compare.UNSUPPORTED,):
+            if r.backend != backend or r.verdict not in compare.FAILING + (compare.UNSUPPORTED,) or \
+                    borderline(n.name, r):
                 continue
             m = r.metrics
             if m is not None:
@@ -168,7 +180,7 @@ def test_translation_guards_forward(oneflow_replay):
 
 def test_first_order_gradients_match(oneflow_replay):
     bad = [(n.name, r.output, r.verdict) for n in oneflow_replay.nodes for r in n.results
-           if r.backend == "oneflow" and r.mode == "vjp" and r.verdict not in OK]
+           if r.backend == "oneflow" and r.mode == "vjp" and r.verdict not in OK and not borderline(n.name, r)]
     assert not bad
 
 
@@ -477,7 +489,7 @@ def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases_outcom
     the CUDA runtime wheels itself), shows it and exits 1."""
     from irtrace.repro.make import make_repros
     _, report, path = cases_outcome
-    (finding,) = [f for f in report["findings"] if f["op_type"] == "LogSoftmax"]
+    (finding,) = [f for f in report["findings"] if f["op_type"] == "LogSoftmax" and f["mode"] == "vjp2"]
     assert finding["verdict"] == compare.DIVERGENT and finding["mode"] == "vjp2"
     (folder,) = make_repros(path, tmp_path / "repros", finding_ids=[finding["id"]], shrink_budget=20)
     meta = json.loads((folder / "finding.json").read_text())

@@ -4,8 +4,8 @@ A frame is: 8-byte little-endian length of a JSON header, the header, then the r
 bytes of each array it lists ({"dtype", "shape", "nbytes"} or null for None), in order.
 An array that is a view of a file mapped into memory (a bundle's value store, a cache entry) is sent
 by the host as where it lies ({"dtype", "shape", "file", "offset"}; write(..., by_reference=True)):
-the worker maps the same bytes (copy-on-write, so a framework that writes into its input changes
-nothing on disk) instead of receiving a copy through the pipe.
+the worker reads the same bytes from the file (its page cache) into an array of its own instead of
+receiving a copy through the pipe.
 """
 import mmap
 import json
@@ -88,9 +88,12 @@ def read(stream):
         if s is None:
             arrays.append(None)
             continue
-        if "file" in s:  # the host's memory-mapped value: mapped here too, private (copy-on-write)
-            arrays.append(np.memmap(s["file"], dtype=np.dtype(s["dtype"]), mode="c", offset=int(s["offset"]),
-                                    shape=tuple(s["shape"])).view(np.ndarray))
+        if "file" in s:  # the host's memory-mapped value: read here from the same file, not through the pipe
+            # copied out of the map into numpy's own memory: the framework gets an aligned, writable array of
+            # its own, as it did through the pipe (a view into the map is aligned only as the value's offset
+            # in the file is); the copy is one memcpy from the page cache, not a trip through the pipe
+            arrays.append(np.array(np.memmap(s["file"], dtype=np.dtype(s["dtype"]), mode="r", offset=int(s["offset"]),
+                                             shape=tuple(s["shape"]))))
             continue
         if s["nbytes"] != int(np.prod(s["shape"], dtype=np.int64)) * np.dtype(s["dtype"]).itemsize:
             raise ValueError(f"not a frame: {s['nbytes']} bytes for shape {s['shape']} of {s['dtype']}")
