@@ -175,3 +175,27 @@ def test_a_passing_result_gets_max_abs_and_max_rel_by_hand():
     wrong = ref + np.array([0.0, 0.5, 0.0], np.float32)
     v, m, _ = compare.judge(wrong, ref, oracle, full=False)
     assert v == compare.DIVERGENT and m.ulp is not None and m.worst_index == (1,) and m.max_rel == 0.125
+
+
+def test_a_passing_results_max_rel_is_its_exact_relative_error():
+    """judge and judge_reference compute a passing result's max abs / max rel in a few passes
+    (compare._passing): the numbers a hand computation gives, with an infinity and a 0-d result."""
+    from irtrace.compare import EPS32, judge, judge_reference
+    r = np.array([1.0, -2.0, 0.0], np.float32)
+    o = np.array([1.0, -2.0 - 2.0 ** -20, 1e-30])
+    verdict, m, _ = judge_reference(r, o, full=False)
+    assert verdict == compare.MATCH
+    # |r - o| = [0, 2^-20, 1e-30]; relative to max(|o|, EPS32 * max|o|) elementwise
+    assert m.max_abs == 2.0 ** -20 and m.max_rel == 2.0 ** -20 / (2.0 + 2.0 ** -20)
+    r = np.array([np.inf, 1.0], np.float32)
+    verdict, m, _ = judge_reference(r, np.array([np.inf, 1.0 + 2.0 ** -22]), full=False)
+    assert verdict == compare.MATCH and m.max_abs == 2.0 ** -22 and m.max_rel == 2.0 ** -22 / (1.0 + 2.0 ** -22)
+    verdict, m, _ = judge_reference(np.float32(4.0), np.float64(4.0 + 2.0 ** -20), full=False)
+    assert verdict == compare.MATCH and m.max_rel == 2.0 ** -20 / (4.0 + 2.0 ** -20)
+    # a backend against the reference: relative to the reference, floored at EPS32 times its largest
+    a = np.array([3.0, 1e-9], np.float32)
+    ref = np.array([3.0, 0.0], np.float32)
+    verdict, m, _ = judge(a, ref, ref.astype(np.float64), full=False)
+    assert verdict == compare.MATCH
+    floor = EPS32 * 3.0
+    assert m.max_abs == float(np.float32(1e-9)) and m.max_rel == float(np.float32(1e-9)) / floor

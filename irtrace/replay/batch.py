@@ -78,8 +78,9 @@ class Batches:
         messages, arrays, counts = [], [], []
         for call in chunk:
             messages.append(call.message())
-            counts.append(len(call.arrays()))
-            arrays += call.arrays()
+            sent = call.arrays()
+            counts.append(len(sent))
+            arrays += sent
         self.pool.get(self.backend).send({"kind": "batch", "mode": chunk[0].mode if len({c.mode for c in chunk}) == 1
                                           else None, "calls": messages, "counts": counts}, arrays,
                                          background=True)
