@@ -141,7 +141,11 @@ class LazyValues:
         if self._map is None:
             size = os.path.getsize(self.path)
             self._map = np.memmap(self.path, dtype=np.uint8, mode="r") if size > self._start else np.zeros(0, np.uint8)
-        return self._map
+            # views handed out are plain ndarrays over the map (np.memmap runs a Python __array_finalize__
+            # for every view and slice made of it: 13 us each, thousands per replay); wire.file_region
+            # still finds the file through their base
+            self._plain = self._map.view(np.ndarray)
+        return self._plain
 
     def release(self):
         """Let the pages read so far leave this process's resident memory: they are the file's, clean,
