@@ -92,3 +92,59 @@ def test_another_bundle_or_another_reference_is_another_key(tmp_path, started):
         backends.BACKENDS.update(saved)
     (failed,) = [r for n in report["nodes"] for r in n["results"] if r["verdict"] == "ERROR"]
     assert (failed["node"], failed["mode"]) == ("sig", "vjp") and "MemoryError" in failed["message"]
+
+
+def test_a_replay_of_the_reference_alone_reads_the_rows_it_judged(tmp_path, started):
+    """torch judged against float64 is a function of the two cached answers, the policy and the code:
+    a second replay of torch alone starts no worker and reads its rows (one JSON file per call); a
+    torn file is judged again from the cached answers; another policy is another key. Each report is
+    the first one's."""
+    b = small(tmp_path / "b.irt")
+
+    def alone(out, *extra):
+        assert main(["replay", str(b.path), "--backend", "torch", "-o", str(tmp_path / out), *extra]) == 0
+        return (tmp_path / out / "report.json").read_bytes()
+    cold = alone("cold")
+    cache = Path(str(b.path) + ".cache")
+    judged = sorted(cache.glob("*.json"))
+    assert len(judged) == 3 * 3 and sorted(started) == ["oracle", "torch"]  # three nodes, three modes
+    started.clear()
+    assert alone("warm") == cold and started == []
+    kept = judged[0].read_bytes()
+    judged[0].write_text("[{\"node\": ")  # torn: judged again from the cached answers (no worker either)
+    assert alone("torn") == cold and started == [] and judged[0].read_bytes() == kept
+    fixed = alone("fixed", "--atol", "1e-3")
+    assert len(list(cache.glob("*.json"))) == 2 * 3 * 3 and b'"fixed": true' in fixed
+
+
+def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_estimate(tmp_path):
+    """Rows read back equal the rows kept (an infinity, a NaN, numpy scalars); a DIVERGENT row was
+    judged again with the oracle's Monte Carlo rounding estimate (engine.judge_node), so a replay
+    of the reference alone uses the kept rows only once those are kept too."""
+    from irtrace import compare
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.engine import ORACLE, REFERENCE, judged_before, mode_calls
+    from irtrace.replay.call import bundle_gradient_path
+    from irtrace.ir.spec import node_specs
+    import base64
+    b = small(tmp_path / "b.irt")
+    spec = node_specs(b.model)[0]
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    call = mode_calls(b, spec, ("vjp",), bundle_gradient_path(b), proto)[0][0]
+    cache = ResultCache(b, [REFERENCE, ORACLE])
+    policy = compare.Policy()
+    metrics = compare.Metrics(float("inf"), np.float32(0.5), None, None, None, None, None, None, np.float64(2.0), 0.0)
+    rows = [compare.Result("mm", "MatMul", "torch", "vjp", "d_x", compare.DIVERGENT, metrics, oracle_abs=float("nan"),
+                           allowed=np.float32(1e-6), tags=("kink",), time_s=0.25)]
+    assert judged_before(call, ["torch"], cache, policy) is None
+    cache.keep_judged(call, policy, False, rows)
+    back = cache.judged(call, policy, False)
+    assert len(back) == 1 and back[0].verdict is compare.DIVERGENT and back[0].tags == ("kink",)
+    assert back[0].metrics.max_abs == float("inf") and back[0].metrics.max_rel == 0.5 and np.isnan(back[0].oracle_abs)
+    assert back[0].allowed == float(np.float32(1e-6)) and back[0].time_s == 0.25
+    assert judged_before(call, ["torch"], cache, policy) is None  # its rounding estimate's rows are not kept
+    noise = [replace(rows[0], verdict=compare.NOISE, float32_rounding=3e-7)]
+    cache.keep_judged(call, policy, True, noise)
+    assert judged_before(call, ["torch"], cache, policy)[0].verdict is compare.NOISE
+    assert judged_before(call, ["torch", "onnxruntime"], cache, policy) is None  # another backend: run it
+    assert judged_before(call, ["torch"], cache, replace(policy, match_ulps=2.0)) is None

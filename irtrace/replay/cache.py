@@ -8,12 +8,18 @@ source file, irtrace's version, the worker's module, environment and interpreter
 versions) and the call itself (the node, its attributes, the mode, which directions are in s, what
 else is asked). Only answers are kept (ok, UNSUPPORTED): a crash or a timeout is asked again. A
 bundle folder that cannot be written next to runs without a cache (logged).
+
+The reference's own rows (torch judged against float64) are a function of those two answers, the
+policy and the host's judging code: they are kept too (a JSON file per call, named by a hash of all
+of that and of every irtrace source file), so a replay of the reference reads them instead of judging
+again (engine.judge_all).
 """
 import functools
 import hashlib
 import json
 import logging
 import os
+from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 
@@ -41,6 +47,22 @@ def _code_key():
         except metadata.PackageNotFoundError:
             pass
     return h.hexdigest()
+
+
+@functools.cache
+def _judging_key():
+    """The host code that judges (every irtrace source file), on top of the answers' code."""
+    h = hashlib.sha256(_code_key().encode())
+    for p in sorted((ROOT / "irtrace").rglob("*.py")):
+        h.update(str(p.relative_to(ROOT)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _number(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    raise TypeError(f"{type(v).__name__} in a judged row")
 
 
 def _worker_key(name):
@@ -88,11 +110,39 @@ class ResultCache:
         except (OSError, ValueError):
             return {}
 
-    def _path(self, call, role):
-        h = self.keys[role].copy()
+    def _path(self, call, role, h=None, suffix="safetensors"):
+        h = h or self.keys[role].copy()
         h.update(json.dumps(call.message(), sort_keys=True, default=str).encode())
         h.update(repr([u is None for u in call.us]).encode())
-        return self.dir / f"{h.hexdigest()[:40]}.safetensors"
+        return self.dir / f"{h.hexdigest()[:40]}.{suffix}"
+
+    def _judged_path(self, call, policy, spread):
+        h = hashlib.sha256("".join(k.hexdigest() for k in self.keys.values()).encode())
+        h.update(f"judged {_judging_key()} {json.dumps(asdict(policy), sort_keys=True)} {bool(spread)}".encode())
+        return self._path(call, None, h, "json")
+
+    def judged(self, call, policy, spread):
+        """The reference's rows of `call` as an earlier replay judged them against float64 with this
+        policy and code (with the oracle's Monte Carlo rounding estimate if `spread`), or None."""
+        path = self._judged_path(call, policy, spread)
+        try:
+            rows = json.loads(path.read_bytes())
+            return [compare.Result.from_json(r) for r in rows]
+        except FileNotFoundError:
+            return None
+        except Exception as e:  # noqa: BLE001 - a torn or foreign file: judged again
+            log.info("%s: unreadable judged rows (%s); judging again", path, e)
+            return None
+
+    def keep_judged(self, call, policy, spread, rows):
+        if not self.writable:
+            return
+        try:  # numpy scalars as the numbers they hold; inf and NaN as JSON's extension (read back as they were)
+            text = json.dumps([r.to_json() for r in rows], default=_number)
+        except (TypeError, ValueError) as e:
+            log.info("%s: not keeping the judged rows of %s %s (%s)", self.dir, call.spec.name, call.mode, e)
+            return
+        self._write(self._judged_path(call, policy, spread), lambda tmp: tmp.write_text(text))
 
     def get(self, call, role):
         if role not in self.keys:
@@ -126,10 +176,14 @@ class ResultCache:
         tensors = {str(k): np.array(a, order="C") for k, a in enumerate(out) if a is not None}
         meta = {"status": str(status), "reply": reply, "n": len(out),
                 "none": [k for k, a in enumerate(out) if a is None]}
+        self._write(path, lambda tmp: save_file(tensors, str(tmp), metadata={"irtrace": json.dumps(meta)}))
+
+    def _write(self, path, write):
+        """`write(tmp)`, then tmp renamed to `path` (a reader never sees half a file)."""
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             self.dir.mkdir(exist_ok=True)
-            save_file(tensors, str(tmp), metadata={"irtrace": json.dumps(meta)})
+            write(tmp)
             os.replace(tmp, path)
         except (OSError, ValueError, TypeError) as e:
             self.writable = False

@@ -288,9 +288,12 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
         calls, off, skipped = planned.pop(spec.name, None) or mode_calls(bundle, spec, modes, path, protos[spec.name])
         node.skipped += skipped
         for call in calls:
-            got = run_everywhere(pool, call, recorded_outputs(bundle, call), on, use_oracle, timeout,
-                                 forms_of(call, on), results, batches)
-            node.results.extend(judge_node(pool, call, got, policy, timeout, off_path=off, cache=results))
+            rows = judged_before(call, on, results, policy)
+            if rows is None:
+                got = run_everywhere(pool, call, recorded_outputs(bundle, call), on, use_oracle, timeout,
+                                     forms_of(call, on), results, batches)
+                rows = judge_node(pool, call, got, policy, timeout, off_path=off, cache=results)
+            node.results.extend(rows)
         if progress:
             progress()
         return node
@@ -465,68 +468,95 @@ class Gathered:
     recomputed: list = None      # fwd: what the reference computes now from the recorded inputs
 
 
-def judge_all(call, got, policy, off_path=()):
+def judge_all(call, got, policy, off_path=(), cache=None):
     """Results (one per output, or one '*' per whole-node failure) from a Gathered. The reference
-    itself is judged against the float64 oracle (no row compares a result with itself)."""
-    spec, mode, inputs = call.spec, call.mode, call.inputs
+    itself is judged against the float64 oracle (no row compares a result with itself); its rows are
+    kept in `cache` (a ResultCache), and read from it when an earlier replay judged them."""
+    spec, mode = call.spec, call.mode
     results = []
     if got.ref is None:
         return [compare.Result(spec.name, spec.op_type, REFERENCE, mode, "*", got.ref_status,
                                message=f"reference failed: {got.ref_reply.get('message', '')}")]
-    names = labels(spec, mode)
-    ref_time = got.ref_reply.get("time_s")
     if got.oracle_failed:  # a dead oracle is a row of its own: what follows was judged without float64
         status, message = got.oracle_failed
         results.append(compare.Result(spec.name, spec.op_type, ORACLE, mode, "*", status,
                                       message=f"the float64 oracle failed: {message}; the {mode} results of this "
                                               f"node are judged without it"))
-    tag = None  # computed on the first failing gradient only: it scans the input
+    tag = []  # computed on the first failing gradient only: it scans the input
+
+    def kink():
+        if not tag:
+            tag.append(kink_tag(spec.op_type, call.inputs) or "")
+        return tag[0]
+    # the reference's rows are a function of the cached answers only when both were answers
+    settled = cache is not None and got.oracle is not None and got.ref_status == "ok" and not got.oracle_failed
+    for backend, answer in got.outs.items():
+        kept = cache.judged(call, policy, got.spread is not None) if settled and backend == REFERENCE else None
+        rows = kept if kept is not None else _judge_backend(call, got, policy, off_path, backend, answer, kink)
+        if kept is None and settled and backend == REFERENCE:
+            cache.keep_judged(call, policy, got.spread is not None, rows)
+        results.extend(rows)
+    return results
+
+
+def _judge_backend(call, got, policy, off_path, backend, answer, kink):
+    """judge_all's rows of one backend."""
+    spec, mode = call.spec, call.mode
+    status, reply, out = answer
+    ref_time = got.ref_reply.get("time_s")
+    is_ref = backend == REFERENCE
+    if is_ref and got.oracle is None:
+        return []  # without float64 there is nothing to judge the reference against
+    if status != "ok":
+        return [compare.Result(spec.name, spec.op_type, backend, mode, "*", status,
+                               message=reply.get("message", "") + (f" ({reply['where']})" if reply.get("where") else ""),
+                               time_s=reply.get("time_s"), ref_time_s=ref_time)]
+    results = []
     skip = set(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))) | set(off_path)
-    for backend, (status, reply, out) in got.outs.items():
-        is_ref = backend == REFERENCE
-        if is_ref and got.oracle is None:
-            continue  # without float64 there is nothing to judge the reference against
-        if status != "ok":
-            results.append(compare.Result(spec.name, spec.op_type, backend, mode, "*", status,
-                                          message=reply.get("message", "") +
-                                          (f" ({reply['where']})" if reply.get("where") else ""),
+    for k, label in enumerate(labels(spec, mode)):
+        if mode != "fwd" and k < len(spec.inputs) and k in skip:
+            continue
+        r = got.ref[k] if k < len(got.ref) else None
+        a = out[k] if k < len(out) else None
+        o = got.oracle[k] if got.oracle is not None and k < len(got.oracle) and got.oracle[k] is not None else None
+        mag = got.magnitude[k] if got.magnitude is not None and k < len(got.magnitude) else None
+        if mag is not None and (mag[0] is None or mag[1] is None):
+            mag = None
+        spread = got.spread[k] if got.spread is not None and k < len(got.spread) else None
+        if r is None or (is_ref and o is None):
+            continue
+        if a is None:
+            zero = not np.any(np.asarray(r))
+            results.append(compare.Result(spec.name, spec.op_type, backend, mode, label,
+                                          compare.MATCH if zero else compare.DIVERGENT,
+                                          message="" if zero else f"{backend} computes no gradient for {label[2:]}",
                                           time_s=reply.get("time_s"), ref_time_s=ref_time))
             continue
-        for k, label in enumerate(names):
-            if mode != "fwd" and k < len(spec.inputs) and k in skip:
-                continue
-            r = got.ref[k] if k < len(got.ref) else None
-            a = out[k] if k < len(out) else None
-            o = got.oracle[k] if got.oracle is not None and k < len(got.oracle) and got.oracle[k] is not None else None
-            mag = got.magnitude[k] if got.magnitude is not None and k < len(got.magnitude) else None
-            if mag is not None and (mag[0] is None or mag[1] is None):
-                mag = None
-            spread = got.spread[k] if got.spread is not None and k < len(got.spread) else None
-            if r is None or (is_ref and o is None):
-                continue
-            if a is None:
-                zero = not np.any(np.asarray(r))
-                results.append(compare.Result(spec.name, spec.op_type, backend, mode, label,
-                                              compare.MATCH if zero else compare.DIVERGENT,
-                                              message="" if zero else f"{backend} computes no gradient for {label[2:]}",
-                                              time_s=reply.get("time_s"), ref_time_s=ref_time))
-                continue
-            if is_ref:
-                verdict, m, details = compare.judge_reference(a, o, policy, mag, spread, full=False)
-                if verdict in compare.FAILING and got.recomputed is not None and k < len(got.recomputed):
-                    why = _recorded_vs_recomputed(got.recomputed[k], a, o, policy, mag, spread)
-                    if why:
-                        details["message"] = "; ".join(filter(None, [details.get("message"), why]))
-            else:
-                verdict, m, details = compare.judge(a, r, o, policy, mag, spread, full=False)
-            if verdict in compare.FAILING and mode != "fwd" and tag is None:
-                tag = kink_tag(spec.op_type, inputs) or ""
-            tags = (tag,) if tag and verdict in compare.FAILING else ()
-            # details are named like Result's fields: a new metric of compare.py reaches the report as is
-            results.append(compare.Result(node=spec.name, op_type=spec.op_type, backend=backend, mode=mode,
-                                          output=label, verdict=verdict, metrics=m, tags=tags,
-                                          time_s=reply.get("time_s"), ref_time_s=ref_time, **details))
+        if is_ref:
+            verdict, m, details = compare.judge_reference(a, o, policy, mag, spread, full=False)
+            if verdict in compare.FAILING and got.recomputed is not None and k < len(got.recomputed):
+                why = _recorded_vs_recomputed(got.recomputed[k], a, o, policy, mag, spread)
+                if why:
+                    details["message"] = "; ".join(filter(None, [details.get("message"), why]))
+        else:
+            verdict, m, details = compare.judge(a, r, o, policy, mag, spread, full=False)
+        tags = (kink(),) if verdict in compare.FAILING and mode != "fwd" and kink() else ()
+        # details are named like Result's fields: a new metric of compare.py reaches the report as is
+        results.append(compare.Result(node=spec.name, op_type=spec.op_type, backend=backend, mode=mode,
+                                      output=label, verdict=verdict, metrics=m, tags=tags,
+                                      time_s=reply.get("time_s"), ref_time_s=ref_time, **details))
     return results
+
+
+def judged_before(call, on, cache, policy):
+    """The rows of `call` as an earlier replay judged them, when the reference is the only backend judged
+    on this node (nothing else to run: its rows are a function of the cached answers), or None."""
+    if cache is None or [b for b in on if b != ORACLE] != [REFERENCE]:
+        return None
+    rows = cache.judged(call, policy, False)
+    if rows is not None and not policy.fixed and any(r.verdict == compare.DIVERGENT for r in rows):
+        rows = cache.judged(call, policy, True)  # judge_node asked for the oracle's rounding estimate
+    return rows
 
 
 def _recorded_vs_recomputed(again, recorded, oracle, policy, magnitude, spread):
@@ -556,7 +586,7 @@ def judge_node(pool, call, got, policy, timeout, off_path=(), cache=None):
     """judge_all, and where a numeric result fails, judge again with the oracle's Monte Carlo estimate
     of how far float32 rounding of the op's formula can move it (asked for only then: it costs
     MCA_SAMPLES more float64 runs)."""
-    results = judge_all(call, got, policy, off_path)
+    results = judge_all(call, got, policy, off_path, cache)
     if got.oracle is None or policy.fixed or not any(r.verdict == compare.DIVERGENT for r in results):
         return results
     asked = call.with_extra(rounding=MCA_SAMPLES)
@@ -567,4 +597,4 @@ def judge_node(pool, call, got, policy, timeout, off_path=(), cache=None):
         log.info("%s %s: no float32 rounding estimate (%s)", call.spec.name, call.mode,
                  reply.get("rounding_error") or reply.get("message", status))
         return results
-    return judge_all(call, replace(got, spread=list(out[len(out) - n:])), policy, off_path)
+    return judge_all(call, replace(got, spread=list(out[len(out) - n:])), policy, off_path, cache)
