@@ -135,7 +135,7 @@ class LazyValues:
         self.path = Path(path)
         # validated completely (store_check.read_header) before anything is mapped or allocated
         self.metadata, self._header, self._start = store_check.read_header(self.path)
-        self._map = None
+        self._map = self._plain = None
 
     def _mm(self):
         if self._map is None:
