@@ -300,11 +300,13 @@ def _sweep(a, r, o, magnitude, policy, eps):
     for blocks in _blocks(*((a, r, o) if m is None else (a, r, o, m, q))):
         ab, rb, ob = blocks[:3]
         b_err = _abs_diff(ab, ob)
-        k = int(np.argmax(b_err))
-        bound = None if m is None else rounding_bound(blocks[3:], ob, policy, eps)
         d = _abs_diff(ab, rb)
-        parts.append((d.max(), _abs_diff(rb, ob).max(), b_err[k], _rel_max(d, rb, floor_r),
-                      None if bound is None else bound.max(), None if bound is None else bound[k]))
+        if m is None:
+            parts.append((d.max(), _abs_diff(rb, ob).max(), b_err.max(), _rel_max(d, rb, floor_r), None, None))
+            continue
+        k = int(np.argmax(b_err))  # the rounding bound is reported where |a - o| peaks
+        bound = rounding_bound(blocks[3:], ob, policy, eps)
+        parts.append((d.max(), _abs_diff(rb, ob).max(), b_err[k], _rel_max(d, rb, floor_r), bound.max(), bound[k]))
     cols = list(zip(*parts))
     maxima = [float(np.max(c)) for c in cols[:4]]
     out = dict(zip(("max_abs", "ref_err", "worst_b", "max_rel"), maxima), scale=scale, magnitude=None,

@@ -118,33 +118,47 @@ def test_a_replay_of_the_reference_alone_reads_the_rows_it_judged(tmp_path, star
 
 
 def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_estimate(tmp_path):
-    """Rows read back equal the rows kept (an infinity, a NaN, numpy scalars); a DIVERGENT row was
-    judged again with the oracle's Monte Carlo rounding estimate (engine.judge_node), so a replay
-    of the reference alone uses the kept rows only once those are kept too."""
-    from irtrace import compare
-    from irtrace.replay.cache import ResultCache
-    from irtrace.replay.engine import ORACLE, REFERENCE, judged_before, mode_calls
-    from irtrace.replay.call import bundle_gradient_path
-    from irtrace.ir.spec import node_specs
+    """Rows read back equal the rows kept (an infinity, a NaN, numpy scalars); they are tied to the
+    answer files they were judged from (an answer computed again is judged again); a DIVERGENT row was
+    judged again with the oracle's Monte Carlo rounding estimate (engine.judge_node), so a replay of
+    the reference alone uses the kept rows only once those are kept too."""
     import base64
+    import os
+
+    from irtrace import compare
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.call import bundle_gradient_path
+    from irtrace.replay.engine import ORACLE, REFERENCE, _basis, _rounding_call, judged_before, mode_calls
     b = small(tmp_path / "b.irt")
+    assert main(["replay", str(b.path), "--backend", "torch", "--modes", "vjp", "-o", str(tmp_path / "r")]) == 0
     spec = node_specs(b.model)[0]
     proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
-    call = mode_calls(b, spec, ("vjp",), bundle_gradient_path(b), proto)[0][0]
+    calls, off, _ = mode_calls(b, spec, ("vjp",), bundle_gradient_path(b), proto)
+    call = calls[0]
     cache = ResultCache(b, [REFERENCE, ORACLE])
     policy = compare.Policy()
     metrics = compare.Metrics(float("inf"), np.float32(0.5), None, None, None, None, None, None, np.float64(2.0), 0.0)
     rows = [compare.Result("mm", "MatMul", "torch", "vjp", "d_x", compare.DIVERGENT, metrics, oracle_abs=float("nan"),
                            allowed=np.float32(1e-6), tags=("kink",), time_s=0.25)]
-    assert judged_before(call, ["torch"], cache, policy) is None
-    cache.keep_judged(call, policy, False, rows)
-    back = cache.judged(call, policy, False)
+    basis = _basis(call, off, False, False)
+    assert judged_before(call, ["torch"], cache, policy, off, True)[0].verdict is compare.MATCH  # the replay's own
+    cache.keep_judged(call, policy, basis, rows)
+    back = cache.judged(call, policy, basis)
     assert len(back) == 1 and back[0].verdict is compare.DIVERGENT and back[0].tags == ("kink",)
     assert back[0].metrics.max_abs == float("inf") and back[0].metrics.max_rel == 0.5 and np.isnan(back[0].oracle_abs)
     assert back[0].allowed == float(np.float32(1e-6)) and back[0].time_s == 0.25
-    assert judged_before(call, ["torch"], cache, policy) is None  # its rounding estimate's rows are not kept
+    assert judged_before(call, ["torch"], cache, policy, off, True) is None  # no rounding estimate is cached
+    asked = _rounding_call(call)
+    cache.put(asked, ORACLE, "ok", {"rounding": 1}, [np.zeros(1)])
     noise = [replace(rows[0], verdict=compare.NOISE, float32_rounding=3e-7)]
-    cache.keep_judged(call, policy, True, noise)
-    assert judged_before(call, ["torch"], cache, policy)[0].verdict is compare.NOISE
-    assert judged_before(call, ["torch", "onnxruntime"], cache, policy) is None  # another backend: run it
-    assert judged_before(call, ["torch"], cache, replace(policy, match_ulps=2.0)) is None
+    cache.keep_judged(call, policy, _basis(call, off, False, True), noise)
+    assert judged_before(call, ["torch"], cache, policy, off, True)[0].verdict is compare.NOISE
+    assert judged_before(call, ["torch", "onnxruntime"], cache, policy, off, True) is None  # another backend: run it
+    assert judged_before(call, ["torch"], cache, replace(policy, match_ulps=2.0), off, True) is None
+    assert off == [] and judged_before(call, ["torch"], cache, policy, [0], True) is None  # x not judged: another key
+    # the reference's answer computed again (a torn entry): its rows are judged again
+    answer = cache._path(call, REFERENCE)
+    st = answer.stat()
+    os.utime(answer, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))
+    assert cache.judged(call, policy, basis) is None

@@ -9,16 +9,18 @@ versions) and the call itself (the node, its attributes, the mode, which directi
 else is asked). Only answers are kept (ok, UNSUPPORTED): a crash or a timeout is asked again. A
 bundle folder that cannot be written next to runs without a cache (logged).
 
-The reference's own rows (torch judged against float64) are a function of those two answers, the
-policy and the host's judging code: they are kept too (a JSON file per call, named by a hash of all
-of that and of every irtrace source file), so a replay of the reference reads them instead of judging
-again (engine.judge_all).
+The reference's own rows (torch judged against float64) are a function of those answers, the policy
+and the host's judging code: they are kept too (a JSON file per call, and one more where the oracle's
+rounding estimate was asked for, named by a hash of the answer files' sizes and modification times,
+the policy, every irtrace source file and the rest of what decides them), so a replay of the
+reference reads them instead of judging again (engine.judge_all).
 """
 import functools
 import hashlib
 import json
 import logging
 import os
+import threading
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
@@ -41,7 +43,7 @@ def _code_key():
     for p in sorted((ROOT / "backends").rglob("*.py")):
         h.update(str(p.relative_to(ROOT)).encode())
         h.update(p.read_bytes())
-    for dist in ("torch", "onnx", "numpy"):
+    for dist in ("torch", "onnx", "numpy", "ml_dtypes"):
         try:
             h.update(f"{dist} {metadata.version(dist)}".encode())
         except metadata.PackageNotFoundError:
@@ -111,20 +113,33 @@ class ResultCache:
             return {}
 
     def _path(self, call, role, h=None, suffix="safetensors"):
-        h = h or self.keys[role].copy()
+        h = self.keys[role].copy() if h is None else h
         h.update(json.dumps(call.message(), sort_keys=True, default=str).encode())
         h.update(repr([u is None for u in call.us]).encode())
         return self.dir / f"{h.hexdigest()[:40]}.{suffix}"
 
-    def _judged_path(self, call, policy, spread):
-        h = hashlib.sha256("".join(k.hexdigest() for k in self.keys.values()).encode())
-        h.update(f"judged {_judging_key()} {json.dumps(asdict(policy), sort_keys=True)} {bool(spread)}".encode())
+    def _judged_path(self, call, policy, basis):
+        """Where the rows judged from `basis` are kept, or None when an answer they come from is not
+        here. `basis`: {"answers": [(call, role)...] the rows were judged from, and anything else that
+        decides them (JSON-able)}; each answer file's size and modification time are in the key, so
+        an answer computed again (a torn entry) is judged again."""
+        h = hashlib.sha256(f"judged {_judging_key()} {json.dumps(asdict(policy), sort_keys=True)}".encode())
+        for c, role in basis["answers"]:
+            answer = self._path(c, role)
+            try:
+                st = answer.stat()
+            except OSError:
+                return None
+            h.update(f"{answer.name} {st.st_size} {st.st_mtime_ns}".encode())
+        h.update(json.dumps({k: v for k, v in basis.items() if k != "answers"}, sort_keys=True).encode())
         return self._path(call, None, h, "json")
 
-    def judged(self, call, policy, spread):
-        """The reference's rows of `call` as an earlier replay judged them against float64 with this
-        policy and code (with the oracle's Monte Carlo rounding estimate if `spread`), or None."""
-        path = self._judged_path(call, policy, spread)
+    def judged(self, call, policy, basis):
+        """The reference's rows of `call` as an earlier replay judged them against float64 from the same
+        answers (`basis`, see _judged_path) with this policy and code, or None."""
+        path = self._judged_path(call, policy, basis)
+        if path is None:
+            return None
         try:
             rows = json.loads(path.read_bytes())
             return [compare.Result.from_json(r) for r in rows]
@@ -134,15 +149,17 @@ class ResultCache:
             log.info("%s: unreadable judged rows (%s); judging again", path, e)
             return None
 
-    def keep_judged(self, call, policy, spread, rows):
-        if not self.writable:
+    def keep_judged(self, call, policy, basis, rows):
+        path = self._judged_path(call, policy, basis) if self.writable else None
+        if path is None:
             return
         try:  # numpy scalars as the numbers they hold; inf and NaN as JSON's extension (read back as they were)
             text = json.dumps([r.to_json() for r in rows], default=_number)
         except (TypeError, ValueError) as e:
             log.info("%s: not keeping the judged rows of %s %s (%s)", self.dir, call.spec.name, call.mode, e)
             return
-        self._write(self._judged_path(call, policy, spread), lambda tmp: tmp.write_text(text))
+        if not self._write(path, lambda tmp: tmp.write_text(text)):
+            log.info("%s: not keeping the judged rows of %s %s", self.dir, call.spec.name, call.mode)
 
     def get(self, call, role):
         if role not in self.keys:
@@ -176,19 +193,23 @@ class ResultCache:
         tensors = {str(k): np.array(a, order="C") for k, a in enumerate(out) if a is not None}
         meta = {"status": str(status), "reply": reply, "n": len(out),
                 "none": [k for k, a in enumerate(out) if a is None]}
-        self._write(path, lambda tmp: save_file(tensors, str(tmp), metadata={"irtrace": json.dumps(meta)}))
+        if not self._write(path, lambda tmp: save_file(tensors, str(tmp), metadata={"irtrace": json.dumps(meta)})):
+            self.writable = False
+            log.info("%s: not caching the reference and oracle results", self.dir)
 
     def _write(self, path, write):
-        """`write(tmp)`, then tmp renamed to `path` (a reader never sees half a file)."""
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        """`write(tmp)`, then tmp renamed to `path` (a reader never sees half a file); False (logged)
+        where it cannot be written."""
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             self.dir.mkdir(exist_ok=True)
             write(tmp)
             os.replace(tmp, path)
+            return True
         except (OSError, ValueError, TypeError) as e:
-            self.writable = False
-            log.info("%s: not caching the reference and oracle results (%s)", self.dir, e)
+            log.info("%s: cannot write %s (%s)", self.dir, path.name, e)
             try:
                 tmp.unlink()
             except OSError:
                 pass
+            return False

@@ -288,10 +288,11 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
         calls, off, skipped = planned.pop(spec.name, None) or mode_calls(bundle, spec, modes, path, protos[spec.name])
         node.skipped += skipped
         for call in calls:
-            rows = judged_before(call, on, results, policy)
+            recorded = recorded_outputs(bundle, call)
+            rows = judged_before(call, on, results, policy, off, recorded is not None)
             if rows is None:
-                got = run_everywhere(pool, call, recorded_outputs(bundle, call), on, use_oracle, timeout,
-                                     forms_of(call, on), results, batches)
+                got = run_everywhere(pool, call, recorded, on, use_oracle, timeout, forms_of(call, on), results,
+                                     batches)
                 rows = judge_node(pool, call, got, policy, timeout, off_path=off, cache=results)
             node.results.extend(rows)
         if progress:
@@ -394,6 +395,16 @@ def _wants_model(call):
     return sorted(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
 
 
+def _oracle_call(call):
+    """What the oracle is asked for `call`: its answers, with the rounding model's magnitudes."""
+    return call.with_extra(magnitude=_wants_model(call))
+
+
+def _rounding_call(call):
+    """What the oracle is asked for its Monte Carlo estimate of float32 rounding (judge_node)."""
+    return call.with_extra(rounding=MCA_SAMPLES)
+
+
 def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=None, cache=None, batches=None):
     """Run one NodeCall on the reference, the oracle and `backends`. `ref_fwd`: the recorded outputs (the
     fwd reference) or None to use the reference worker's; `forms`: backend -> the NodeCall it gets instead
@@ -401,7 +412,7 @@ def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=Non
     ResultCache of the reference's and oracle's answers; `batches`: backend -> Batches (answers sent
     for ahead). Returns a Gathered."""
     spec, mode = call.spec, call.mode
-    oracle_call = call.with_extra(magnitude=_wants_model(call))
+    oracle_call = _oracle_call(call)
     cached_ref = cache.get(call, REFERENCE) if cache is not None else None
     cached_oracle = cache.get(oracle_call, ORACLE) if cache is not None and use_oracle else None
     # every worker computes at once (one request each, then the replies); a backend's result is used
@@ -490,13 +501,23 @@ def judge_all(call, got, policy, off_path=(), cache=None):
         return tag[0]
     # the reference's rows are a function of the cached answers only when both were answers
     settled = cache is not None and got.oracle is not None and got.ref_status == "ok" and not got.oracle_failed
+    basis = _basis(call, off_path, got.recomputed is not None, got.spread is not None)
     for backend, answer in got.outs.items():
-        kept = cache.judged(call, policy, got.spread is not None) if settled and backend == REFERENCE else None
+        keep = settled and backend == REFERENCE
+        kept = cache.judged(call, policy, basis) if keep else None
         rows = kept if kept is not None else _judge_backend(call, got, policy, off_path, backend, answer, kink)
-        if kept is None and settled and backend == REFERENCE:
-            cache.keep_judged(call, policy, got.spread is not None, rows)
+        if keep and kept is None:
+            cache.keep_judged(call, policy, basis, rows)
         results.extend(rows)
     return results
+
+
+def _basis(call, off_path, recorded, spread):
+    """What the reference's rows of `call` are judged from (ResultCache.judged's key): the answers (the
+    reference's, the oracle's, its rounding estimate where asked for), the inputs whose gradients are
+    not judged, and whether fwd is judged on the recorded value."""
+    answers = [(call, REFERENCE), (_oracle_call(call), ORACLE)] + ([(_rounding_call(call), ORACLE)] if spread else [])
+    return {"answers": answers, "off": sorted(off_path), "recorded": recorded}
 
 
 def _judge_backend(call, got, policy, off_path, backend, answer, kink):
@@ -548,15 +569,22 @@ def _judge_backend(call, got, policy, off_path, backend, answer, kink):
     return results
 
 
-def judged_before(call, on, cache, policy):
+def judged_before(call, on, cache, policy, off_path, recorded):
     """The rows of `call` as an earlier replay judged them, when the reference is the only backend judged
-    on this node (nothing else to run: its rows are a function of the cached answers), or None."""
+    on this node (nothing else to run: its rows are a function of the cached answers), or None.
+    `recorded`: fwd is judged on the bundle's recorded value."""
     if cache is None or [b for b in on if b != ORACLE] != [REFERENCE]:
         return None
-    rows = cache.judged(call, policy, False)
-    if rows is not None and not policy.fixed and any(r.verdict == compare.DIVERGENT for r in rows):
-        rows = cache.judged(call, policy, True)  # judge_node asked for the oracle's rounding estimate
+    recorded = recorded and call.mode == "fwd"
+    rows = cache.judged(call, policy, _basis(call, off_path, recorded, False))
+    if rows is not None and wants_rounding(rows, policy):  # judged again with the estimate: those rows
+        rows = cache.judged(call, policy, _basis(call, off_path, recorded, True))
     return rows
+
+
+def wants_rounding(rows, policy):
+    """Whether judge_node asks the oracle for its rounding estimate and judges again."""
+    return not policy.fixed and any(r.verdict == compare.DIVERGENT for r in rows)
 
 
 def _recorded_vs_recomputed(again, recorded, oracle, policy, magnitude, spread):
@@ -587,9 +615,9 @@ def judge_node(pool, call, got, policy, timeout, off_path=(), cache=None):
     of how far float32 rounding of the op's formula can move it (asked for only then: it costs
     MCA_SAMPLES more float64 runs)."""
     results = judge_all(call, got, policy, off_path, cache)
-    if got.oracle is None or policy.fixed or not any(r.verdict == compare.DIVERGENT for r in results):
+    if got.oracle is None or not wants_rounding(results, policy):
         return results
-    asked = call.with_extra(rounding=MCA_SAMPLES)
+    asked = _rounding_call(call)
     status, reply, out = (cache.get(asked, ORACLE) if cache is not None else None) or \
         _remember(cache, asked, ORACLE, _call(pool, ORACLE, asked, timeout))
     n = reply.get("rounding", 0) if status == "ok" else 0
