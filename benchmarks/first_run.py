@@ -1,0 +1,45 @@
+"""The first (uncached) torch fwd+vjp+vjp2 replay with --jobs 1 and --jobs 2, side by side in one run,
+on ResNet-50 (torchvision, random weights, 2x3x112x112) and the StyleGAN2 example: the float64
+oracle's compute, spread over one or two worker sets.
+
+    .venv/bin/python benchmarks/first_run.py [--models resnet50,stylegan2]
+"""
+import argparse
+import contextlib
+import io
+import shutil
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+import irtrace
+from fast_replay import MODELS  # benchmarks/fast_replay.py, beside this script
+from irtrace.pipeline import run_replay
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--models", default="resnet50,stylegan2")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    print(f"{'model':10} {'--jobs 1 s':>11} {'--jobs 2 s':>11} {'ratio':>6}")
+    for name in args.models.split(","):
+        model, inputs = MODELS[name]()
+        with tempfile.TemporaryDirectory() as d:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                bundle = irtrace.export(model, inputs, Path(d) / f"{name}.irt", train=model.training)
+            times = []
+            for jobs in (1, 2):
+                shutil.rmtree(f"{bundle.path}.cache", ignore_errors=True)  # uncached: a first run
+                t = time.perf_counter()
+                run_replay(bundle.path, "torch", "fwd,vjp,vjp2", Path(d) / f"jobs{jobs}", quiet=True, jobs=jobs)
+                times.append(time.perf_counter() - t)
+        print(f"{name:10} {times[0]:11.2f} {times[1]:11.2f} {times[1] / times[0]:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
