@@ -319,7 +319,15 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
         feeds[name] = t.detach().cpu().numpy()
     outputs = [o.name for o in graph.graph.output if o.name not in state_outputs.values()]
     values, specs, _ = record(graph, feeds, outputs, loss=loss, seed=seed)
+    # the checks and the manifest run while the recorded values are written (store.write_while)
+    return store.write_while(path, values, lambda: _finish(
+        graph, values, specs, outputs, ref_out, submodule_out, sources, state_outputs, state_after, feeds,
+        graph_inputs, original_attrs, params, state, model_name, model, train, seed, loss, t_export), force=force)
 
+
+def _finish(graph, values, specs, outputs, ref_out, submodule_out, sources, state_outputs, state_after, feeds,
+            graph_inputs, original_attrs, params, state, model_name, model, train, seed, loss, t_export):
+    """(graph, manifest) of an export: the export check against the module, value info, the IR check."""
     _export_check(graph, values, outputs, ref_out, submodule_out, sources, state_outputs, state_after)
     canonical.set_value_info(graph, specs)
     canonical.check(graph)
@@ -343,7 +351,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
                                                         if n.name in original_attrs else {})}
                   for n in graph.graph.node},
     }
-    return store.write(path, graph, values, manifest, force=force)
+    return graph, manifest
 
 
 def _jsonable(attrs):
