@@ -108,6 +108,43 @@ def _source(node):
     return src
 
 
+# torch.onnx's metadata on a node irtrace reads (_source); the rest (e.g. pkg.torch.onnx.stack_trace's
+# torch-internal frames) was ~268 KB of StyleGAN2's 340 KB graph.onnx
+_READ_METADATA = ("pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy", "pkg.torch.onnx.fx_node")
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+
+
+def _trim_metadata(node):
+    """Keep on `node` only the metadata _source reads: the name scopes, the last two classes of the class
+    hierarchy, the fx node's target and, of the stack trace, the last user-code frame (where file:line comes from). _source gives the same
+    answer before and after (tests/test_export_metadata.py); the manifest holds that answer."""
+    md = [(p.key, p.value) for p in node.metadata_props]
+    kept = []
+    for key, value in md:
+        if key == "pkg.torch.onnx.class_hierarchy":  # _source reads the last two classes
+            try:
+                kept.append((key, repr(list(ast.literal_eval(value))[-2:])))
+            except (ValueError, SyntaxError, TypeError):
+                kept.append((key, value))
+        elif key == "pkg.torch.onnx.fx_node":  # _source reads its target
+            m = re.search(r"target=torch\.ops\.([\w.]+)", value) or re.search(r"target=([\w.<>]+)", value)
+            if m:
+                kept.append((key, m.group(0)))
+        elif key in _READ_METADATA:
+            kept.append((key, value))
+        elif key == "pkg.torch.onnx.stack_trace":
+            lines = value.splitlines()
+            starts = [i for i, line in enumerate(lines) if (m := _FRAME.match(line))
+                      and not os.path.abspath(m.group(1)).startswith(_TORCH_DIR)]
+            if starts:
+                i = starts[-1]
+                end = next((j for j in range(i + 1, len(lines)) if _FRAME.match(lines[j])), len(lines))
+                kept.append((key, "\n".join(lines[i:end])))
+    del node.metadata_props[:]
+    for key, value in kept:
+        node.metadata_props.add(key=key, value=value)
+
+
 def _module_path(scopes):
     """The exporter's scopes are either nested names ('block2', 'layer', '0') or qualified
     prefixes ('block2', 'block2.layer'); both give 'block2.layer.0'."""
@@ -303,6 +340,8 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     if not draws:
         random_mod.check_no_draws(raw)
     sources = {n.name: _source(n) for n in raw.graph.node}
+    for n in raw.graph.node:
+        _trim_metadata(n)
     _name_dropout_masks(raw, sources)
     random_mod.name_draws(raw, draws, sources)
     _name_outputs(raw, out_names)
