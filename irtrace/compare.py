@@ -392,17 +392,27 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
     bound = rounding_bound(magnitude, o, policy, eps)
     per_element = np.maximum(allowed, bound) if bound is not None else allowed
     worst_b = float(b_err.max()) if o.size else 0.0
-    details.update(oracle_abs=ref_err, backend_oracle_abs=worst_b,
-                   allowed=float(np.max(per_element)) if np.ndim(per_element) and np.size(per_element) else allowed,
-                   closer_to_oracle="tie" if abs(worst_b - ref_err) <= floor else
-                   ("backend" if worst_b < ref_err else "reference"))
-    if bound is not None:
-        details["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(b_err))]) if o.size else 0.0
-    if emulated is not None:
-        details["float32_rounding"] = emulated
+    details.update(_arbitration(
+        ref_err, worst_b, floor, emulated,
+        float(np.max(per_element)) if np.ndim(per_element) and np.size(per_element) else allowed,
+        None if bound is None else float(bound.reshape(-1)[int(np.argmax(b_err))]) if o.size else 0.0))
     if max_abs <= floor:
         return result(MATCH, details)
     return result(NOISE if np.all(b_err <= per_element) else DIVERGENT, details)
+
+
+def _arbitration(ref_err, worst_b, floor, emulated, allowed, bound_at_worst):
+    """judge's details of a result the oracle arbitrates (both ways of judging make them here): the
+    reference's and the backend's error against float64, the tolerance shown, who is closer, and the
+    rounding model's bound where the backend is worst (None: no model) and the Monte Carlo estimate."""
+    details = {"oracle_abs": ref_err, "backend_oracle_abs": worst_b, "allowed": allowed,
+               "closer_to_oracle": "tie" if abs(worst_b - ref_err) <= floor else
+               ("backend" if worst_b < ref_err else "reference")}
+    if bound_at_worst is not None:
+        details["rounding_bound"] = bound_at_worst
+    if emulated is not None:
+        details["float32_rounding"] = emulated
+    return details
 
 
 def _judge_swept(a, r, o, s, policy, spread, full):
@@ -421,14 +431,8 @@ def _judge_swept(a, r, o, s, policy, spread, full):
     ref_err, worst_b = s["ref_err"], s["worst_b"]
     emulated = emulated_rounding(spread)
     allowed = max(policy.noise_factor * max(ref_err, emulated or 0.0), floor)
-    details = {"oracle_abs": ref_err, "backend_oracle_abs": worst_b,
-               "allowed": allowed if s["bound_max"] is None else max(allowed, s["bound_max"]),
-               "closer_to_oracle": "tie" if abs(worst_b - ref_err) <= floor else
-               ("backend" if worst_b < ref_err else "reference")}
-    if s["bound_max"] is not None:
-        details["rounding_bound"] = s["bound_at_worst"]
-    if emulated is not None:
-        details["float32_rounding"] = emulated
+    details = _arbitration(ref_err, worst_b, floor, emulated,
+                           allowed if s["bound_max"] is None else max(allowed, s["bound_max"]), s["bound_at_worst"])
     if s["max_abs"] <= floor:
         return result(MATCH, details)
     within = worst_b <= allowed or (s["magnitude"] is not None and

@@ -330,7 +330,8 @@ def write_while(path, values, build, force=False):
     values.safetensors is written in another: the value store is the bundle's bulk (538 MB for
     ResNet-50) and its write releases the GIL, so an exporter's last checks run beside it. `values`
     must not change once handed over. An error in either leaves nothing, as in write()."""
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     import onnx
     from safetensors.numpy import save_file
 
@@ -346,29 +347,19 @@ def write_while(path, values, build, force=False):
     except OSError as e:
         raise IrtraceError(f"cannot write {path}: {e.strerror} ({parent})") from e
     old = None
-    writer = None
     try:
         # a C-contiguous array as it is (np.array would copy every recorded value once more)
         arrays = {k: v if isinstance(v, np.ndarray) and v.flags.c_contiguous else np.array(v, order="C")
                   for k, v in values.items()}
-        failed = []
-
-        def write_values():
+        # leaving the executor waits for the write, also on an error: the folder is removed only then
+        with ThreadPoolExecutor(1, thread_name_prefix="irtrace-values-write") as writer:
+            written = writer.submit(save_file, arrays, str(tmp / VALUES), metadata={"schema": SCHEMA})
+            model, manifest = build()
             try:
-                save_file(arrays, str(tmp / VALUES), metadata={"schema": SCHEMA})
-            except BaseException as e:  # raised again in this thread, after build()
-                failed.append(e)
-        writer = threading.Thread(target=write_values, name="irtrace-values-write", daemon=True)
-        writer.start()
-        model, manifest = build()
-        try:
-            manifest_text = json.dumps(manifest, indent=1, sort_keys=False, allow_nan=False) + "\n"
-        except ValueError as e:  # strict JSON, as load() reads it: refused before the bundle is in place
-            raise IrtraceError(f"cannot write {path}: the manifest holds a value JSON cannot ({e})") from None
-        writer.join()
-        writer = None
-        if failed:
-            raise failed[0]
+                manifest_text = json.dumps(manifest, indent=1, sort_keys=False, allow_nan=False) + "\n"
+            except ValueError as e:  # strict JSON, as load() reads it: refused before the bundle is in place
+                raise IrtraceError(f"cannot write {path}: the manifest holds a value JSON cannot ({e})") from None
+            written.result()  # the writer's error, raised here
         _, header, start = store_check.read_header(tmp / VALUES)
         # weights are stored once: graph.onnx refers to their bytes in values.safetensors
         onnx.save(_externalize(model, values, header, start), str(tmp / GRAPH))
@@ -378,8 +369,6 @@ def write_while(path, values, build, force=False):
             os.replace(path, old)
         os.replace(tmp, path)
     except BaseException:
-        if writer is not None:
-            writer.join()  # the folder is removed only once nothing writes into it
         if old is not None and not path.exists():
             os.replace(old, path)  # the new one never arrived: the old one goes back
             old = None
