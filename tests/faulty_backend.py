@@ -11,6 +11,7 @@ mode; MODE "many": when a batch with OP is computed in one go, run_many) or a st
   import    the op imports a module that does not exist
   startkill SIGKILL while starting, once (IRTRACE_FAULT_ONCE: a file that marks it done)
   startimport  the worker's own import fails, every time
+  slow      the op takes IRTRACE_FAULT_DELAY seconds (default 0.1) more; OP "*": every op
 """
 import ctypes
 import importlib
@@ -33,6 +34,8 @@ def fire(kind):
         raise MemoryError("planted: cannot allocate 17179869184 bytes")
     elif kind == "garbage":
         os.write(1, b"Warning: not a frame at all\n")
+    elif kind == "slow":
+        time.sleep(float(os.environ.get("IRTRACE_FAULT_DELAY", "0.1")))
     elif kind == "import":
         importlib.import_module("irtrace_planted_missing_module")
 
@@ -42,7 +45,7 @@ def _wrap(adapter, mode):
 
     def faulty(entry, inputs, spec, *rest, **kw):
         for kind, op, *when in (f for f in FAULTS if len(f) > 1):
-            if op == spec.op_type and (not when or when[0] == mode):
+            if op in (spec.op_type, "*") and (not when or when[0] == mode):
                 fire(kind)
         return inner(entry, inputs, spec, *rest, **kw)
     setattr(adapter, mode, faulty)

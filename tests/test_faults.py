@@ -166,3 +166,46 @@ def test_batched_and_one_call_at_a_time_replays_write_the_same_report(chain, und
         assert {r["verdict"] for r in tested if r["node"] == "sigmoid"} == {"CRASH"}
     assert one == many
     assert runs[0].replay.restarts == runs[1].replay.restarts
+
+
+# a chain long enough for several batches, Sigmoid (the planted segfault) in the third
+LONG = ["Relu", "Sin", "Tanh", "Neg", "Abs", "Cos", "Sin", "Tanh", "Neg", "Sigmoid", "Abs", "Relu", "Sin", "Cos",
+        "Tanh", "Neg"]
+
+
+@pytest.fixture(scope="module")
+def long_chain(tmp_path_factory):
+    names = [f"v{k}" for k in range(len(LONG) + 1)]
+    nodes = [helper.make_node(op, [names[k]], [names[k + 1]], name=f"n{k}_{op.lower()}") for k, op in enumerate(LONG)]
+    x = helper.make_tensor_value_info("v0", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info(names[-1], TensorProto.FLOAT, None)
+    m = helper.make_model(helper.make_graph(nodes, "long", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    x0 = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    return bundle_from_onnx(m, {"v0": x0}, tmp_path_factory.mktemp("long") / "long.irt")
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_a_worker_that_dies_with_batches_in_flight_fails_its_own_node_only(batch, long_chain, faulty, tmp_path,
+                                                                          monkeypatch):
+    """Issue 26.1: batches of 4 calls; the backend under test (torch whose Sigmoid segfaults) races ahead
+    while the reference is slowed down (an injected delay), so it dies with the batch behind it already
+    sent, and the next batch goes to a restarted process. Every reply is matched to its request by id:
+    exactly one CRASH (the Sigmoid node), every other verdict what a clean run gives, batched or not."""
+    import planted_backend
+    from irtrace import store
+    from irtrace.replay import api, batch as batching
+    monkeypatch.setattr(batching, "MAX_CALLS", 4)
+    planted_backend.register("crash")
+    faulty("torch", "slow:*")
+    monkeypatch.setenv("IRTRACE_FAULT_DELAY", "0.1")
+    outcome = api.run(store.load(long_chain.path), api.ReplayOptions(
+        backends=["torch", "planted-crash"], modes=["fwd"], batch=batch, timeout=TIMEOUT, cache=False,
+        verify_workarounds=False))
+    got = {(n.name, r.backend): r for n in outcome.replay.nodes for r in n.results}
+    crashed = {k: r.message for k, r in got.items() if r.verdict == "CRASH"}
+    assert crashed.keys() == {("n9_sigmoid", "planted-crash")}, crashed
+    assert "killed by signal SIGSEGV" in crashed[("n9_sigmoid", "planted-crash")]
+    others = {k: r.verdict for k, r in got.items() if k not in crashed}
+    assert len(others) == 2 * len(LONG) - 1 and set(others.values()) <= {"MATCH", "NOISE"}, others
+    assert outcome.replay.restarts["planted-crash"] == 1
+    assert leftover_workers(str(tmp_path)) == []

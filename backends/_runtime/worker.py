@@ -32,29 +32,30 @@ def serve(name):
         except EOFError:
             return
         kind = msg.get("kind")
-        if kind == "hello":
-            wire.write(stdout, {"status": wire.Status.OK, "modes": list(adapter.modes), "versions": adapter.versions(),
-                                "native": bool(adapter.native),
-                                "workarounds": [list(k) for k in adapter.workarounds.keys()]
-                                if adapter.workarounds is not None else [],
-                                "ops": [list(k) for k in adapter.table.keys()], "pid": os.getpid()})
-            continue
         if kind == "exit":
             return
-        if kind == "graph":
-            wire.write(stdout, *graph(adapter, msg, arrays))
+        if kind == "batch":  # one reply per call, each with that call's id
+            for call, (reply, out) in zip(msg["calls"], batch(adapter, msg, arrays)):
+                wire.write(stdout, {**reply, "id": call.get("id")}, out)
             continue
-        if kind == "source":
-            wire.write(stdout, *source(adapter, msg))
-            continue
-        if kind == "alternatives":
-            wire.write(stdout, *alternatives(adapter, msg))
-            continue
-        if kind == "batch":
-            for reply, out in batch(adapter, msg, arrays):
-                wire.write(stdout, reply, out)
-            continue
-        wire.write(stdout, *handle(adapter, msg, arrays))
+        reply, out = answer(adapter, kind, msg, arrays)
+        wire.write(stdout, {**reply, "id": msg.get("id")}, out)  # the host matches replies to requests by id
+
+
+def answer(adapter, kind, msg, arrays):
+    """(reply, arrays) of one request that is not a batch."""
+    if kind == "hello":
+        return {"status": wire.Status.OK, "modes": list(adapter.modes), "versions": adapter.versions(),
+                "native": bool(adapter.native),
+                "workarounds": [list(k) for k in adapter.workarounds.keys()] if adapter.workarounds is not None
+                else [], "ops": [list(k) for k in adapter.table.keys()], "pid": os.getpid()}, []
+    if kind == "graph":
+        return graph(adapter, msg, arrays)
+    if kind == "source":
+        return source(adapter, msg)
+    if kind == "alternatives":
+        return alternatives(adapter, msg)
+    return handle(adapter, msg, arrays)
 
 
 def entry_of(adapter, spec, workaround=None):

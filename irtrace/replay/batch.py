@@ -51,6 +51,7 @@ class Batches:
         self.in_flight = collections.deque()   # [chunk index, replies read] of the batches sent
         self.sent = 0                          # batches sent so far
         self.crashes = 0                       # worker restarts a batch caused (each node alone says its own)
+        self._deaths = []                      # the WorkerFailed of each death counted in `crashes`
 
     def take(self, call):
         k = key(call)
@@ -81,27 +82,32 @@ class Batches:
             sent = call.arrays()
             counts.append(len(sent))
             arrays += sent
-        self.pool.get(self.backend).send({"kind": "batch", "mode": chunk[0].mode if len({c.mode for c in chunk}) == 1
-                                          else None, "calls": messages, "counts": counts}, arrays,
-                                         background=True)
-        self.in_flight.append([self.sent, 0])
+        ids = self.pool.get(self.backend).send({"kind": "batch", "mode": chunk[0].mode
+                                                if len({c.mode for c in chunk}) == 1 else None,
+                                                "calls": messages, "counts": counts}, arrays, background=True)
+        self.in_flight.append([self.sent, 0, ids])
         self.sent += 1
 
     def _receive(self):
-        """Read the next reply of the oldest batch in flight."""
+        """Read the next reply of the oldest batch in flight (each reply is matched to its call by id)."""
         at = self.in_flight[0]
-        call = self.chunks[at[0]][at[1]]
+        index, k, ids = at
+        call = self.chunks[index][k]
         worker = self.pool.get(self.backend)
         try:
-            reply, out = worker.receive(self.timeout)
-        except WorkerFailed:
-            # the worker is gone (restarted on the next call, unless it cannot start at all), and with it
-            # the rest of this batch and the batch behind it: their nodes are run alone
-            self.crashes += 0 if worker.dead else 1
-            self.in_flight.clear()
+            reply, out = worker.receive(self.timeout, ids[k])
+        except WorkerFailed as death:
+            # the worker died (restarted on the next call, unless it cannot start at all), and with it the
+            # rest of this batch: those nodes are run alone. A batch sent to the process that died fails
+            # the same way when its turn comes; one sent to a restarted process is answered as usual.
+            if not worker.dead and all(death is not seen for seen in self._deaths):
+                self._deaths.append(death)  # one death, one restart: however many batches it took with it
+                self.crashes += 1
+            worker.forget(ids[k + 1:])
+            self.in_flight.popleft()
             return
         at[1] += 1
-        if at[1] == len(self.chunks[at[0]]):
+        if at[1] == len(self.chunks[index]):
             self.in_flight.popleft()
         if reply.get("status") == Status.ERROR:
             return  # asked again alone: what the framework wrote to stderr meanwhile belongs to it

@@ -169,15 +169,15 @@ def _call(pool, backend, call, timeout):
 
 
 def _send(pool, backend, call):
-    """Start a NodeCall on one backend; _receive gets its (status, reply, arrays)."""
+    """Start a NodeCall on one backend; _receive gets its (status, reply, arrays) with what this returns."""
     worker = pool.get(backend)
-    worker.send(call.message(), call.arrays())
-    return worker
+    return worker, worker.send(call.message(), call.arrays())
 
 
-def _receive(pool, worker, timeout):
+def _receive(pool, sent, timeout):
+    worker, rid = sent
     try:
-        reply, out = worker.receive(timeout)
+        reply, out = worker.receive(timeout, rid)
     except WorkerFailed as e:
         if pool.stopping.is_set():
             raise Stopped() from None  # killed by the interrupt, not by the node

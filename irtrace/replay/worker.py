@@ -78,24 +78,32 @@ def discard_early():
 
 
 class WorkerProxy:
+    """One backend's worker process, restarted when it dies. Every request carries an id that its reply
+    echoes (`send` returns it, `receive` asks for it): a reply is credited to the request it answers or to
+    none. A process that dies or is killed takes the requests it still owed with it: each of them fails
+    with that death (WorkerFailed), never with what a restarted process answers to other requests."""
+
     def __init__(self, info, start_timeout=120.0):
         self.info, self.start_timeout = info, start_timeout
         self.proc = None
         self.hello = None
         self.restarts = 0
         self.dead = None    # (verdict, message) once it failed to start twice: not started again
-        self._pending = None  # a WorkerFailed send() met, for receive() to raise
         self._mark = 0        # where its stderr was when the call began
-        self._greeting = False  # launched, its hello not read yet
+        self._greeting = None   # the id of the hello launched and not read yet
         self._writer = None     # the thread writing a frame sent in the background
+        self._seq = 0           # the last request id given out
+        self._owed = {}         # id -> True: requests the running process has not answered yet, in order
+        self._early = {}        # id -> (reply, arrays): a reply read while waiting for a later request's
+        self._lost = {}         # id -> WorkerFailed: requests the process died owing (or that never went out)
 
     def start(self):
         """Launch the worker (unless launch() did) and read its hello."""
-        if not self._greeting:
+        if self._greeting is None:
             self.launch()
-        self._greeting = False
+        rid, self._greeting = self._greeting, None
         try:
-            self.hello, _ = self._read(self.start_timeout)
+            self.hello, _ = self.receive(self.start_timeout, rid)
         except WorkerFailed as e:
             raise StartFailed(self.info.name, e) from e
         return self.hello
@@ -117,18 +125,20 @@ class WorkerProxy:
                                      cwd=str(ROOT), start_new_session=True)
         self._frames = queue.Queue()
         threading.Thread(target=self._reader, args=(self.proc, self._frames), daemon=True).start()
-        self._write({"kind": "hello"}, [])
-        self._greeting = True
+        self._greeting = self._ask()
+        self._write({"kind": "hello", "id": self._greeting}, [])
 
     def ensure(self):
         """Start the worker unless it runs; a start that fails is tried once more, then the worker is
         dead: every later call fails at once with the reason (WorkerFailed)."""
-        if self.proc is not None and self.proc.poll() is None and not self._greeting:
+        if self.proc is not None and self.proc.poll() is None and self._greeting is None:
             return
+        if self.proc is not None and self._greeting is None:
+            self._salvage()  # it died without our noticing: keep what it answered, what it owed goes with it
         if self.dead:
             raise WorkerFailed(*self.dead)
         for attempt in range(2):
-            if (self.proc is not None and not self._greeting) or self.hello is not None or attempt:
+            if (self.proc is not None and self._greeting is None) or self.hello is not None or attempt:
                 self.restarts += 1
             try:
                 self.start()
@@ -164,49 +174,97 @@ class WorkerProxy:
         except (BrokenPipeError, OSError, ValueError):
             pass  # it died (ValueError: its pipe closed meanwhile): the reader reports EOF when the reply is read
 
+    def _ask(self):
+        """A new request id, owed by the running process."""
+        self._seq += 1
+        self._owed[self._seq] = True
+        return self._seq
+
+    def _orphan(self, failure):
+        """The running process is gone (or never answers again): every request it still owed fails with
+        `failure` (what it did answer stays, for its receive)."""
+        for rid in self._owed:
+            self._lost[rid] = failure
+        self._owed.clear()
+
+    def _salvage(self, wait=5.0):
+        """The process has exited: read the replies it wrote before it died (up to its end of stream), then
+        orphan what it still owed with the way it died."""
+        try:
+            while self._owed:
+                frame = self._frames.get(timeout=wait)
+                if frame is None or isinstance(frame, Exception):
+                    break
+                reply, out = frame
+                if reply.get("id") not in self._owed:
+                    break  # out of step: trust nothing more from it
+                del self._owed[reply["id"]]
+                self._early[reply["id"]] = (reply, out)
+        except queue.Empty:
+            pass
+        self._orphan(self._death())
+
+    def _death(self):
+        """WorkerFailed describing how the (exited) process ended, with what it wrote to stderr."""
+        rc = self.proc.wait()
+        how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
+        tail = self.stderr_tail()
+        self.proc = None
+        return WorkerFailed("CRASH", f"worker {how}" + (f": {tail}" if tail else ""), rc)
+
     def _read(self, timeout):
+        """The next frame of the running process; WorkerFailed (every owed request orphaned with it) when
+        it dies, hangs or writes something that is not a frame."""
         try:
             frame = self._frames.get(timeout=timeout)
         except queue.Empty:
-            self.kill()
-            raise WorkerFailed("TIMEOUT", f"no answer within {timeout:g} s (worker killed and restarted)") from None
+            failure = WorkerFailed("TIMEOUT", f"no answer within {timeout:g} s (worker killed and restarted)")
+            self.kill(failure)
+            raise failure from None
         if isinstance(frame, Exception):
-            self.kill()  # it may live on, but its stream is out of step: nothing it says can be trusted
-            raise WorkerFailed("CRASH", f"worker wrote something that is not a frame to its output stream "
-                                        f"({type(frame).__name__}: {str(frame)[:200]}); worker killed")
+            # it may live on, but its stream is out of step: nothing it says can be trusted
+            failure = WorkerFailed("CRASH", f"worker wrote something that is not a frame to its output stream "
+                                            f"({type(frame).__name__}: {str(frame)[:200]}); worker killed")
+            self.kill(failure)
+            raise failure
         if frame is None:
-            rc = self.proc.wait()
-            how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
-            tail = self.stderr_tail()
-            self.proc = None
-            raise WorkerFailed("CRASH", f"worker {how}" + (f": {tail}" if tail else ""), rc)
+            failure = self._death()
+            self._orphan(failure)
+            raise failure
         return frame
 
     def call(self, msg, arrays, timeout):
         """(reply, arrays); WorkerFailed on crash or timeout (the worker is restarted on next call).
         An error reply carries what the framework wrote to stderr meanwhile (MegEngine's AsyncError
         says only "see above")."""
-        self.send(msg, arrays)
-        return self.receive(timeout)
+        return self.receive(timeout, self.send(msg, arrays))
 
     def send(self, msg, arrays, background=False):
-        """Start a call and return at once: several workers compute at the same time; receive() gets
-        the reply (a worker that cannot start fails there). `background`: the frame is written by a
-        thread, so the host goes on while a busy worker has not read it yet (a batch sent ahead); the
-        next send waits for it, receive does not (the worker's replies come on another pipe)."""
-        self._pending = None
+        """Start a request and return its id at once (a "batch" request: the list of its calls' ids, one
+        per call): several workers compute at the same time; receive(timeout, id) gets the reply (a worker
+        that cannot start fails there). `background`: the frame is written by a thread, so the host goes on
+        while a busy worker has not read it yet (a batch sent ahead); the next send waits for it, receive
+        does not (the worker's replies come on another pipe)."""
         self._written()
         try:
             self.ensure()
         except WorkerFailed as e:
-            self._pending = e
-            return
+            ids = [self._ask() for _ in msg["calls"]] if msg.get("kind") == "batch" else [self._ask()]
+            self._orphan(e)  # never sent: each fails with the reason the worker cannot start
+            return ids if msg.get("kind") == "batch" else ids[0]
+        if msg.get("kind") == "batch":
+            ids = [self._ask() for _ in msg["calls"]]
+            msg = {**msg, "calls": [{**c, "id": rid} for c, rid in zip(msg["calls"], ids)]}
+        else:
+            ids = self._ask()
+            msg = {**msg, "id": ids}
         self._mark = self._stderr.seek(0, 2)
         if background:
             self._writer = threading.Thread(target=self._write, args=(msg, arrays, self.proc.stdin), daemon=True)
             self._writer.start()
         else:
             self._write(msg, arrays)
+        return ids
 
     def _written(self):
         """Wait until a frame written in the background is out (one frame at a time on its stdin)."""
@@ -214,11 +272,28 @@ class WorkerProxy:
             self._writer.join()
             self._writer = None
 
-    def receive(self, timeout):
-        """The reply of the call send() started: (reply, arrays), or WorkerFailed."""
-        if self._pending is not None:
-            raise self._pending
-        reply, out = self._read(timeout)
+    def receive(self, timeout, rid):
+        """The reply to request `rid` (send's id): (reply, arrays), or WorkerFailed when the worker died,
+        hung or could not start before answering it. Replies to earlier requests read on the way are kept
+        for their own receive."""
+        while rid not in self._early:
+            if rid in self._lost:
+                raise self._lost.pop(rid)
+            if rid not in self._owed:
+                raise RuntimeError(f"irtrace bug: no request {rid} is waiting for a reply from {self.info.name!r}")
+            try:
+                reply, out = self._read(timeout)
+            except WorkerFailed:
+                continue  # every request it owed, `rid` among them, is lost with the reason
+            got = reply.get("id")
+            if got not in self._owed:  # a reply to nothing asked: the stream cannot be trusted any more
+                failure = WorkerFailed("CRASH", f"worker answered request {got!r}, which is not waiting for a "
+                                                f"reply; worker killed")
+                self.kill(failure)
+                raise RuntimeError(f"irtrace bug: {self.info.name!r} {failure.message}")
+            del self._owed[got]
+            self._early[got] = (reply, out)
+        reply, out = self._early.pop(rid)
         if reply.get("status") == "error":
             self._stderr.seek(self._mark)
             new = [normalise(ln) for ln in self._stderr.read().decode(errors="replace").splitlines()
@@ -227,8 +302,15 @@ class WorkerProxy:
                 reply["message"] = reply.get("message", "") + " | stderr: " + " | ".join(new[-3:])[:500]
         return reply, out
 
-    def kill(self):
-        self._greeting = False
+    def forget(self, ids):
+        """Requests whose replies nobody will ask for (a batch's rest after its worker died)."""
+        for rid in ids:
+            self._lost.pop(rid, None)
+            self._early.pop(rid, None)
+
+    def kill(self, failure=None):
+        """Kill the process now; what it owed fails with `failure` (default: killed by irtrace)."""
+        self._greeting = None
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -236,6 +318,7 @@ class WorkerProxy:
                 pass
             self.proc.wait()
             self.proc = None
+        self._orphan(failure or WorkerFailed("CRASH", "worker killed by irtrace before it answered"))
 
     def close(self):
         self.ask_to_exit()
