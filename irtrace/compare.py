@@ -57,6 +57,7 @@ NAN_MISMATCH, SHAPE_MISMATCH = Verdict.NAN_MISMATCH, Verdict.SHAPE_MISMATCH
 ERROR, CRASH, TIMEOUT, UNSUPPORTED = Verdict.ERROR, Verdict.CRASH, Verdict.TIMEOUT, Verdict.UNSUPPORTED
 VERDICTS = tuple(Verdict)
 FAILING = _FAILING
+NUMERIC_FAILURES = (Verdict.DIVERGENT, Verdict.NAN_MISMATCH, Verdict.SHAPE_MISMATCH)  # a number is wrong, not a call
 SEVERITY = {v: v.severity for v in Verdict}
 EPS32 = float(np.finfo(np.float32).eps)
 # the unit roundoff a result is judged in, by its dtype: a float16 or bfloat16 backend gets its own
@@ -195,22 +196,39 @@ def _nonfinite_pattern_differs(a, r):
 def rounding_bound(magnitude, exact, policy=Policy(), eps=EPS32):
     """Per-element float32 rounding-error bound of an accumulating op (docs/report.md):
 
-        c · eps32 · sqrt(n_eff) · max(|y|, sqrt(Q)),   n_eff = M^2 / Q,
+        c · eps32 · sqrt(n) · max(|y|, sqrt(Q)),   n = max(N, M^2 / Q),
 
-    over the terms t_k summed into the element: M = sum |t_k|, Q = sum t_k^2 (the oracle evaluates
-    the op on the absolute values and on the squares of its operands), y = sum t_k in float64.
-    The error of a float32 sum is about eps times the root-sum-square of its partial sums: n_eff
-    partial sums that grow to |y| when the terms share a sign, that wander like a random walk of
-    size sqrt(Q) when they cancel. `magnitude` is (M, Q) or None."""
+    over the terms t_k summed into the element: M = sum |t_k|, Q = sum t_k^2, N the number of nonzero
+    terms (the oracle evaluates the op on the absolute values, the squares and the indicators of nonzero
+    values of its operands), y = sum t_k in float64. The error of a float32 sum is about eps times the
+    root-sum-square of its partial sums, one rounding per term added: they grow to |y| when the terms
+    share a sign, wander like a random walk of size sqrt(Q) when they cancel, and stay near |y| all along
+    when one large term (a bias) comes first and the small ones are added to it. M^2/Q counts the terms
+    that make up the sum's size (one, when a bias dominates), not the roundings; N counts those.
+    `magnitude` is (M, Q), (M, Q, N) or None."""
     if magnitude is None:
         return None
-    m, q = (np.abs(np.asarray(x, np.float64)) for x in magnitude)
+    mags = [np.abs(np.asarray(x, np.float64)) for x in magnitude]
+    m, q = mags[:2]
     if m.shape != q.shape or m.shape != np.shape(exact):
         return None
     with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(q > 0, m * m / np.where(q > 0, q, 1.0), 1.0)
+        n = np.where(q > 0, m * m / np.where(q > 0, q, 1.0), 1.0)
+    if len(mags) > 2 and mags[2].shape == m.shape:
+        n = np.maximum(n, np.where(np.isfinite(mags[2]), mags[2], 0.0))
     size = np.maximum(np.abs(np.asarray(exact, np.float64)), np.sqrt(q))
-    return policy.rounding_factor * eps * np.sqrt(np.maximum(n_eff, 1.0)) * np.where(np.isfinite(size), size, 0.0)
+    return policy.rounding_factor * eps * np.sqrt(np.maximum(n, 1.0)) * np.where(np.isfinite(size), size, 0.0)
+
+
+def _tightest(err, limit, bound):
+    """(the limit, the rounding bound) at the element where `err` is worst relative to its `limit` (an
+    array, or a scalar: every element's): what a failing verdict shows as its allowance, so that the
+    error it prints there is above it."""
+    if np.ndim(limit) == 0 or not np.size(err):
+        k = int(np.argmax(err)) if np.size(err) else 0
+        return float(limit), (None if bound is None else float(np.reshape(bound, -1)[k]) if np.size(bound) else 0.0)
+    k = int(np.argmax(np.reshape(err, -1) / np.reshape(limit, -1)))
+    return float(np.reshape(limit, -1)[k]), (None if bound is None else float(np.reshape(bound, -1)[k]))
 
 
 def emulated_rounding(spread):
@@ -285,23 +303,25 @@ def _sweep(a, r, o, magnitude, policy, eps):
     max |a - r| and its max rel, max |r - o|, max |a - o|, max |o|, and the rounding bound's maximum and
     its value where |a - o| first peaks (None without the model); None where anything is not finite
     (or the rounding bound is not)."""
-    m = q = None
+    mags = None
     if magnitude is not None:
-        m, q = (np.asarray(x) for x in magnitude)
-        if m.shape != o.shape or q.shape != o.shape:
-            m = q = None  # as rounding_bound: no model for this result
-        elif not _sweepable(m, q):
+        mags = [np.asarray(x) for x in magnitude]
+        if mags[0].shape != o.shape or mags[1].shape != o.shape:
+            mags = None  # as rounding_bound: no model for this result
+        elif len(mags) > 2 and mags[2].shape != o.shape:
+            mags = mags[:2]
+        if mags is not None and not _sweepable(*mags):
             return None
     scale, scale_r = _abs_max(o), _abs_max(r)
     if not (math.isfinite(scale) and math.isfinite(scale_r)):
         return None
     floor_r = max(EPS32 * scale_r, 1e-30)
     parts = []
-    for blocks in _blocks(*((a, r, o) if m is None else (a, r, o, m, q))):
+    for blocks in _blocks(*((a, r, o) if mags is None else (a, r, o, *mags))):
         ab, rb, ob = blocks[:3]
         b_err = _abs_diff(ab, ob)
         d = _abs_diff(ab, rb)
-        if m is None:
+        if mags is None:
             parts.append((d.max(), _abs_diff(rb, ob).max(), b_err.max(), _rel_max(d, rb, floor_r), None, None))
             continue
         k = int(np.argmax(b_err))  # the rounding bound is reported where |a - o| peaks
@@ -313,22 +333,31 @@ def _sweep(a, r, o, magnitude, policy, eps):
                bound_max=None, bound_at_worst=None)
     if not all(math.isfinite(v) for v in maxima):
         return None
-    if m is not None:
+    if mags is not None:
         block = next(i for i, v in enumerate(cols[2]) if v == out["worst_b"])  # np.argmax's first index
-        out.update(magnitude=(m, q), bound_max=float(np.max(cols[4])), bound_at_worst=float(cols[5][block]))
+        out.update(magnitude=tuple(mags), bound_max=float(np.max(cols[4])), bound_at_worst=float(cols[5][block]))
         if not math.isfinite(out["bound_max"]):
             return None
     return out
 
 
 def _within(a, o, magnitude, allowed, policy, eps):
-    """Whether |a - o| <= max(allowed, the rounding bound) everywhere (judge's NOISE), by blocks."""
+    """(whether |a - o| <= max(allowed, the rounding bound) everywhere (judge's NOISE), and where it is not,
+    the limit and the rounding bound at the element worst relative to its limit), by blocks."""
     arrays = (a, o) if magnitude is None else (a, o, *magnitude)
+    worst = (0.0, allowed, None)  # (ratio, limit, bound) of the worst element so far
     for blocks in _blocks(*arrays):
-        limit = allowed if magnitude is None else np.maximum(allowed, rounding_bound(blocks[2:], blocks[1], policy, eps))
-        if not np.all(_abs_diff(blocks[0], blocks[1]) <= limit):
-            return False
-    return True
+        bound = None if magnitude is None else rounding_bound(blocks[2:], blocks[1], policy, eps)
+        limit = allowed if bound is None else np.maximum(allowed, bound)
+        err = _abs_diff(blocks[0], blocks[1])
+        if np.all(err <= limit):
+            continue
+        shown, at = _tightest(err, limit, bound)
+        k = int(np.argmax(err / limit)) if np.ndim(limit) else int(np.argmax(err))
+        ratio = float(err[k] / (limit[k] if np.ndim(limit) else limit))
+        if ratio > worst[0]:
+            worst = (ratio, shown, at)
+    return worst[0] == 0.0, worst[1], worst[2]
 
 
 def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None, full=True):
@@ -392,13 +421,16 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
     bound = rounding_bound(magnitude, o, policy, eps)
     per_element = np.maximum(allowed, bound) if bound is not None else allowed
     worst_b = float(b_err.max()) if o.size else 0.0
-    details.update(_arbitration(
-        ref_err, worst_b, floor, emulated,
-        float(np.max(per_element)) if np.ndim(per_element) and np.size(per_element) else allowed,
-        None if bound is None else float(bound.reshape(-1)[int(np.argmax(b_err))]) if o.size else 0.0))
+    within = bool(np.all(b_err <= per_element))
+    if within or max_abs <= floor:  # every element within its limit: the largest limit is the allowance
+        shown, at = (float(np.max(per_element)) if np.ndim(per_element) and np.size(per_element) else allowed,
+                     None if bound is None else float(bound.reshape(-1)[int(np.argmax(b_err))]) if o.size else 0.0)
+    else:  # the limit where the error is worst relative to it: the error printed there is above it
+        shown, at = _tightest(b_err, per_element, bound)
+    details.update(_arbitration(ref_err, worst_b, floor, emulated, shown, at))
     if max_abs <= floor:
         return result(MATCH, details)
-    return result(NOISE if np.all(b_err <= per_element) else DIVERGENT, details)
+    return result(NOISE if within else DIVERGENT, details)
 
 
 def _arbitration(ref_err, worst_b, floor, emulated, allowed, bound_at_worst):
@@ -435,8 +467,11 @@ def _judge_swept(a, r, o, s, policy, spread, full):
                            allowed if s["bound_max"] is None else max(allowed, s["bound_max"]), s["bound_at_worst"])
     if s["max_abs"] <= floor:
         return result(MATCH, details)
-    within = worst_b <= allowed or (s["magnitude"] is not None and
-                                    _within(a, o, s["magnitude"], allowed, policy, eps))
+    within = worst_b <= allowed
+    if not within and s["magnitude"] is not None:
+        within, shown, at = _within(a, o, s["magnitude"], allowed, policy, eps)
+        if not within:  # the limit where the error is worst relative to it: the error printed is above it
+            details.update(allowed=shown, rounding_bound=at)
     return result(NOISE if within else DIVERGENT, details)
 
 
@@ -517,11 +552,16 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
     allowed = max(floor, policy.noise_factor * emulated) if emulated is not None else floor
     if emulated is not None:
         details.update(allowed=allowed, float32_rounding=emulated)
-    if bound is not None:
-        details["allowed"] = max(allowed, float(np.max(bound)))
-        details["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(err))])
-    if np.all(err <= (np.maximum(bound, allowed) if bound is not None else allowed)):
+    limit = np.maximum(bound, allowed) if bound is not None else allowed
+    if np.all(err <= limit):
+        if bound is not None:
+            details["allowed"] = max(allowed, float(np.max(bound)))
+            details["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(err))])
         return result(NOISE)
+    # the limit where the error is worst relative to it: the error printed there is above it
+    details["allowed"], at = _tightest(err, limit, bound)
+    if at is not None:
+        details["rounding_bound"] = at
     return result(DIVERGENT)
 
 
@@ -560,3 +600,4 @@ class Finding:
     worst: dict = field(default_factory=dict)
     tags: list = field(default_factory=list)
     message: str = ""
+    classes: list = field(default_factory=list)   # [{"attributes", "nodes"}]: the nodes' attribute classes

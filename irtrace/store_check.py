@@ -243,7 +243,7 @@ def check_manifest(where, m):
             bad(f"inputs[{i}].shape", "a list of non-negative integers", shape)
     if not _is_str_list(m["outputs"]):
         bad("outputs", "a list of strings", m["outputs"])
-    for k in ("parameters", "buffers", "differentiable"):
+    for k in ("parameters", "buffers", "differentiable", "trained"):
         if k in m and m[k] is not None and not _is_str_list(m[k]):
             bad(k, "a list of strings", m[k])
     state = m.get("state_outputs", {})

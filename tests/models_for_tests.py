@@ -200,3 +200,28 @@ def safe_style_block():
 def safe_style_block_inputs():
     g = torch.Generator().manual_seed(4)
     return torch.randn(1, 3, 6, 6, generator=g), torch.randn(1, 6, generator=g)
+
+
+class WeightStandardised(nn.Module):
+    """timm's ScaledStdConv2d: the weight standardised by F.batch_norm in training mode without running
+    stats, which torch.onnx writes as ReduceMean statistics feeding an inference BatchNormalization."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.gain = nn.Parameter(torch.full((4, 1, 1, 1), 1.5))
+
+    def forward(self, x):
+        w = self.conv.weight
+        w = functional.batch_norm(w.reshape(1, 4, -1), None, None, weight=(self.gain * 27 ** -0.5).view(-1),
+                         training=True, momentum=0.0, eps=1e-6).reshape_as(w)
+        return functional.relu(functional.conv2d(x, w, self.conv.bias, padding=1))
+
+
+def weight_standardised():
+    torch.manual_seed(0)
+    return WeightStandardised()
+
+
+def weight_standardised_inputs():
+    return (torch.randn(2, 3, 5, 5, generator=torch.Generator().manual_seed(1)),)

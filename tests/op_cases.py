@@ -2,7 +2,8 @@
 
 Each case is one ONNX node; `all_cases_model()` puts them side by side in one graph so a
 single replay per backend covers the table. Inputs: ("x", shape) a float N(0, 1) input,
-("pos", shape) a positive float, ("int", values) / ("f", values) / ("bool", values) a
+("pos", shape) a positive float, ("stat", shape) / ("pstat", shape) a float / positive float the
+model does not differentiate (running statistics: a buffer, not an activation), ("int", values) / ("f", values) / ("bool", values) a
 constant, ("idx", shape, high) random integers in [0, high). Scalars () and empty shapes are
 among the samples."""
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ def C(id, op, *inputs, outputs=1, domain="", **attrs):
 
 X = lambda *s: ("x", s)  # noqa: E731
 POS = lambda *s: ("pos", s)  # noqa: E731
+STAT = lambda *s: ("stat", s)  # noqa: E731
+PSTAT = lambda *s: ("pstat", s)  # noqa: E731
 INT = lambda *v: ("int", v)  # noqa: E731
 F = lambda *v: ("f", v)  # noqa: E731
 
@@ -50,10 +53,12 @@ CASES = [
     C("pad_reflect", "Pad", X(1, 2, 4, 5), INT(0, 0, 2, 1, 0, 0, 1, 2), mode="reflect"),
     C("pad_edge", "Pad", X(1, 2, 4, 5), INT(0, 0, 1, 1, 0, 0, 2, 0), mode="edge"),
     # normalization
-    C("batchnorm_eval", "BatchNormalization", X(2, 3, 4, 4), X(3), X(3), X(3), POS(3), epsilon=1e-3),
-    C("batchnorm_train", "TrainBatchNormalization", X(4, 3, 3, 3), X(3), X(3), X(3), POS(3), outputs=3,
+    C("batchnorm_eval", "BatchNormalization", X(2, 3, 4, 4), X(3), X(3), STAT(3), PSTAT(3), epsilon=1e-3),
+    # statistics computed in the graph (weight standardisation): differentiated like the other inputs
+    C("batchnorm_eval_stats", "BatchNormalization", X(2, 3, 4, 4), X(3), X(3), X(3), POS(3), epsilon=1e-3),
+    C("batchnorm_train", "TrainBatchNormalization", X(4, 3, 3, 3), X(3), X(3), STAT(3), PSTAT(3), outputs=3,
       domain="ai.irtrace", epsilon=1e-5, momentum=0.9, running_var_estimator="unbiased"),
-    C("batchnorm_train_m07", "TrainBatchNormalization", X(4, 2, 3, 3), X(2), X(2), X(2), POS(2), outputs=3,
+    C("batchnorm_train_m07", "TrainBatchNormalization", X(4, 2, 3, 3), X(2), X(2), STAT(2), PSTAT(2), outputs=3,
       domain="ai.irtrace", epsilon=1e-5, momentum=0.7, running_var_estimator="unbiased"),
     C("instancenorm", "InstanceNormalization", X(2, 3, 4, 4), X(3), X(3)),
     C("layernorm", "LayerNormalization", X(2, 5, 8), X(8), X(8), axis=-1, epsilon=1e-5),
@@ -169,9 +174,12 @@ def all_cases_model(cases=CASES, seed=0):
                 names.append("")
                 continue
             names.append(name)
-            if kind in ("x", "pos"):
+            if kind in ("x", "pos", "stat", "pstat"):
+                if kind in ("stat", "pstat"):
+                    name = f"{c.id}.stat{k}"  # activations() leaves it out: not differentiated
+                    names[-1] = name
                 a = rng.standard_normal(inp[1]).astype(np.float32)
-                if kind == "pos":
+                if kind in ("pos", "pstat"):
                     a = np.abs(a) + 0.5
                 feeds[name] = a
                 g_inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape)))
@@ -191,3 +199,10 @@ def all_cases_model(cases=CASES, seed=0):
     opsets = [helper.make_opsetid("", 20), helper.make_opsetid("ai.irtrace", 1)]
     model = helper.make_model(helper.make_graph(nodes, "op_cases", g_inputs, outs, inits), opset_imports=opsets)
     return model, feeds, by_node
+
+
+def activations(model, feeds):
+    """bundle_from_onnx's `trained` for a graph of op cases: its inputs stand for activations, so a
+    training step differentiates them (and its float initializers), not only the weights."""
+    return [n for n, a in feeds.items() if np.asarray(a).dtype.kind == "f" and ".stat" not in n] + \
+        [t.name for t in model.graph.initializer if t.data_type in (1, 10, 11, 16)]

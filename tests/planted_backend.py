@@ -4,6 +4,7 @@ pad:    Conv pads on the wrong side (all of the padding at the end)
 lrelu:  LeakyRelu whose backward is not differentiable in the cotangent (d2g = 0)
 relu0:  Relu whose gradient at exactly 0 is 1 (a subgradient convention)
 crash:  Sigmoid segfaults the worker
+bwdcrash: Tanh's backward segfaults the worker (its forward is right)
 hang:   Tanh never returns
 shape:  Conv's output one column short (a wrong-shaped op in the middle of a chain)
 bnbiased:   training BatchNorm updates running_var with the biased variance
@@ -60,6 +61,16 @@ def crash(x):
     ctypes.string_at(0)  # a real segfault
 
 
+class _TanhCrashingBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.tanh(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        ctypes.string_at(0)  # a real segfault, in the backward only
+
+
 def hang(x):
     time.sleep(3600)
 
@@ -92,6 +103,7 @@ BUGS = {
     "lrelu": ("LeakyRelu", 6, lambda x, *, alpha=0.01: _LeakyNoDouble.apply(x, alpha)),
     "relu0": ("Relu", 6, lambda x: _ReluOneAtZero.apply(x)),
     "crash": ("Sigmoid", 6, crash),
+    "bwdcrash": ("Tanh", 6, lambda x: _TanhCrashingBackward.apply(x)),
     "hang": ("Tanh", 6, hang),
     "shape": ("Conv", 11, shape_bug),
 }

@@ -53,7 +53,7 @@ def test_second_replay_starts_no_reference_or_oracle_and_reports_the_same(tmp_pa
     assert sorted(started) == ["onnxruntime", "oracle", "torch"]
     cache = Path(str(b.path) + ".cache")
     entries = sorted(p.name for p in cache.glob("*.safetensors"))
-    assert len(entries) == 2 * 3 * 3  # reference and oracle, three nodes, three modes
+    assert len(entries) == 2 * 3 * 4  # reference and oracle, three nodes, four calls (vjp2: ds/dx, ds/dg)
     started.clear()
     assert replay(b, tmp_path / "warm") == cold
     assert started == ["onnxruntime"]
@@ -107,14 +107,14 @@ def test_a_replay_of_the_reference_alone_reads_the_rows_it_judged(tmp_path, star
     cold = alone("cold")
     cache = Path(str(b.path) + ".cache")
     judged = sorted(cache.glob("*.json"))
-    assert len(judged) == 3 * 3 and sorted(started) == ["oracle", "torch"]  # three nodes, three modes
+    assert len(judged) == 3 * 4 and sorted(started) == ["oracle", "torch"]  # three nodes, four calls
     started.clear()
     assert alone("warm") == cold and started == []
     kept = judged[0].read_bytes()
     judged[0].write_text("[{\"node\": ")  # torn: judged again from the cached answers (no worker either)
     assert alone("torn") == cold and started == [] and judged[0].read_bytes() == kept
     fixed = alone("fixed", "--atol", "1e-3")
-    assert len(list(cache.glob("*.json"))) == 2 * 3 * 3 and b'"fixed": true' in fixed
+    assert len(list(cache.glob("*.json"))) == 2 * 3 * 4 and b'"fixed": true' in fixed
 
 
 def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_estimate(tmp_path):
@@ -128,14 +128,15 @@ def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_est
     from irtrace import compare
     from irtrace.ir.spec import node_specs
     from irtrace.replay.cache import ResultCache
-    from irtrace.replay.call import bundle_gradient_path
+    from irtrace.replay.call import bundle_paths
     from irtrace.replay.engine import ORACLE, REFERENCE, _basis, _rounding_call, judged_before, mode_calls
     b = small(tmp_path / "b.irt")
     assert main(["replay", str(b.path), "--backend", "torch", "--modes", "vjp", "-o", str(tmp_path / "r")]) == 0
     spec = node_specs(b.model)[0]
     proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
-    calls, off, _ = mode_calls(b, spec, ("vjp",), bundle_gradient_path(b), proto)
+    calls, _ = mode_calls(b, spec, ("vjp",), bundle_paths(b), proto)
     call = calls[0]
+    off = call.off()
     cache = ResultCache(b, [REFERENCE, ORACLE])
     policy = compare.Policy()
     metrics = compare.Metrics(float("inf"), np.float32(0.5), None, None, None, None, None, None, np.float64(2.0), 0.0)

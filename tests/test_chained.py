@@ -149,3 +149,41 @@ def test_a_broken_node_is_reported_and_the_chain_goes_on(mid, tmp_path):
         assert params[p]["verdict"] == compare.ERROR and "node_conv2d" in params[p]["message"]
     assert params["head.weight"]["verdict"] in (compare.MATCH, compare.NOISE)
     assert exit_code(report) == 1
+
+
+@pytest.mark.parametrize("bug, phase, how", [("crash", "forward", "progress"), ("bwdcrash", "backward", "bisection")])
+def test_a_chained_run_that_segfaults_names_its_node(bug, phase, how, tmp_path):
+    """Issue 26.4: a chained run killed by a segfault says in which node: in the forward from the progress
+    its worker writes as it goes (Sigmoid segfaults), in the backward by bisection over cuts of the chain
+    in fresh processes (Tanh's backward segfaults: the whole backward is one framework call); with that
+    node's isolated verdicts."""
+    import planted_backend
+    from onnx import TensorProto, helper
+
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    planted_backend.register(bug)
+    ops = ["Relu", "Sin", "Tanh", "Cos", "Sigmoid", "Neg", "Abs", "Sin"]
+    names = ["x"] + [f"v{k}" for k in range(len(ops))]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm")]
+    nodes += [helper.make_node(op, ["m" if k == 0 else names[k]], [names[k + 1]], name=f"{op.lower()}{k}")
+              for k, op in enumerate(ops)]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info(names[-1], TensorProto.FLOAT, None)],
+                              [helper.make_tensor("w", TensorProto.FLOAT, [3, 3], np.linspace(-1, 1, 9).tolist())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    b = bundle_from_onnx(model, {"x": np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)},
+                         tmp_path / "chain.irt")
+    report, _ = run_replay(b.path, f"planted-{bug}", "fwd,vjp", tmp_path / "r", quiet=True, chained=True,
+                           timeout=10.0)
+    (run,) = [r for r in report["chained"]["runs"] if r["backend"] == f"planted-{bug}"]
+    assert run["status"] == compare.CRASH and "SIGSEGV" in run["message"]
+    at = run["crashed_at"]
+    culprit = "sigmoid4" if bug == "crash" else "tanh2"
+    assert (at["node"], at["phase"], at["how"], at["op_type"]) == (culprit, phase, how, "Sigmoid" if bug == "crash"
+                                                                    else "Tanh")
+    assert at["isolated"] == ({"fwd": "CRASH", "vjp": "CRASH"} if bug == "crash" else {"fwd": "MATCH", "vjp": "CRASH"})
+    if how == "bisection":
+        assert 2 <= at["runs"] <= 5  # the full cut, then log2(9 nodes) halvings
+    from irtrace.report.chained import lines
+    text = "\n".join(lines(report["chained"]))
+    assert f"in the {phase} of node {culprit}" in text, text

@@ -175,3 +175,50 @@ def test_file_line_of_a_pip_installed_model_is_kept_and_short():
     node = helper.make_node("Conv", ["x", "w"], ["y"], name="n")
     node.metadata_props.add(key="pkg.torch.onnx.stack_trace", value=trace)
     assert _source(node)["file_line"] == "torchvision/models/resnet.py:93"
+
+
+def test_weight_standardisation_records_the_gradients_torch_autograd_gives_on_the_module(tmp_path):
+    """Issue 26.2: timm's ScaledStdConv2d standardises its weight with F.batch_norm(training=True), which
+    torch.onnx writes as ReduceMean statistics feeding an inference BatchNormalization. The statistics are
+    on the gradient path: the recorded parameter gradients are the module's own (known answer: torch
+    autograd on the module in float64), and the statistics' gradients are judged, not skipped."""
+    import models_for_tests as m
+    from irtrace.pipeline import run_replay
+    from irtrace.store import grad_name, seed_name
+    b = irtrace.export(m.weight_standardised(), m.weight_standardised_inputs(), tmp_path / "ws.irt")
+    module = m.weight_standardised().double()
+    y = module(m.weight_standardised_inputs()[0].double())
+    (y * torch.from_numpy(np.array(b.values[seed_name(b.manifest["outputs"][0])])).double()).sum().backward()
+    for k, p in module.named_parameters():
+        want = p.grad.numpy()
+        assert np.abs(np.asarray(b.values[grad_name(k)]) - want).max() <= 1e-5 * np.abs(want).max(), k
+    report, _ = run_replay(b.path, "torch,onnxruntime", "fwd,vjp,vjp2", tmp_path / "r", quiet=True)
+    bn = next(n for n in report["nodes"] if n["op_type"] == "BatchNormalization")
+    judged = {(r["mode"], r["output"]) for r in bn["results"] if r["backend"] == "torch"}
+    mean, var = (bn["name"] and [i for i in b.model.graph.node if i.name == bn["name"]][0].input[3:5])
+    assert {("vjp", f"d:{mean}"), ("vjp", f"d:{var}")} <= judged
+    # the weight's standardisation is not on a gradient penalty's path: no double backward to judge there
+    assert [s["reason"] for s in bn["skipped"] if s["mode"] == "vjp2"] == [
+        "no input on a gradient penalty's path (its first backward, the gradient of a model input, does not pass "
+        "through this node)"]
+    assert report["summary"]["findings"] == 0, report["findings"]
+
+
+def test_an_export_whose_graph_differentiates_less_than_the_module_is_refused(tmp_path, monkeypatch):
+    """Issue 26.2, the export check: a replay that treats computed statistics as constants (the torch
+    table's BatchNormalization as it was: mean and var detached) records gradients the module does not
+    have; the export fails naming the parameters, instead of writing a bundle every backend is judged
+    against."""
+    import models_for_tests as m
+    from backends.torch import adapter
+    from backends.torch.ops import OPS
+    table = OPS.derive("torch-detached-stats")
+    bn = OPS.lookup("", "BatchNormalization", 15).fn
+    table.replace("BatchNormalization", 15, nondiff=(3, 4))(
+        lambda x, scale, b, mean, var, **kw: bn(x, scale, b, mean.detach(), var.detach(), **kw))
+    real = adapter.run_graph
+    monkeypatch.setattr(adapter, "run_graph", lambda specs, feeds, **kw: real(specs, feeds, table=table, **kw))
+    with pytest.raises(IrtraceError, match=r"export check failed: the bundle's gradients of 1 parameter\(s\) differ "
+                                           r"from torch autograd on the module .*conv.weight: max abs"):
+        irtrace.export(m.weight_standardised(), m.weight_standardised_inputs(), tmp_path / "ws.irt")
+    assert not (tmp_path / "ws.irt").exists()

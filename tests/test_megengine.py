@@ -21,7 +21,7 @@ def cases_bundle(tmp_path_factory):
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds, _ = op_cases.all_cases_model()
-    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases")
+    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases", trained=op_cases.activations(model, feeds))
 
 
 @pytest.fixture(scope="module")

@@ -100,7 +100,7 @@ def cases_bundle(tmp_path_factory):
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds, _ = op_cases.all_cases_model(_extra_cases())
-    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases")
+    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases", trained=op_cases.activations(model, feeds))
 
 
 @pytest.fixture(scope="module")
@@ -316,7 +316,7 @@ def test_padding_matrix_against_float64(tmp_path):
     import padding_matrix
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds, _ = op_cases.all_cases_model(padding_matrix.cases())
-    b = bundle_from_onnx(model, feeds, tmp_path / "pad.irt", name="padding_matrix")
+    b = bundle_from_onnx(model, feeds, tmp_path / "pad.irt", name="padding_matrix", trained=op_cases.activations(model, feeds))
     rep = replay(b, ["oneflow"], modes=["fwd"])
     assert len(rep.nodes) == 234
     assert all(any(r.backend == "oneflow" for r in n.results) for n in rep.nodes)

@@ -16,7 +16,7 @@ def matrix(tmp_path_factory):
     import padding_matrix
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds, _ = op_cases.all_cases_model(padding_matrix.cases() + padding_matrix.auto_pad_cases())
-    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("pad") / "pad.irt", name="padding_matrix")
+    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("pad") / "pad.irt", name="padding_matrix", trained=op_cases.activations(model, feeds))
 
 
 def test_every_backend_on_every_padding_case(matrix):

@@ -61,7 +61,7 @@ def cases_bundle(tmp_path_factory):
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds = _float64_nodes(*op_cases.all_cases_model()[:2])
-    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases")
+    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases", trained=op_cases.activations(model, feeds))
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +162,7 @@ def test_padding_matrix_against_float64(tmp_path):
     from padding_known import KNOWN
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds, _ = op_cases.all_cases_model(padding_matrix.cases())
-    b = bundle_from_onnx(model, feeds, tmp_path / "pad.irt", name="padding_matrix")
+    b = bundle_from_onnx(model, feeds, tmp_path / "pad.irt", name="padding_matrix", trained=op_cases.activations(model, feeds))
     rep = replay(b, ["tensorflow"], modes=["fwd"])
     assert len(rep.nodes) == 234
     seen = {(n.name, r.backend): r.verdict for n in rep.nodes for r in n.results
@@ -292,7 +292,7 @@ def test_layernorm_double_backward_repro_runs_in_the_tf_env(tmp_path):
     from irtrace.pipeline import run_replay
     from irtrace.repro.make import make_repros
     model, feeds, _ = op_cases.all_cases_model([c for c in op_cases.CASES if c.id == "layernorm"])
-    b = bundle_from_onnx(model, feeds, tmp_path / "ln.irt", name="ln")
+    b = bundle_from_onnx(model, feeds, tmp_path / "ln.irt", name="ln", trained=op_cases.activations(model, feeds))
     report, out = run_replay(b.path, "tensorflow", "vjp2", tmp_path / "replay", quiet=True)
     (folder,) = make_repros(out / "report.json", tmp_path / "repros")
     finding = json.loads((folder / "finding.json").read_text())

@@ -90,7 +90,7 @@ def cases_replay(registered, tmp_path_factory):
     ops = {op for _, op, _, _ in registered}
     cases = [c for c in op_cases.CASES if c.op in ops]
     model, feeds, _ = op_cases.all_cases_model(cases)
-    bundle = bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("wk") / "cases.irt", name="op_cases")
+    bundle = bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("wk") / "cases.irt", name="op_cases", trained=op_cases.activations(model, feeds))
     return cases, replay(bundle, ["megengine", "torch"], after=functools.partial(verify, everywhere=True))
 
 
@@ -173,7 +173,7 @@ def test_a_wrong_workaround_is_reported_as_not_matching_in_the_mode_where_it_is_
     try:
         cases = [c for c in op_cases.CASES if c.id in ("leakyrelu", "pad_constant_asym")]
         model, feeds, _ = op_cases.all_cases_model(cases)
-        bundle = bundle_from_onnx(model, feeds, tmp_path / "b.irt", name="planted")
+        bundle = bundle_from_onnx(model, feeds, tmp_path / "b.irt", name="planted", trained=op_cases.activations(model, feeds))
         rep = replay(bundle, ["megengine-planted", "torch"], after=functools.partial(verify, everywhere=True))
     finally:
         backends.BACKENDS.pop("megengine-planted")
@@ -325,7 +325,7 @@ def test_report_with_workarounds_is_the_same_bytes_when_resumed(tmp_path):
     from irtrace.pipeline import run_replay
     cases = [c for c in op_cases.CASES if c.id in ("leakyrelu", "pad_edge", "relu")]
     model, feeds, _ = op_cases.all_cases_model(cases)
-    bundle = bundle_from_onnx(model, feeds, tmp_path / "b.irt", name="small")
+    bundle = bundle_from_onnx(model, feeds, tmp_path / "b.irt", name="small", trained=op_cases.activations(model, feeds))
     first, _ = run_replay(bundle.path, "megengine", "fwd,vjp,vjp2", tmp_path / "out", quiet=True)
     before = (tmp_path / "out" / "report.json").read_bytes()
     again, _ = run_replay(bundle.path, "megengine", "fwd,vjp,vjp2", tmp_path / "out", quiet=True, resume=True)

@@ -41,9 +41,12 @@ class Adapter:
             raise Unsupported(f"backend {self.name!r} has no alternative formulations")
         return self.workarounds.entry(spec.domain, spec.op_type, spec.opset, name)
 
-    def run(self, mode, entry, inputs, spec, cots=(), us=()):
+    def run(self, mode, entry, inputs, spec, cots=(), us=(), wrt=None, part=None):
         """One node call: (results, seconds). fwd: one result per output; vjp: per input; vjp2: per
-        input (d2x) then per output (d2g). Unsupported for a mode this backend does not compute."""
+        input (d2x) then per output (d2g), None where `part` leaves it out. `wrt`: the input positions
+        that require grad (None: every float input the op differentiates); `part` (vjp2): "x", "g" or
+        None (both). Unsupported for a mode this backend does not compute, or for an input the model
+        differentiates that this backend's op does not."""
         if mode not in self.modes:
             raise Unsupported(f"backend {self.name!r} does not compute {mode}")
         if len(inputs) != len(spec.inputs):
@@ -52,12 +55,32 @@ class Adapter:
         t = time.perf_counter()
         if mode == "fwd":
             out = list(self.fwd(entry, inputs, spec))
-        elif mode == "vjp":
-            out = list(self.vjp(entry, inputs, spec, cots))
         else:
-            dx, dg = self.vjp2(entry, inputs, spec, cots, us)
-            out = list(dx) + list(dg)
+            nondiff = self.nondiff(self.differentiated_entry(entry, spec), spec, inputs, wrt)
+            if mode == "vjp":
+                out = list(self.vjp(entry, inputs, spec, cots, nondiff))
+            else:
+                dx, dg = self.vjp2(entry, inputs, spec, cots, us, nondiff, part)
+                out = list(dx) + list(dg)
         return out, time.perf_counter() - t
+
+    def differentiated_entry(self, entry, spec):
+        """The op-table entry whose function autodiff differentiates (the oracle's is torch's)."""
+        return entry
+
+    def nondiff(self, entry, spec, inputs, wrt=None):
+        """The input positions that do not require grad: with `wrt`, every one not in it (an input the
+        op's entry cannot differentiate, flag `nondiff`, but the model does is Unsupported, never
+        silently left out); without, None: the entry's own."""
+        own = tuple(entry.flags.get("nondiff", ())) if entry is not None else ()
+        if wrt is None:
+            return None
+        cannot = [k for k in wrt if k in own]
+        if cannot:
+            raise Unsupported(f"{self.name}'s {spec.op_type} does not differentiate its input(s) "
+                              f"{', '.join(f'{k} ({spec.inputs[k]})' for k in cannot)}, which the model "
+                              f"differentiates (they are computed from its parameters or inputs)")
+        return tuple(k for k in range(len(inputs)) if k not in wrt)
 
     def run_many(self, mode, items):
         """Several nodes of one batch in one go, where the backend can do better than one call each
@@ -75,7 +98,7 @@ class Adapter:
             raise Unsupported(f"{spec.op_type} with {len(declared)} outputs: the op function returns {len(outs)}")
         return list(outs[:len(spec.outputs)])
 
-    def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None):
+    def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None, leaves=None, progress=None):
         raise Unsupported(f"backend {self.name!r} has no chained mode")
 
 
@@ -106,10 +129,10 @@ class AutodiffAdapter(Adapter):
     def _op(self, entry, spec):
         return lambda *xs, **kw: self.check_outputs(spec, _as_tuple(entry.fn(*xs, **kw)))
 
-    def _run(self, fn, *args):
+    def _run(self, fn, *args, **kw):
         own = getattr(self.autodiff, "Unsupported", None)  # the module's own "cannot express this"
         try:
-            return fn(*args, **self.options())
+            return fn(*args, **kw, **self.options())
         except Exception as e:
             if own is not None and isinstance(e, own):
                 raise Unsupported(str(e)) from e
@@ -118,25 +141,32 @@ class AutodiffAdapter(Adapter):
     def fwd(self, entry, inputs, spec):
         return self._run(self.autodiff.fwd, self._op(entry, spec), inputs, spec.attrs)
 
-    def vjp(self, entry, inputs, spec, cots):
-        return self._run(self.autodiff.vjp, self._op(entry, spec), inputs, spec.attrs, cots,
-                         entry.flags.get("nondiff", ()))
+    def vjp(self, entry, inputs, spec, cots, nondiff=None):
+        nondiff = entry.flags.get("nondiff", ()) if nondiff is None else nondiff
+        return self._run(self.autodiff.vjp, self._op(entry, spec), inputs, spec.attrs, cots, nondiff)
 
-    def vjp2(self, entry, inputs, spec, cots, us):
-        return self._run(self.autodiff.vjp2, self._op(entry, spec), inputs, spec.attrs, cots, us,
-                         entry.flags.get("nondiff", ()))
+    def vjp2(self, entry, inputs, spec, cots, us, nondiff=None, part=None):
+        nondiff = entry.flags.get("nondiff", ()) if nondiff is None else nondiff
+        return self._run(self.autodiff.vjp2, self._op(entry, spec), inputs, spec.attrs, cots, us, nondiff,
+                         part=part)
 
-    def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None):
+    def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None, leaves=None, progress=None):
         """The graph run chained by the framework; pairs = [(entry, spec)] in topological order.
         `shapes`: value name -> the recorded shape; a node that raises or gives another shape stops
-        the run with NodeFailed naming it (the host then substitutes its recorded value)."""
-        steps = [(self._checked(self._op(e, s), s, shapes or {}), s.attrs, s.inputs, s.outputs,
+        the run with NodeFailed naming it (the host then substitutes its recorded value). `leaves`: the
+        feeds that require grad (None: every float feed). `progress`: a file that gets a line before and
+        after each node's forward (a crash there names its node; one after the last is in the backward)."""
+        mark = _Progress(progress)
+        steps = [(self._checked(self._op(e, s), s, shapes or {}, mark), s.attrs, s.inputs, s.outputs,
                   e.flags.get("nondiff", ())) for e, s in pairs]
-        return self._run(self.autodiff.chained, steps, feeds, outputs, cots, tuple(penalty))
+        kw = {} if leaves is None else {"leaves": set(leaves)}
+        return self._run(self.autodiff.chained, steps, feeds, outputs, cots, tuple(penalty), **kw)
 
     @staticmethod
-    def _checked(op, spec, shapes):
+    def _checked(op, spec, shapes, mark=None):
         def run(*xs, **kw):
+            if mark is not None:
+                mark("forward", spec.name)
             try:
                 outs = op(*xs, **kw)
             except Unsupported:
@@ -147,5 +177,19 @@ class AutodiffAdapter(Adapter):
                 want = shapes.get(name)
                 if want is not None and hasattr(y, "shape") and tuple(y.shape) != tuple(want):
                     raise NodeFailed(spec.name, f"{name} has shape {list(y.shape)}, the recorded value {list(want)}")
+            if mark is not None:
+                mark("done", spec.name)
             return outs
         return run
+
+
+class _Progress:
+    """Lines "forward NODE" / "done NODE" appended to a file as a chained run goes (unbuffered: they must
+    be on disk when the framework kills the process); nothing without a file."""
+
+    def __init__(self, path):
+        self.file = open(path, "a", buffering=1) if path else None
+
+    def __call__(self, phase, node):
+        if self.file is not None:
+            self.file.write(f"{phase} {node}\n")

@@ -78,10 +78,12 @@ def graph(adapter, msg, arrays):
     try:
         if msg.get("rounding") and adapter.estimates_rounding:  # the oracle's float32 rounding estimate
             values, grads = adapter.chained_rounding(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []),
-                                                     shapes=msg.get("shapes"), samples=int(msg["rounding"]))
+                                                     shapes=msg.get("shapes"), samples=int(msg["rounding"]),
+                                                     leaves=msg.get("leaves"))
         else:
             values, grads = adapter.chained(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []),
-                                            shapes=msg.get("shapes"))
+                                            shapes=msg.get("shapes"), leaves=msg.get("leaves"),
+                                            progress=msg.get("progress"))
     except Unsupported as e:
         return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
     except NodeFailed as e:  # the host substitutes this node's recorded value and runs the rest
@@ -170,7 +172,8 @@ def handle(adapter, msg, arrays):
         if mode not in adapter.modes:  # before lookup: "does not compute vjp" says more than a missing op
             raise Unsupported(f"backend {adapter.name!r} does not compute {mode}")
         entry = entry_of(adapter, spec, msg.get("workaround"))
-        out, seconds = adapter.run(mode, entry, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:])
+        out, seconds = adapter.run(mode, entry, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:],
+                                   wrt=msg.get("wrt"), part=msg.get("part"))
     except Unsupported as e:
         return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
     except Exception as e:  # the framework raised: an ERROR verdict with its message
@@ -185,16 +188,18 @@ def handle(adapter, msg, arrays):
         # the rounding-error model's M: the same mode on absolute values, appended after the results
         try:
             extra = adapter.magnitude(mode, entry, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:],
-                                      fixed=tuple(msg["magnitude"]))
-            reply["magnitude"] = len(extra)
-            out += list(extra)
+                                      fixed=tuple(msg["magnitude"]), wrt=msg.get("wrt"), part=msg.get("part"))
+            kinds = [list(k) for k in extra]  # M, Q (and N) of every result, kind after kind
+            reply["magnitude"] = sum(len(k) for k in kinds)
+            reply["magnitude_kinds"] = len(kinds)
+            out += [a for k in kinds for a in k]
         except Exception as e:  # noqa: BLE001 - no model for this node: the verdicts say so
             reply["magnitude_error"] = f"{type(e).__name__}: {e}"[:300]
     if msg.get("rounding") and adapter.estimates_rounding:
         # Monte Carlo arithmetic: how far float32 rounding can move each result, appended last
         try:
             extra = adapter.rounding(mode, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:],
-                                     samples=int(msg["rounding"]))
+                                     samples=int(msg["rounding"]), wrt=msg.get("wrt"), part=msg.get("part"))
             reply["rounding"] = len(extra)
             out += list(extra)
         except Exception as e:  # noqa: BLE001 - no estimate for this node: the verdicts say so

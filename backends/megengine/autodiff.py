@@ -5,8 +5,10 @@ so what a maintainer reads is exactly what irtrace ran. MegEngine facts that sha
 float64 (refused, never cast silently); attach to a GradManager before computing; `.grad`
 accumulates across managers, so it is reset between the inner and the outer backward;
 backward does not check the cotangent's shape, so we do.
-  vjp:  h_i = (df/dx_i)^T g for every float input x_i
-  vjp2: s = sum_i <h_i(x, g), u_i>; returns (ds/dx_i, ds/dg_j) through nested GradManagers
+  vjp:  h_i = (df/dx_i)^T g for every float input x_i that requires grad
+  vjp2: s = sum_i <h_i(x, g), u_i> over the inputs with a direction u; returns (ds/dx_i, ds/dg_j)
+        through nested GradManagers, the first with g a constant (a gradient penalty's graph), the
+        second in a graph of its own
 """
 import numpy as np
 
@@ -88,30 +90,45 @@ def vjp(op, inputs, attrs, cots, nondiff=()):
     return [grad_of(x) for x in diff]
 
 
-def vjp2(op, inputs, attrs, cots, us, nondiff=()):
+def vjp2(op, inputs, attrs, cots, us, nondiff=(), part=None):
+    """A gradient penalty through the op, as MegEngine writes one: the inner manager has exactly the
+    inputs with a direction u attached (what the penalty's first backward differentiates), the outer
+    every float input; s = sum_i <h_i, u_i>. part "x": ds/dx, g a constant (not attached), the penalty's
+    own graph; "g": ds/dg, g attached to the outer manager; None: both, each in a graph of its own.
+    Returns (ds/dx per input, ds/dg per output), None where not computed."""
+    dx = _penalty(op, inputs, attrs, cots, us, nondiff, False) if part != "g" else [None] * len(inputs)
+    dg = _penalty(op, inputs, attrs, cots, us, nondiff, True) if part != "x" else [None] * len(cots)
+    return dx, dg
+
+
+def _penalty(op, inputs, attrs, cots, us, nondiff, of_g):
+    """vjp2's one graph (nested GradManagers): ds/dx per input, or ds/dg per output (of_g)."""
     xs = [to_tensor(a) for a in inputs]
     diff = differentiable(xs, nondiff)
     attached = [x for x in diff if x is not None]
+    penal = [(x, to_tensor(u)) for x, u in zip(diff, us) if x is not None and u is not None]
     gs = [to_tensor(c) for c in cots]
-    g_att = [g for g in gs if g is not None]
-    outer = GradManager().attach(attached + g_att)  # g attached too: ds/dg is wanted
-    inner = GradManager().attach(attached)
+    g_att = [g for g in gs if g is not None] if of_g else []
+    outer = GradManager().attach(attached + g_att)
+    inner = GradManager().attach([x for x, _ in penal])
     with outer:
         with inner:
             ys = as_tuple(op(*fed(xs, diff), **attrs))
             ps = pairs(ys, gs)
             if ps:
                 inner.backward([p[0] for p in ps], [p[1] for p in ps])
-        hs = [x.grad if x is not None else None for x in diff]
+        hs = [x.grad for x, _ in penal]
         for t in attached + g_att:
             t.grad = None  # .grad accumulates: the outer backward must start from nothing
-        terms = [(h * to_tensor(u)).sum() for h, u in zip(hs, us) if h is not None and u is not None]
+        terms = [(h * u).sum() for h, (_, u) in zip(hs, penal) if h is not None]
         if terms:
             s = terms[0]
             for t in terms[1:]:
                 s = s + t
             outer.backward(s)
-    return [grad_of(x) for x in diff], [grad_of(g) for g in gs]
+    if of_g:
+        return [grad_of(g) for g in gs]
+    return [grad_of(x) for x in diff]
 
 
 def run_steps(steps, env):
@@ -126,7 +143,7 @@ def run_steps(steps, env):
                 yield name, y, xs
 
 
-def chained(steps, feeds, outputs, cots, penalty=()):
+def chained(steps, feeds, outputs, cots, penalty=(), leaves=None):
     """The whole graph chained from `feeds`, then the loss backpropagated through GradManager.
 
     steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
@@ -146,7 +163,8 @@ def chained(steps, feeds, outputs, cots, penalty=()):
         if is_float(y):
             shapes[name] = (tuple(y.shape), y.dtype)
     probes = {name: mge.tensor(np.zeros(shape, dtype)) for name, (shape, dtype) in shapes.items()}
-    leaves = [t for t in env.values() if is_float(t)]
+    leaves = [t for k, t in env.items() if is_float(t) and (leaves is None or k in leaves)]  # attached: a
+    # training step's parameters and inputs (None: every float feed), never a buffer or a constant
     outer = GradManager().attach(leaves + list(probes.values()))
     inner = GradManager().attach([env[p] for p in penalty]) if penalty else None
     with outer:

@@ -1,7 +1,10 @@
 """How a repro script drives MegEngine's autodiff, straight-line (irtrace/repro/straight.py fills
 the fields: {op} the op's lines, {xs} the differentiated inputs, {ys} the outputs with a cotangent,
-{gs} their cotangents, {hs} / {ds} the first / second-order results, {s} the sum of {term};
-a line starting with `*x ` is written once per differentiated input {x} with its result {h}).
+{gs} their cotangents, {hs} / {ds} the first / second-order results, {s} the sum of {term}; vjp2:
+{ps} the inputs the penalty's first backward differentiates (those with a direction u), {ws} what
+the second-order results are taken of ({xs}, or {gs} for ds/dg), {and_gs} ", {gs}" when ds/dg is
+taken (else empty); a line starting with `*x ` is written once per differentiated input {x} with its
+result {h}, one starting with `*p ` once per penalised input {p}).
 It does what backends/megengine/autodiff.py does for one op."""
 RECIPE = {
     "imports": ["import megengine as mge", "from megengine.autodiff import GradManager",
@@ -18,16 +21,16 @@ RECIPE = {
             "    {op}",
             "    gm.backward([{ys}], [{gs}])",
             "*x {h} = {x}.grad"],
-    "vjp2": ["outer = GradManager().attach([{xs}, {gs}])",
-             "inner = GradManager().attach([{xs}])",
+    "vjp2": ["outer = GradManager().attach([{xs}{and_gs}])",
+             "inner = GradManager().attach([{ps}])",
              "with outer:",
              "    with inner:",
              "        {op}",
              "        inner.backward([{ys}], [{gs}])",
-             "*x     {h} = {x}.grad",
-             "    for t in [{xs}, {gs}]:",
+             "*p     {h} = {p}.grad",
+             "    for t in [{xs}{and_gs}]:",
              "        t.grad = None  # .grad accumulates: the outer backward starts from nothing",
              "    outer.backward({s})",
-             "[{ds}] = [t.grad for t in [{xs}, {gs}]]"],
+             "[{ds}] = [t.grad for t in [{ws}]]"],
     "term": "({h} * {u}).sum()",
 }

@@ -15,8 +15,8 @@ RECIPE = {
     "vjp": ["{op}",
             "[{hs}] = flow.autograd.grad([{ys}], [{xs}], [{gs}], retain_graph=True)"],
     "vjp2": ["{op}",
-             "[{hs}] = flow.autograd.grad([{ys}], [{xs}], [{gs}], retain_graph=True, create_graph=True)",
+             "[{hs}] = flow.autograd.grad([{ys}], [{ps}], [{gs}], retain_graph=True, create_graph=True)",
              "s = {s}",
-             "[{ds}] = flow.autograd.grad([s], [{xs}, {gs}], [flow.ones_like(s)])"],
+             "[{ds}] = flow.autograd.grad([s], [{ws}], [flow.ones_like(s)])"],
     "term": "({h} * {u}).sum()",
 }

@@ -155,8 +155,11 @@ class OracleAdapter(ReferenceAdapter):
         scale = max([float(np.max(np.abs(a))) for a, v in zip(inputs, direction) if v is not None and np.size(a)] + [1.0])
         return 1e-6 * scale
 
-    def vjp(self, entry, inputs, spec, cots):
-        grads = self.grad.vjp(self._torch_entry(spec), inputs, spec, cots)
+    def differentiated_entry(self, entry, spec):
+        return self._torch_entry(spec)
+
+    def vjp(self, entry, inputs, spec, cots, nondiff=None):
+        grads = self.grad.vjp(self._torch_entry(spec), inputs, spec, cots, nondiff)
         direction = [self.rng.standard_normal(np.shape(g)) if g is not None else None for g in grads]
         try:
             fd = self._directional(spec, inputs, direction, self._eps(inputs, direction))
@@ -169,12 +172,14 @@ class OracleAdapter(ReferenceAdapter):
                            "fd": rhs, "autograd": lhs}
         return grads
 
-    def vjp2(self, entry, inputs, spec, cots, us):
-        dx, dg = self.grad.vjp2(self._torch_entry(spec), inputs, spec, cots, us)
+    def vjp2(self, entry, inputs, spec, cots, us, nondiff=None, part=None):
+        dx, dg = self.grad.vjp2(self._torch_entry(spec), inputs, spec, cots, us, nondiff, part)
         # ds/dg is J u, a forward-mode product: check it against finite differences along u
-        direction = [np.asarray(u, np.float64) if u is not None and d is not None else None for u, d in zip(us, dx)]
+        own = self._torch_entry(spec).flags.get("nondiff", ()) if nondiff is None else nondiff
+        direction = [np.asarray(u, np.float64) if u is not None and k not in own and np.asarray(a).dtype.kind == "f"
+                     else None for k, (u, a) in enumerate(zip(us, inputs))]
         ok, worst = True, 0.0
-        if any(v is not None for v in direction):
+        if part != "x" and any(v is not None for v in direction):
             try:
                 fd = self._directional(spec, inputs, direction, self._eps(inputs, direction))
             except Exception as e:
@@ -191,13 +196,14 @@ class OracleAdapter(ReferenceAdapter):
     magnitudes = True
     estimates_rounding = True
 
-    def magnitude(self, mode, entry, inputs, spec, cots, us, fixed=()):
-        """M and Q of the rounding-error model (compare.rounding_bound): this mode of the op in float64
-        on the absolute values, then on the squares, of every float operand (inputs, cotangents,
-        directions u). For a sum of products t_k = a_k b_k these are exactly sum |t_k| and
-        sum t_k^2 per element; for other accumulating ops, magnitudes of the terms. Returns the
-        M of every result, then the Q of every result. `fixed`: input positions that are not operands
-        but parameters of the op (Resize's scales, Clip's bounds, Pad's value): left as they are."""
+    def magnitude(self, mode, entry, inputs, spec, cots, us, fixed=(), wrt=None, part=None):
+        """M, Q and N of the rounding-error model (compare.rounding_bound): this mode of the op in float64
+        on the absolute values, on the squares, and on the indicators of nonzero values of every float
+        operand (inputs, cotangents, directions u). For a sum of products t_k = a_k b_k these are exactly
+        sum |t_k|, sum t_k^2 and the number of nonzero terms per element (each a float32 addition that
+        rounds); for other accumulating ops, magnitudes of the terms. Returns [Ms, Qs, Ns] (a list per
+        result), or [Ms, Qs] when the op cannot run on indicators. `fixed`: input positions that are not
+        operands but parameters of the op (Resize's scales, Clip's bounds, Pad's value): left as they are."""
         def run(transform):
             def each(xs, keep=()):
                 return [transform(np.asarray(a, np.float64)) if a is not None and np.asarray(a).dtype.kind == "f"
@@ -205,43 +211,50 @@ class OracleAdapter(ReferenceAdapter):
             if mode == "fwd":
                 return list(self.fwd(entry, each(inputs, fixed), spec))
             torch_entry = self._torch_entry(spec)
+            nondiff = self.nondiff(torch_entry, spec, inputs, wrt)
             if mode == "vjp":
-                return list(self.grad.vjp(torch_entry, each(inputs, fixed), spec, each(cots)))
-            dx, dg = self.grad.vjp2(torch_entry, each(inputs, fixed), spec, each(cots), each(us))
+                return list(self.grad.vjp(torch_entry, each(inputs, fixed), spec, each(cots), nondiff))
+            dx, dg = self.grad.vjp2(torch_entry, each(inputs, fixed), spec, each(cots), each(us), nondiff, part)
             return list(dx) + list(dg)
-        return run(np.abs) + run(np.square)
+        kinds = [run(np.abs), run(np.square)]
+        try:
+            counts = run(lambda a: (a != 0).astype(np.float64))
+        except Exception:  # noqa: BLE001 - an op that cannot run on indicators: no count, the model uses M and Q
+            return kinds
+        return kinds + [counts]
 
-    def rounding(self, mode, inputs, spec, cots, us, samples=4):
+    def rounding(self, mode, inputs, spec, cots, us, samples=4, wrt=None, part=None):
         """Per result, how far float32 rounding of the op's own formula can move it at these inputs:
         the largest deviation of `samples` Monte Carlo arithmetic runs of torch in float64 from the
         exact result (backends/oracle/rounding.py). None for a result without a float value."""
         from backends.oracle.rounding import spread
         entry = self._torch_entry(spec)
+        nondiff = None if mode == "fwd" else self.nondiff(entry, spec, inputs, wrt)
 
         def run():
             if mode == "fwd":
                 return list(self.grad.fwd(entry, inputs, spec))
             if mode == "vjp":
-                return list(self.grad.vjp(entry, inputs, spec, cots))
-            dx, dg = self.grad.vjp2(entry, inputs, spec, cots, us)
+                return list(self.grad.vjp(entry, inputs, spec, cots, nondiff))
+            dx, dg = self.grad.vjp2(entry, inputs, spec, cots, us, nondiff, part)
             return list(dx) + list(dg)
         return spread(run, samples)
 
-    def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None):
+    def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None, leaves=None, progress=None):
         """The float64 chain: torch's op table in float64 (the oracle for chained errors)."""
         return self.grad.chained([(self._torch_entry(s), s) for _, s in pairs], feeds, outputs, cots, penalty,
-                                 shapes)
+                                 shapes, leaves, progress)
 
 
-    def chained_rounding(self, pairs, feeds, outputs, cots, penalty, shapes=None, samples=2):
+    def chained_rounding(self, pairs, feeds, outputs, cots, penalty, shapes=None, samples=2, leaves=None):
         """The chain's values and gradients as `chained` names them, each replaced by how far float32
         rounding of the whole chain can move it (Monte Carlo arithmetic, see `rounding`)."""
         from backends.oracle.rounding import spread
-        values, grads = self.chained(pairs, feeds, outputs, cots, penalty, shapes)
+        values, grads = self.chained(pairs, feeds, outputs, cots, penalty, shapes, leaves)
         vnames, gnames = sorted(values), sorted(grads)
 
         def run():
-            v, g = self.chained(pairs, feeds, outputs, cots, penalty, shapes)
+            v, g = self.chained(pairs, feeds, outputs, cots, penalty, shapes, leaves)
             return [v.get(k) for k in vnames] + [g.get(k) for k in gnames]
         moved = spread(run, samples, exact=[values[k] for k in vnames] + [grads[k] for k in gnames])
         return dict(zip(vnames, moved[:len(vnames)])), dict(zip(gnames, moved[len(vnames):]))

@@ -6,8 +6,10 @@ created with stop_gradient=True, so float inputs are made differentiable explici
 paddle.grad with allow_unused=True answers None for an input that no output depends on (Paddle
 saying "no path": that gradient is zero, and only then is it written as zeros); a None
 grad_output means "ones" to Paddle, so outputs without a cotangent are left out, never passed.
-  vjp:  h_i = (df/dx_i)^T g for every float input x_i
-  vjp2: s = sum_i <h_i(x, g), u_i>; returns (ds/dx_i, ds/dg_j) through paddle.grad(create_graph=True)
+  vjp:  h_i = (df/dx_i)^T g for every float input x_i that is differentiable
+  vjp2: s = sum_i <h_i(x, g), u_i> over the inputs with a direction u; returns (ds/dx_i, ds/dg_j) through
+        paddle.grad(create_graph=True), the first with g a constant (a gradient penalty's graph), the
+        second in a graph of its own
 """
 import warnings
 
@@ -95,34 +97,43 @@ def vjp(op, inputs, attrs, cots, nondiff=(), dtype=None):
     return [to_numpy(next(hs)) if wanted(x) else None for x in xs]
 
 
-def vjp2(op, inputs, attrs, cots, us, nondiff=(), dtype=None):
-    """With h = vjp(x, g) and s = sum_i <h_i, u_i>: (ds/dx per input, ds/dg per output)."""
-    xs = leaves(inputs, nondiff, dtype)
-    ys = as_tuple(op(*xs, **attrs))
-    gs = [to_tensor(g, dtype) for g in cots]
-    for g in gs:
-        if g is not None:
-            g.stop_gradient = False
-    hs = grads(ys, gs, xs, create_graph=True)
-    diff_xs = [x for x in xs if wanted(x)]
-    # an input without a direction u (no gradient path in the model) contributes nothing to s
-    diff_us = [u for u, x in zip(us, xs) if wanted(x)]
-    terms = [(h * to_tensor(u, dtype).astype(h.dtype)).sum() for h, u in zip(hs, diff_us) if u is not None]
-    s = terms[0] if terms else None
-    for t in terms[1:]:
-        s = s + t
-    wrt = diff_xs + [g for g in gs if g is not None]
-    if s is not None and not s.stop_gradient and wrt:
-        d = explicit(paddle.grad([s], wrt, allow_unused=True), wrt)
-    else:  # s does not depend on x or g at all (every h is a constant)
-        d = [zeros_for(w) for w in wrt]
-    d = iter(d)
-    dx = [to_numpy(next(d)) if wanted(x) else None for x in xs]
-    dg = [to_numpy(next(d)) if g is not None else None for g in gs]
+def vjp2(op, inputs, attrs, cots, us, nondiff=(), dtype=None, part=None):
+    """A gradient penalty through the op: h = paddle.grad(create_graph=True) of exactly the inputs with a
+    direction u (what the penalty's first backward differentiates), s = sum_i <h_i, u_i>. part "x":
+    ds/dx for every differentiable input, g a constant (stop_gradient), the penalty's own graph; "g":
+    ds/dg, g differentiable; None: both, each in a graph of its own. Returns (ds/dx per input, ds/dg
+    per output), None where not computed."""
+    dx = _penalty(op, inputs, attrs, cots, us, nondiff, dtype, False) if part != "g" else [None] * len(inputs)
+    dg = _penalty(op, inputs, attrs, cots, us, nondiff, dtype, True) if part != "x" else [None] * len(cots)
     return dx, dg
 
 
-def forward(steps, feeds, dtype=None, grad=True):
+def _penalty(op, inputs, attrs, cots, us, nondiff, dtype, of_g):
+    """vjp2's one graph: ds/dx per input, or ds/dg per output (of_g)."""
+    xs = leaves(inputs, nondiff, dtype)
+    ys = as_tuple(op(*xs, **attrs))
+    gs = [to_tensor(g, dtype) for g in cots]
+    if of_g:
+        for g in gs:
+            if g is not None:
+                g.stop_gradient = False
+    penal = [(x, u) for x, u in zip(xs, us) if wanted(x) and u is not None]
+    hs = grads(ys, gs, [x for x, _ in penal], create_graph=True)
+    terms = [(h * to_tensor(u, dtype).astype(h.dtype)).sum() for h, (_, u) in zip(hs, penal)]
+    s = terms[0] if terms else None
+    for t in terms[1:]:
+        s = s + t
+    wrt = [g for g in gs if g is not None] if of_g else [x for x in xs if wanted(x)]
+    if s is not None and not s.stop_gradient and wrt:
+        d = iter(explicit(paddle.grad([s], wrt, allow_unused=True), wrt))
+    else:  # s does not depend on them at all (every h is a constant)
+        d = iter([zeros_for(w) for w in wrt])
+    if of_g:
+        return [to_numpy(next(d)) if g is not None else None for g in gs]
+    return [to_numpy(next(d)) if wanted(x) else None for x in xs]
+
+
+def forward(steps, feeds, dtype=None, grad=True, leaves=None):
     """Run `steps` chained from `feeds`: name -> tensor. With `grad`, float feeds are
     differentiable leaves, and each value is a tensor paddle.grad can be asked about: Paddle 3.3's
     paddle.grad gets intermediate tensors wrong, silently, when they are views (reshape, unsqueeze,
@@ -133,7 +144,7 @@ def forward(steps, feeds, dtype=None, grad=True):
     env = {}
     for k, v in feeds.items():
         t = to_tensor(v, dtype)
-        if grad and is_float(t):
+        if grad and is_float(t) and (leaves is None or k in leaves):  # a training step's parameters, inputs
             t.stop_gradient = False
         env[k] = t
     for op, attrs, ins, outs, nondiff in steps:
@@ -152,7 +163,7 @@ def forward(steps, feeds, dtype=None, grad=True):
     return env
 
 
-def chained(steps, feeds, outputs, cots, penalty=(), dtype=None):
+def chained(steps, feeds, outputs, cots, penalty=(), dtype=None, leaves=None):
     """The whole graph chained from `feeds`, then the loss differentiated by paddle.grad.
 
     steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
@@ -160,7 +171,7 @@ def chained(steps, feeds, outputs, cots, penalty=(), dtype=None):
     (a gradient penalty: create_graph=True, then the outer paddle.grad runs double backward
     through every op). Returns (values, grads): name -> array, grads = d loss / d value for
     every float value that depends on a float feed."""
-    env = forward(steps, feeds, dtype)
+    env = forward(steps, feeds, dtype, leaves=leaves)  # leaves: the feeds that are differentiable (None: all)
     terms = [(env[o] * to_tensor(c, dtype).astype(env[o].dtype)).sum() for o, c in zip(outputs, cots)
              if c is not None and wanted(env[o])]
     if not terms:

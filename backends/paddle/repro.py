@@ -11,8 +11,8 @@ RECIPE = {
     "vjp": ["{op}",
             "[{hs}] = paddle.grad([{ys}], [{xs}], [{gs}], allow_unused=True)"],
     "vjp2": ["{op}",
-             "[{hs}] = paddle.grad([{ys}], [{xs}], [{gs}], create_graph=True, allow_unused=True)",
+             "[{hs}] = paddle.grad([{ys}], [{ps}], [{gs}], create_graph=True, allow_unused=True)",
              "s = {s}",
-             "[{ds}] = paddle.grad([s], [{xs}, {gs}], allow_unused=True)"],
+             "[{ds}] = paddle.grad([s], [{ws}], allow_unused=True)"],
     "term": "({h} * {u}).sum()",
 }

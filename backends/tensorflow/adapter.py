@@ -27,9 +27,9 @@ class TensorFlowAdapter(AutodiffAdapter):
     table = OPS
     autodiff = autodiff
 
-    def _run(self, fn, *args):
+    def _run(self, fn, *args, **kw):
         try:
-            return super()._run(fn, *args)
+            return super()._run(fn, *args, **kw)
         except tf.errors.OpError as e:  # the same error class, TensorFlow's own words, one line
             raise type(e)(e.node_def, e.op, _readable(e.message)).with_traceback(e.__traceback__) from e
 

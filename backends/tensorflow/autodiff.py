@@ -8,8 +8,10 @@ NotDifferentiable), vjp and vjp2 return None, never a zero of our own: irtrace t
 gradient" unless torch's answer is zero too. The chained loss keeps every term: TensorFlow's own
 explicit zeros (unconnected_gradients=ZERO) stand for "no path". An op without a registered
 gradient raises (LookupError).
-  vjp:  h_i = (df/dx_i)^T g for every float input x_i
-  vjp2: s = sum_i <h_i(x, g), u_i>; returns (ds/dx_i, ds/dg_j) through nested tapes
+  vjp:  h_i = (df/dx_i)^T g for every float input x_i that is watched
+  vjp2: s = sum_i <h_i(x, g), u_i> over the inputs with a direction u; returns (ds/dx_i, ds/dg_j) through
+        nested tapes, the first with g a constant (a gradient penalty's graph), the second in a graph of
+        its own
 """
 import numpy as np
 import tensorflow as tf
@@ -84,35 +86,44 @@ def _maybe(t):
     return None if t is None else to_numpy(t)
 
 
-def vjp2(op, inputs, attrs, cots, us, nondiff=()):
-    """With h = vjp(x, g) and s = sum_i <h_i, u_i>: (ds/dx per input, ds/dg per output)."""
+def vjp2(op, inputs, attrs, cots, us, nondiff=(), part=None):
+    """A gradient penalty through the op, with nested tapes: the inner one watches exactly the inputs
+    with a direction u (what the penalty's first backward differentiates), the outer every float input;
+    s = sum_i <h_i, u_i>. part "x": ds/dx, g a constant (not watched), the penalty's own graph; "g":
+    ds/dg, g watched by the outer tape; None: both, each in a graph of its own. Returns (ds/dx per
+    input, ds/dg per output), None where not computed."""
+    dx = _penalty(op, inputs, attrs, cots, us, nondiff, False) if part != "g" else [None] * len(inputs)
+    dg = _penalty(op, inputs, attrs, cots, us, nondiff, True) if part != "x" else [None] * len(cots)
+    return dx, dg
+
+
+def _penalty(op, inputs, attrs, cots, us, nondiff, of_g):
+    """vjp2's one graph: ds/dx per input, or ds/dg per output (of_g)."""
     xs = [to_tensor(a) for a in inputs]
     diff = differentiable(xs, nondiff)
     targets = [x for x in diff if x is not None]
+    penal = [(x, u) for x, u in zip(diff, us) if x is not None and u is not None]
     gs = [to_tensor(c) for c in cots]
-    g_targets = [g for g in gs if g is not None]
+    g_targets = [g for g in gs if g is not None] if of_g else []
     with tf.GradientTape() as outer:  # records the inner gradient computation
         for t in targets + g_targets:
             outer.watch(t)
         with tf.GradientTape() as inner:
-            for x in targets:
+            for x, _ in penal:
                 inner.watch(x)
             ys = as_tuple(op(*xs, **attrs))
-        hs = _gradient(inner, pairs(ys, gs), targets)
-        # an input without a direction u (no gradient path in the model) contributes nothing to s
-        diff_us = [u for u, x in zip(us, diff) if x is not None]
+        hs = _gradient(inner, pairs(ys, gs), [x for x, _ in penal])
         # an h TensorFlow gives no gradient for has no term: torch's would be <0, u> there
-        terms = [tf.reduce_sum(h * tf.cast(to_tensor(u), h.dtype)) for h, u in zip(hs, diff_us)
-                 if u is not None and h is not None]
+        terms = [tf.reduce_sum(h * tf.cast(to_tensor(u), h.dtype)) for h, (_, u) in zip(hs, penal) if h is not None]
         s = tf.add_n(terms) if terms else None
-    wrt = targets + g_targets
+    wrt = g_targets if of_g else targets
     d = iter(outer.gradient(s, wrt) if s is not None and wrt else [tf.zeros_like(w) for w in wrt])
-    dx = [_maybe(next(d)) if x is not None else None for x in diff]
-    dg = [_maybe(next(d)) if g is not None else None for g in gs]
-    return dx, dg
+    if of_g:
+        return [_maybe(next(d)) if g is not None else None for g in gs]
+    return [_maybe(next(d)) if x is not None else None for x in diff]
 
 
-def chained(steps, feeds, outputs, cots, penalty=()):
+def chained(steps, feeds, outputs, cots, penalty=(), leaves=None):
     """The whole graph chained from `feeds`, then the loss backpropagated through GradientTape.
 
     steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
@@ -123,8 +134,8 @@ def chained(steps, feeds, outputs, cots, penalty=()):
     Returns (values, grads): name -> array, grads = d loss / d value for every float value."""
     env = {k: to_tensor(v) for k, v in feeds.items()}
     with tf.GradientTape() as outer:
-        for t in env.values():
-            if is_float(t):
+        for k, t in env.items():
+            if is_float(t) and (leaves is None or k in leaves):  # a training step's parameters and inputs
                 outer.watch(t)
         inner = tf.GradientTape() if penalty else None
         if inner is not None:

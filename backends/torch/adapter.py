@@ -23,11 +23,11 @@ class TorchAdapter(AutodiffAdapter):
         return {"torch": torch.__version__}
 
 
-def run_graph(specs, feeds, table=OPS, grad=True):
+def run_graph(specs, feeds, table=OPS, grad=True, leaves=None):
     """Run the graph chained from `feeds` (name -> np.ndarray); returns name -> torch.Tensor
-    (see autodiff.forward)."""
+    (see autodiff.forward; `leaves`: the feeds that require grad, None: every float one)."""
     steps = []
     for s in specs:
         entry = table.lookup(s.domain, s.op_type, s.opset)
         steps.append((entry.fn, s.attrs, s.inputs, s.outputs, entry.flags.get("nondiff", ())))
-    return autodiff.forward(steps, feeds, grad=grad)
+    return autodiff.forward(steps, feeds, grad=grad, leaves=leaves)

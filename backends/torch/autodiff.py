@@ -2,8 +2,9 @@
 
 Standalone (numpy and torch only): generated repro scripts inline this file verbatim, so
 what a maintainer reads is exactly what irtrace ran.
-  vjp:  h_i = (df/dx_i)^T g for every float input x_i
-  vjp2: s = sum_i <h_i(x, g), u_i>; returns (ds/dx_i, ds/dg_j)
+  vjp:  h_i = (df/dx_i)^T g for every float input x_i that requires grad
+  vjp2: s = sum_i <h_i(x, g), u_i> over the inputs with a direction u; returns (ds/dx_i, ds/dg_j), the
+        first with g a constant (a gradient penalty's graph), the second in a graph of its own
 """
 import numpy as np
 import torch
@@ -59,35 +60,47 @@ def vjp(op, inputs, attrs, cots, nondiff=(), dtype=None):
     return [to_numpy(next(hs)) if x is not None and x.requires_grad else None for x in xs]
 
 
-def vjp2(op, inputs, attrs, cots, us, nondiff=(), dtype=None):
-    """With h = vjp(x, g) and s = sum_i <h_i, u_i>: (ds/dx per input, ds/dg per output)."""
-    xs = leaves(inputs, nondiff, dtype)
-    ys = as_tuple(op(*xs, **attrs))
-    gs = [to_tensor(g, dtype).requires_grad_(True) if g is not None else None for g in cots]
-    hs = _grads(ys, gs, xs, create_graph=True)
-    diff_xs = [x for x in xs if x is not None and x.requires_grad]
-    # an input without a direction u (no gradient path in the model) contributes nothing to s
-    diff_us = [u for u, x in zip(us, xs) if x is not None and x.requires_grad]
-    s = sum(((h * to_tensor(u, dtype).to(h.dtype)).sum() for h, u in zip(hs, diff_us) if u is not None),
-            torch.zeros((), dtype=dtype or torch.float32))
-    wrt = diff_xs + [g for g in gs if g is not None]
-    if s.requires_grad and wrt:
-        d = torch.autograd.grad(s, wrt, allow_unused=True, materialize_grads=True)
-    else:
-        d = [torch.zeros_like(w) for w in wrt]
-    d = iter(d)
-    dx = [to_numpy(next(d)) if x is not None and x.requires_grad else None for x in xs]
-    dg = [to_numpy(next(d)) if g is not None else None for g in gs]
+def vjp2(op, inputs, attrs, cots, us, nondiff=(), dtype=None, part=None):
+    """A gradient penalty through the op: h = vjp of exactly the inputs with a direction u (what the
+    penalty's first backward differentiates), s = sum_i <h_i, u_i>. part "x": ds/dx for every float
+    input (except `nondiff`), with g a constant, as the penalty's own graph has it; "g": ds/dg, with
+    g requiring grad; None: both, each in a graph of its own. Returns (ds/dx per input, ds/dg per
+    output), None where not computed."""
+    dx = _penalty(op, inputs, attrs, cots, us, nondiff, dtype, False) if part != "g" else [None] * len(inputs)
+    dg = _penalty(op, inputs, attrs, cots, us, nondiff, dtype, True) if part != "x" else [None] * len(cots)
     return dx, dg
 
 
-def forward(steps, feeds, dtype=None, grad=True):
-    """Run `steps` chained from `feeds`: name -> tensor. With `grad`, float feeds are leaves that
-    require grad and every float value keeps its own .grad after a backward."""
+def _penalty(op, inputs, attrs, cots, us, nondiff, dtype, of_g):
+    """vjp2's one graph: ds/dx per input (of_g False) or ds/dg per output (of_g True)."""
+    xs = leaves(inputs, nondiff, dtype)
+    ys = as_tuple(op(*xs, **attrs))
+    gs = [to_tensor(g, dtype) for g in cots]
+    if of_g:
+        gs = [g.requires_grad_(True) if g is not None else None for g in gs]
+    penal = [(x, u) for x, u in zip(xs, us) if x is not None and x.requires_grad and u is not None]
+    hs = _grads(ys, gs, [x for x, _ in penal], create_graph=True)
+    s = sum(((h * to_tensor(u, dtype).to(h.dtype)).sum() for h, (_, u) in zip(hs, penal)),
+            torch.zeros((), dtype=dtype or torch.float32))
+    wrt = [g for g in gs if g is not None] if of_g else [x for x in xs if x is not None and x.requires_grad]
+    if s.requires_grad and wrt:
+        d = iter(torch.autograd.grad(s, wrt, allow_unused=True, materialize_grads=True))
+    else:  # s depends on none of them: zero
+        d = iter([torch.zeros_like(w) for w in wrt])
+    if of_g:
+        return [to_numpy(next(d)) if g is not None else None for g in gs]
+    return [to_numpy(next(d)) if x is not None and x.requires_grad else None for x in xs]
+
+
+def forward(steps, feeds, dtype=None, grad=True, leaves=None):
+    """Run `steps` chained from `feeds`: name -> tensor. With `grad`, the float feeds named in `leaves`
+    (None: every float feed) are leaves that require grad, as a training step's parameters and
+    penalised inputs do (never a buffer or a constant), and every float value keeps its own .grad
+    after a backward."""
     env = {}
     for k, v in feeds.items():
         t = to_tensor(v, dtype)
-        if grad and t is not None and t.dtype.is_floating_point:
+        if grad and t is not None and t.dtype.is_floating_point and (leaves is None or k in leaves):
             t.requires_grad_(True)
         env[k] = t
     for op, attrs, ins, outs, nondiff in steps:
@@ -103,14 +116,15 @@ def forward(steps, feeds, dtype=None, grad=True):
     return env
 
 
-def chained(steps, feeds, outputs, cots, penalty=(), dtype=None):
+def chained(steps, feeds, outputs, cots, penalty=(), dtype=None, leaves=None):
     """The whole graph chained from `feeds`, then the loss backpropagated through torch.autograd.
 
     steps: [(op, attrs, input names, output names, nondiff positions)] in topological order.
     loss = sum_o <y_o, c_o>, plus sum_x ||d(sum_o <y_o, c_o>)/dx||^2 over the `penalty` inputs
     (a gradient penalty: the backward then runs double backward through every op).
+    `leaves`: the feeds that require grad (None: every float feed).
     Returns (values, grads): name -> array, grads = d loss / d value for every float value."""
-    env = forward(steps, feeds, dtype)
+    env = forward(steps, feeds, dtype, leaves=leaves)
     base = sum(((env[o] * to_tensor(c, dtype).to(env[o].dtype)).sum() for o, c in zip(outputs, cots)
                 if c is not None and isinstance(env[o], torch.Tensor) and env[o].requires_grad),
                torch.zeros((), dtype=dtype or torch.float32))

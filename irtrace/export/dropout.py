@@ -25,9 +25,10 @@ def _(x, mask, p):
 
 
 @contextlib.contextmanager
-def patched(masks, record):
+def patched(masks, record, eager=False):
     """While active, functional.dropout in training mode records masks into (record=True) or takes them
-    from (record=False) the list `masks`, in call order."""
+    from (record=False) the list `masks`, in call order; `eager`: replayed as the plain product (the
+    custom op is for tracing, and has no autograd formula)."""
     it = iter(list(masks))
 
     def dropout(input, p=0.5, training=True, inplace=False):
@@ -43,6 +44,8 @@ def patched(masks, record):
             mask = next(it)
         except StopIteration:
             raise RuntimeError("the model called dropout more often while exporting than in the reference run") from None
+        if eager:
+            return input * (mask.to(input.dtype) / (1.0 - p))
         return torch.ops.irtrace.dropout(input, mask, float(p))
 
     functional.dropout = dropout

@@ -12,12 +12,15 @@ from irtrace import store
 from irtrace.errors import IrtraceError
 from irtrace.export.record import LOSSES, record
 from irtrace.ir import canonical
-from irtrace.ir.graph import gradient_sources
+from irtrace.ir.graph import gradient_sources, trained_sources
 
 
 def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_estimator="biased", force=False,
-                     sources=None):
-    """`inputs`: graph input name -> array. `sources`: node name -> source dict for the manifest."""
+                     sources=None, trained=None):
+    """`inputs`: graph input name -> array. `sources`: node name -> source dict for the manifest.
+    `trained`: the graph inputs and initializers a training step on the model differentiates (None: its
+    weights, and its float inputs too with a gradient-penalty loss or when it has no weights; a graph
+    whose inputs stand for activations, as the op-case tables', names its inputs)."""
     # the source's own float initializers are its weights; initializers that canonicalization makes
     # from Constant nodes are constants no gradient is taken of
     weights = [t.name for t in model.graph.initializer if t.data_type in (1, 10, 11, 16)]
@@ -28,7 +31,8 @@ def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_esti
     if missing:
         raise IrtraceError(f"no value for graph input(s) {', '.join(missing)}")
     outputs = [o.name for o in graph.graph.output]
-    values, specs, _ = record(graph, {n: np.asarray(inputs[n]) for n in names}, outputs, loss=loss, seed=seed)
+    values, specs, _ = record(graph, {n: np.asarray(inputs[n]) for n in names}, outputs, loss=loss, seed=seed,
+                              sources=gradient_sources(graph, weights))
     canonical.set_value_info(graph, specs)
     canonical.check(graph)
     sources = sources or {}
@@ -42,6 +46,8 @@ def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_esti
                    for n in names],
         "outputs": outputs, "state_outputs": {}, "parameters": weights, "timings": {},
         "differentiable": sorted(gradient_sources(graph, weights)),
+        "trained": sorted(trained) if trained is not None else
+        trained_sources(weights, [n for n in names if np.asarray(inputs[n]).dtype.kind == "f"], loss),
         "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": {
             k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in original[n.name].items()}}
             if n.name in original else {})} for n in graph.graph.node},

@@ -16,10 +16,13 @@ LOSSES = {
 }
 
 
-def record(model, inputs, outputs, loss="dot", seed=0):
+def record(model, inputs, outputs, loss="dot", seed=0, sources=None):
     """Returns (values: name -> np.ndarray, specs: name -> (dtype, shape), torch env).
 
-    `inputs` maps graph input names to arrays; `outputs` names the values the loss is over."""
+    `inputs` maps graph input names to arrays; `outputs` names the values the loss is over; `sources`:
+    the graph inputs and initializers that require grad, as in a training step (the parameters and the
+    float inputs; None: every float one). Buffers and constants do not: no gradient is taken through
+    them (torch's BatchNormalization differentiates its statistics when they require grad)."""
     import torch
 
     from backends._table import Unsupported
@@ -31,7 +34,7 @@ def record(model, inputs, outputs, loss="dot", seed=0):
     feeds.update(inputs)
     specs = node_specs(model)
     try:
-        env = run_graph(specs, feeds)
+        env = run_graph(specs, feeds, leaves=sources)
     except Unsupported as e:
         raise IrtraceError(f"cannot record values: {e}") from e
     rng = np.random.default_rng(seed + 1)

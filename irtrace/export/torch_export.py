@@ -24,13 +24,14 @@ import onnx
 
 import irtrace
 from irtrace import store
+from irtrace.store import grad_name, seed_name
 from irtrace.compare import close
 from irtrace.errors import IrtraceError
 from irtrace.export import dropout as dropout_mod
 from irtrace.export import random as random_mod
 from irtrace.export.record import LOSSES, record
 from irtrace.ir import canonical
-from irtrace.ir.graph import gradient_sources
+from irtrace.ir.graph import gradient_sources, trained_sources
 
 log = logging.getLogger(__name__)
 UPDATED = ":updated"   # suffix of a running stat's new value, e.g. layer1.0.bn1.running_var:updated
@@ -357,7 +358,12 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     for name, t in zip(graph_inputs, inputs):
         feeds[name] = t.detach().cpu().numpy()
     outputs = [o.name for o in graph.graph.output if o.name not in state_outputs.values()]
-    values, specs, _ = record(graph, feeds, outputs, loss=loss, seed=seed)
+    differentiable = gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params])
+    values, specs, _ = record(graph, feeds, outputs, loss=loss, seed=seed, sources=differentiable)
+    try:
+        _gradient_check(model, inputs, masks, draws, values, outputs, loss, graph, graph_inputs)
+    finally:
+        model.load_state_dict(state)
     # the checks and the manifest run while the recorded values are written (store.write_while)
     return store.write_while(path, values, lambda: _finish(
         graph, values, specs, outputs, ref_out, submodule_out, sources, state_outputs, state_after, feeds,
@@ -385,6 +391,8 @@ def _finish(graph, values, specs, outputs, ref_out, submodule_out, sources, stat
         "parameters": [t.name for t in graph.graph.initializer if t.name in params],
         "buffers": [t.name for t in graph.graph.initializer if t.name in state and t.name not in params],
         "differentiable": sorted(gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params])),
+        "trained": trained_sources([t.name for t in graph.graph.initializer if t.name in params],
+                                   [n for n in graph_inputs if feeds[n].dtype.kind == "f"], loss),
         "timings": {"torch_onnx_export_s": round(t_export, 3)},
         "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": _jsonable(original_attrs[n.name])}
                                                         if n.name in original_attrs else {})}
@@ -470,6 +478,56 @@ def _export_check(graph, values, outputs, ref_out, submodule_out, sources, state
     first = _first_bad_module(graph, values, submodule_out, sources)
     where = f"; the first value that disagrees is {first}" if first else ""
     raise IrtraceError(f"export check failed: the graph's outputs differ from the module's: {worst}{where}")
+
+
+GRAD_RTOL = 1e-3  # of the gradient's own scale: float32 rounding over a network is far below, a wrong formula far above
+
+
+def _gradient_check(model, inputs, masks, draws, values, outputs, loss, graph, graph_inputs):
+    """The bundle's recorded parameter gradients must be torch's own autograd on the original module, on
+    the same inputs, recorded masks and draws, and loss: a graph whose replay differentiates something
+    other than what the module does (statistics treated as constants, a detached branch) records wrong
+    gradients that every backend would then be judged against. IrtraceError naming the parameters."""
+    import torch
+    inits = {t.name for t in graph.graph.initializer}
+    params = [(k, p) for k, p in model.named_parameters() if p.requires_grad and k in inits and grad_name(k) in values]
+    if not params:
+        return
+    xs = [t.detach().clone().requires_grad_(loss == "grad-penalty" and t.dtype.is_floating_point)
+          if isinstance(t, torch.Tensor) else t for t in inputs]
+    replaying = random_mod.recorded(list(draws), record=False) if draws else contextlib.nullcontext()
+    try:
+        with torch.enable_grad(), dropout_mod.patched(masks, record=False, eager=True), replaying:
+            flat = [t for _, t in _flatten(model(*xs))]
+            terms = [(y * torch.from_numpy(np.asarray(values[seed_name(o)])).to(y.dtype)).sum()
+                     for o, y in zip(outputs, flat) if seed_name(o) in values and y.requires_grad]
+            if not terms:
+                return
+            total = sum(terms[1:], terms[0])
+            penalised = [x for x in xs if isinstance(x, torch.Tensor) and x.requires_grad]
+            if loss == "grad-penalty" and penalised:
+                gs = torch.autograd.grad(total, penalised, create_graph=True, allow_unused=True, materialize_grads=True)
+                total = total + sum((g * g).sum() for g in gs)
+            grads = torch.autograd.grad(total, [p for _, p in params], allow_unused=True, materialize_grads=True)
+    except Exception as e:  # noqa: BLE001 - the module's own backward failed: there is nothing to check against
+        log.warning("gradient check skipped: torch autograd on the module raised %s: %s", type(e).__name__, e)
+        return
+    bad = []
+    for (k, _), g in zip(params, grads):
+        want = g.detach().cpu().numpy().astype(np.float64)
+        got = np.asarray(values[grad_name(k)], np.float64)
+        scale = float(np.max(np.abs(want))) if want.size else 0.0
+        err = float(np.max(np.abs(got - want))) if got.shape == want.shape and want.size else \
+            (0.0 if got.shape == want.shape else float("inf"))
+        if not err <= GRAD_RTOL * max(scale, 1e-30):
+            bad.append((err / max(scale, 1e-30), k, err, scale))
+    if bad:
+        bad.sort(reverse=True)
+        worst = "; ".join(f"{k}: max abs {err:.3g} of a gradient up to {scale:.3g} ({rel:.1%})"
+                          for rel, k, err, scale in bad[:3])
+        raise IrtraceError(f"export check failed: the bundle's gradients of {len(bad)} parameter(s) differ from "
+                           f"torch autograd on the module (the graph does not differentiate what the module does): "
+                           f"{worst}")
 
 
 def _first_bad_module(graph, values, submodule_out, sources):

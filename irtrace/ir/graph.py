@@ -17,17 +17,24 @@ def dag(specs):
     return g
 
 
-_FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
 
 
 def gradient_sources(model, parameters=None):
     """What the model differentiates: its float graph inputs and `parameters` (None: every float
     initializer, for a bundle that did not record which initializers are parameters)."""
     inits = {t.name: t for t in model.graph.initializer}
-    sources = {i.name for i in model.graph.input if i.name not in inits and i.type.tensor_type.elem_type in _FLOAT_TYPES}
+    sources = {i.name for i in model.graph.input if i.name not in inits and i.type.tensor_type.elem_type in FLOAT_TYPES}
     if parameters is None:
-        return sources | {n for n, t in inits.items() if t.data_type in _FLOAT_TYPES}
+        return sources | {n for n, t in inits.items() if t.data_type in FLOAT_TYPES}
     return sources | set(parameters)
+
+
+def trained_sources(parameters, inputs, loss):
+    """What a training step on the model differentiates: its parameters, and its float inputs too when
+    the loss is a gradient penalty (which takes their gradient) or the model has no parameters (then its
+    inputs are what is differentiated)."""
+    return sorted(set(parameters) | (set(inputs) if loss == "grad-penalty" or not parameters else set()))
 
 
 def gradient_path(model, sources):
@@ -59,7 +66,7 @@ def shape_arithmetic(model, state=()):
     float scalars that are not state (the exporter's folded constants) are constants."""
     inits = {t.name: t for t in model.graph.initializer}
     data = {i.name for i in model.graph.input if i.name not in inits} | (set(state) & set(inits))
-    data |= {n for n, t in inits.items() if t.data_type in _FLOAT_TYPES and int(np.prod(t.dims)) != 1}
+    data |= {n for n, t in inits.items() if t.data_type in FLOAT_TYPES and int(np.prod(t.dims)) != 1}
     out = set()
     for n in model.graph.node:
         if n.op_type in _SHAPE_ONLY and n.domain in ("", "ai.onnx"):

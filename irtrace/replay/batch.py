@@ -21,7 +21,7 @@ MAX_BYTES = 64 << 20      # input bytes per batch (what the worker maps at once)
 
 
 def key(call):
-    return call.spec.name, call.mode, call.proto
+    return call.spec.name, call.mode, call.part, call.proto
 
 
 def _split(calls):

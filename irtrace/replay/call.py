@@ -4,7 +4,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from irtrace.ir.graph import gradient_path, gradient_sources
+from irtrace.ir.graph import FLOAT_TYPES, gradient_path, gradient_sources, trained_sources
 from irtrace.ir.semantics import nondifferentiable_inputs
 
 
@@ -13,7 +13,10 @@ class NodeCall:
     """`spec`: the node (irtrace.ir.spec.NodeSpec); `proto`: its NodeProto, base64 (for backends that
     execute ONNX themselves); `inputs` in ONNX order, `cots` per output (vjp, vjp2), `us` per input
     (vjp2; None: that input's term is not in s); `out_dtypes`: numpy dtype strings of the recorded
-    outputs ("" where unknown)."""
+    outputs ("" where unknown). `wrt` (vjp, vjp2): the input positions that require grad, exactly those
+    a training step differentiates (None: every float input the op differentiates); `part` (vjp2): "x"
+    for ds/d(inputs) with the cotangent a constant (a gradient penalty's own graph), "g" for ds/dg in
+    a call of its own, None for both."""
     spec: object
     mode: str
     proto: str
@@ -22,18 +25,41 @@ class NodeCall:
     us: tuple = ()
     out_dtypes: tuple = ()
     extra: dict = field(default_factory=dict)   # message fields for one receiver (the oracle's "magnitude")
+    wrt: tuple = None
+    part: str = None
 
     def message(self):
         """The wire message (JSON-able) of this call."""
         spec = {**self.spec.to_json(), "proto": self.proto,
                 "out_dtypes": list(self.out_dtypes) or [""] * len(self.spec.outputs)}
-        return {"kind": "run", "mode": self.mode, "spec": spec, **self.extra}
+        grads = {}
+        if self.mode != "fwd" and self.wrt is not None:
+            grads["wrt"] = list(self.wrt)
+        if self.mode == "vjp2" and self.part is not None:
+            grads["part"] = self.part
+        return {"kind": "run", "mode": self.mode, "spec": spec, **grads, **self.extra}
 
     def arrays(self):
         """The arrays sent with the message: inputs, then cotangents (vjp, vjp2), then directions (vjp2)."""
         if self.mode == "fwd":
             return list(self.inputs)
         return list(self.inputs) + list(self.cots) + (list(self.us) if self.mode == "vjp2" else [])
+
+    def off(self):
+        """The float input positions whose gradients this call does not take (not in `wrt`)."""
+        if self.mode == "fwd" or self.wrt is None:
+            return []
+        return [k for k, a in enumerate(self.inputs) if a is not None and np.asarray(a).dtype.kind == "f"
+                and k not in self.wrt]
+
+    def judges(self, k, n_inputs):
+        """Whether result `k` of this call (vjp: per input; vjp2: per input, then per output) is one it
+        computes: a gradient it takes, and of vjp2 only its `part`."""
+        if self.mode == "fwd":
+            return True
+        if k < n_inputs:
+            return (self.mode == "vjp" or self.part != "g") and (self.wrt is None or k in self.wrt)
+        return self.part != "x"
 
     def with_proto(self, proto):
         """The same call with another form of the node (--form original)."""
@@ -45,7 +71,7 @@ class NodeCall:
 
 def from_bundle(bundle, spec, mode, proto, us_off=()):
     """The NodeCall of `spec` in `mode` on the bundle's recorded values; `us_off`: input positions whose
-    direction u is left out of vjp2's s (off every gradient path)."""
+    direction u is left out of vjp2's s (off the gradient penalty's path)."""
     from irtrace.store import grad_name, u_name
     values = bundle.values
     inputs = tuple(np.asarray(values[i]) if i else None for i in spec.inputs)
@@ -56,22 +82,65 @@ def from_bundle(bundle, spec, mode, proto, us_off=()):
     return NodeCall(spec, mode, proto, inputs, cots, us, dtypes)
 
 
-def bundle_gradient_path(bundle):
-    """The values on a gradient path of the bundle's model (the manifest's `differentiable` sources)."""
-    declared = bundle.manifest.get("differentiable")
-    return gradient_path(bundle.model, declared if declared is not None else gradient_sources(bundle.model))
+@dataclass(frozen=True)
+class Paths:
+    """What a training step on the bundle's model differentiates, as sets of value names.
+    `step`: the values a plain training step takes gradients through (vjp): those computed from a
+    parameter, and from a model input too when the loss is a gradient penalty (or the model has no
+    parameters: then its inputs are what is differentiated). `penalty`: the values a gradient penalty's
+    first backward differentiates (vjp2's s): those computed from a float model input (for a model fed
+    integers only, e.g. token ids: from the first float values made from them, the embedded tokens)."""
+    step: frozenset
+    penalty: frozenset
+
+    @property
+    def attached(self):
+        """What requires grad in a gradient-penalty step (vjp2): the step's values and the penalty's."""
+        return self.step | self.penalty
 
 
-def undifferentiated_inputs(spec, inputs, path):
-    """(positions, passive): the float inputs of `spec` the model never differentiates, whose gradients
-    are not judged and whose u leaves vjp2's s: those off every gradient path (a gain, a filter tap, a
-    folded exponent) and those the ONNX schema marks NonDifferentiable whatever path they lie on
-    (`passive`: Clip's bounds, Resize's scales; torch would differentiate a float Clip bound, the ONNX
-    op does not). An op whose every float input is NonDifferentiable (Floor, Round) is still
-    differentiated by autograd, to zero, and a framework without that rule is a finding: it stays."""
+def bundle_paths(bundle):
+    """The Paths of a bundle, from its manifest: `differentiable` (the float graph inputs and the
+    parameters), `trained` (what its training step differentiates, see trained_sources; older bundles:
+    the same rule on the parameters) and its loss."""
+    model = bundle.model
+    m = bundle.manifest
+    declared = m.get("differentiable")
+    sources = set(declared) if declared is not None else gradient_sources(model)
+    inits = {t.name for t in model.graph.initializer}
+    inputs = sources - inits
+    from_inputs = gradient_path(model, inputs) if inputs else gradient_path(model, _embedded(model))
+    trained = m.get("trained")
+    if trained is None:
+        trained = trained_sources(sources & inits, inputs, (m.get("loss") or {}).get("kind"))
+    return Paths(frozenset(gradient_path(model, set(trained))), frozenset(from_inputs))
+
+
+def _embedded(model):
+    """The float values first made from the model's non-float inputs (a Gather of an embedding table by
+    token ids, after any integer arithmetic on them): what a gradient penalty of a model fed integers
+    differentiates."""
+    inits = {t.name for t in model.graph.initializer}
+    data = {i.name for i in model.graph.input if i.name not in inits}
+    floats = {v.name for v in list(model.graph.value_info) + list(model.graph.output)
+              if v.type.tensor_type.elem_type in FLOAT_TYPES}
+    out = set()
+    for n in model.graph.node:
+        if any(i in data for i in n.input):
+            for o in n.output:
+                (out if o in floats else data).add(o)
+    return out
+
+
+def differentiated(spec, inputs, path):
+    """(wrt, passive): the positions of the float inputs of `spec` on `path` (a set of value names), and
+    those the ONNX schema marks NonDifferentiable whatever path they lie on (Clip's bounds, Resize's
+    scales; torch would differentiate a float Clip bound, the ONNX op does not), which are never in wrt.
+    An op whose every float input is NonDifferentiable (Floor, Round) is still differentiated by autograd,
+    to zero, and a framework without that rule is a finding: those stay."""
     passive = set(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
     if all(k in passive for k, a in enumerate(inputs) if a is not None and a.dtype.kind == "f"):
         passive = set()
-    off = [k for k, i in enumerate(spec.inputs)
-           if i and (i not in path or k in passive) and inputs[k].dtype.kind == "f"]
-    return off, passive
+    wrt = tuple(k for k, i in enumerate(spec.inputs)
+                if i and i in path and k not in passive and inputs[k].dtype.kind == "f")
+    return wrt, passive

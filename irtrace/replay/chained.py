@@ -39,6 +39,8 @@ class ChainedRun:
     first_divergence: dict = None
     first_grad_divergence: dict = None
     substituted: list = field(default_factory=list)  # nodes that failed: {"node", "verdict", "message", "outputs"}
+    # a run that crashed or hung: where (locate_crash), and that node's isolated verdicts {"mode": verdict}
+    crashed_at: dict = None
     notes: list = field(default_factory=list)        # what was not judged, and why
     # alternatives run in place of ops (--workarounds): {"node", "op_type", "name"}, in topological order
     workarounds: list = field(default_factory=list)
@@ -53,15 +55,75 @@ def _graph_request(specs, protos, feeds, outputs, penalty, workarounds=None):
 
 
 def _run(pool, backend, msg, arrays, timeout):
-    try:
-        reply, out = pool.get(backend).call(msg, arrays, timeout)
-    except WorkerFailed as e:
-        return e.verdict, {"message": e.message}, {}, {}
+    """(status, reply, values, grads) of one chained run. A run that crashes or hangs says where in its
+    reply ("at": {"phase": "forward" | "backward", "node"}), from the progress its worker wrote."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("r", prefix="irtrace-progress-", suffix=".txt") as progress:
+        try:
+            reply, out = pool.get(backend).call({**msg, "progress": progress.name}, arrays, timeout)
+        except WorkerFailed as e:
+            return e.verdict, {"message": e.message, "at": _where(progress.read())}, {}, {}
     if reply["status"] != Status.OK:
         verdict = {Status.UNSUPPORTED: compare.UNSUPPORTED, Status.ERROR: compare.ERROR}[Status(reply["status"])]
         return verdict, reply, {}, {}
     nv = len(reply["values"])
     return "ok", reply, dict(zip(reply["values"], out[:nv])), dict(zip(reply["grads"], out[nv:]))
+
+
+def _where(progress):
+    """Where a chained run stopped, from its progress lines: in the forward of a node ("forward NODE" last),
+    or in the backward, after the forward of every node ("done NODE" last); None before any node."""
+    lines = progress.strip().splitlines()
+    if not lines:
+        return None
+    phase, _, node = lines[-1].partition(" ")
+    return {"phase": "forward" if phase == "forward" else "backward", "node": node}
+
+
+def locate_crash(pool, backend, bundle, request, status, reply, timeout):
+    """Which node a chained run that crashed or hung was in: {"node", "phase", "how", "runs"}. In the
+    forward the progress says (how "progress"). In the backward (after every node's forward, where one call
+    of the framework runs the whole graph's backward) a crash is bisected: the chain cut after k nodes,
+    its loss the recorded cotangents of the values the cut leaves, run in fresh processes (`runs` of
+    them): the node is the last one of the shortest cut that still crashes (how "bisection"). A hang in
+    the backward is not bisected (each try would wait the timeout): node None."""
+    at = reply.get("at")
+    if at is None:
+        return None
+    if at["phase"] == "forward":
+        return {"node": at["node"], "phase": "forward", "how": "progress", "runs": 0}
+    if status != compare.CRASH:
+        return {"node": None, "phase": "backward", "how": "progress", "runs": 0}
+    n = len(request.specs)
+    runs = [0]
+
+    def crashes(k):
+        runs[0] += 1
+        msg, arrays = _prefix(bundle, request, k)
+        return _run(pool, backend, msg, arrays, timeout)[0] == compare.CRASH
+    if not crashes(n):
+        return {"node": None, "phase": "backward", "how": "bisection", "runs": runs[0],
+                "message": "the crash does not happen with the loss cut at the graph's outputs (its seeds the "
+                           "recorded cotangents): not located"}
+    lo, hi = 0, n  # the cut after lo nodes does not crash (none: nothing runs), after hi it does
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if crashes(mid) else (mid, hi)
+    return {"node": request.specs[hi - 1].name, "phase": "backward", "how": "bisection", "runs": runs[0]}
+
+
+def _prefix(bundle, request, k):
+    """(message, arrays) of the chain cut after its first k nodes: the same feeds and penalty, the loss
+    summed over the values the cut leaves (made before it, read after it or a graph output) with their
+    recorded cotangents as seeds."""
+    specs = request.specs[:k]
+    later = {i for s in request.specs[k:] for i in s.inputs if i} | set(request.message["outputs"])
+    made = [o for s in specs for o in s.outputs if o]
+    frontier = [o for o in made if o in later and grad_name(o) in bundle.values]
+    msg = {**request.message, "specs": request.message["specs"][:k], "outputs": frontier,
+           "shapes": {o: v for o, v in request.message.get("shapes", {}).items() if o in set(made)}}
+    cots = [np.asarray(bundle.values[grad_name(o)]) for o in frontier]
+    return msg, list(request.feeds.values()) + cots
 
 
 def _entry(name, node, index, verdict, m, details, kind):
@@ -153,6 +215,11 @@ def chain_request(bundle, loss="bundle", substituted=(), workarounds=None):
     workarounds = {n: w for n, w in (workarounds or {}).items() if n not in shapes_only}
     msg = _graph_request(specs, protos, feeds, outputs, penalty, workarounds)
     msg["shapes"] = {o: list(bundle.values.spec(o)[1]) for s in specs for o in s.outputs if o and o in bundle.values}
+    # what requires grad: the model's parameters and float inputs, as in a training step; never a buffer, a
+    # constant the exporter materialised or a recorded value fed in place of shape arithmetic
+    declared = m.get("differentiable")
+    sources = set(declared) if declared is not None else gradient_sources(model)
+    msg["leaves"] = sorted(k for k in feeds if k in sources)
     return ChainRequest(msg, list(feeds.values()) + cots, loss, tuple(penalty), feeds, specs, workarounds or None)
 
 
@@ -191,9 +258,18 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     def one(backend, req):
         """One chained run of `backend` on `req`, judged."""
         t0 = time.perf_counter()
-        status, reply, vals, grads, substituted = _run_substituting(pool, backend, bundle, req, timeout)
+        status, reply, vals, grads, substituted, req = _run_substituting(pool, backend, bundle, req, timeout)
         run = ChainedRun(backend, status, reply.get("message", ""), time.perf_counter() - t0)
         run.substituted = substituted
+        if status in (compare.CRASH, compare.TIMEOUT):
+            run.crashed_at = locate_crash(pool, backend, bundle, req, status, reply, timeout)
+            if run.crashed_at and run.crashed_at.get("node"):
+                node = run.crashed_at["node"]
+                run.crashed_at["index"] = index.get(node)
+                run.crashed_at["op_type"] = op_of.get(node)
+                run.crashed_at["source"] = bundle.node_source(node)
+                run.crashed_at["isolated"] = {m: str(r.verdict) for m in ("fwd", "vjp", "vjp2")
+                                              if (r := _isolated(isolated, backend, node, m)) is not None}
         if status == "ok":
             unjudged = 0
             failed = {o: sub for sub in substituted for o in sub["outputs"]}
@@ -271,14 +347,14 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
 def _run_substituting(pool, backend, bundle, request, timeout, limit=20):
     """Run the chain; when a node fails (the framework raises, or a wrong shape), feed its recorded
     value downstream and run again, so everything else still gets a verdict. Returns (status,
-    reply, values, grads, substituted: [{"node", "verdict", "message", "outputs"}])."""
+    reply, values, grads, substituted: [{"node", "verdict", "message", "outputs"}], the request last run)."""
     substituted = []
     while True:
         status, reply, vals, grads = run_chain(pool, backend, request, timeout)
         node = reply.get("node")
         if status != compare.ERROR or not node or len(substituted) >= limit or \
                 node in {sub["node"] for sub in substituted}:
-            return status, reply, vals, grads, substituted
+            return status, reply, vals, grads, substituted, request
         outputs = [o for n in bundle.model.graph.node if n.name == node for o in n.output if o]
         verdict = compare.SHAPE_MISMATCH if "has shape" in reply.get("message", "") else compare.ERROR
         substituted.append({"node": node, "verdict": verdict, "message": reply.get("message", ""), "outputs": outputs})

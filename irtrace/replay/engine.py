@@ -22,7 +22,7 @@ from irtrace.replay import backends as registry
 from backends._runtime.wire import Status
 from irtrace.replay.batch import Batches
 from irtrace.replay.cache import ResultCache
-from irtrace.replay.call import bundle_gradient_path, from_bundle, undifferentiated_inputs
+from irtrace.replay.call import bundle_paths, differentiated, from_bundle
 from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt
 
 log = logging.getLogger(__name__)
@@ -199,27 +199,52 @@ def original_proto(node, original_attrs):
     return base64.b64encode(n.SerializeToString()).decode()
 
 
-def mode_calls(bundle, spec, modes, path, proto):
-    """What a replay judges of one node: (calls, off, skipped). `calls`: a NodeCall per mode in `modes`
-    that has something to judge (vjp and vjp2 need a float input on a gradient path and a cotangent);
-    `off`: the float inputs whose gradients are not judged; `skipped`: report entries saying which."""
+def mode_calls(bundle, spec, modes, paths, proto):
+    """What a replay judges of one node: (calls, skipped). `calls`: the NodeCalls of the modes in `modes`
+    that have something to judge, each differentiating exactly what a training step does (`paths`, a
+    call.Paths): vjp the inputs a plain step takes gradients of; vjp2 two calls, s summed over the inputs
+    a gradient penalty's first backward differentiates and every input of a penalty step differentiated,
+    first ds/dx with the cotangent a constant (the penalty's own graph), then ds/dg in a call of its own.
+    `skipped`: report entries saying what is not judged, and why."""
     values = bundle.values
     inputs = [np.asarray(values[i]) if i else None for i in spec.inputs]
-    off, passive = undifferentiated_inputs(spec, inputs, path)
-    base = from_bundle(bundle, spec, "fwd", proto, us_off=off)
-    float_in = any(a is not None and a.dtype.kind == "f" for k, a in enumerate(inputs) if k not in off)
+    base = from_bundle(bundle, spec, "fwd", proto)
+    floats = [k for k, a in enumerate(inputs) if a is not None and a.dtype.kind == "f"]
+    cotangent = any(c is not None for c in base.cots)
+    loss = (bundle.manifest.get("loss") or {}).get("kind")
     calls, skipped = [], []
     for mode in modes:
-        if mode != "fwd" and (not float_in or all(c is None for c in base.cots)):
-            if off and not float_in:
-                skipped.append({"mode": mode, "output": "*", "backend": None, "reason": "no input on a gradient path"})
+        if mode == "fwd":
+            calls.append(base)
             continue
-        skipped += [{"mode": mode, "output": f"{'d' if mode == 'vjp' else 'd2x'}:{spec.inputs[k]}",
-                     "backend": None, "reason": "NonDifferentiable in the ONNX schema" if k in passive
-                     else "not on a gradient path of the model"}
-                    for k in off if mode != "fwd"]
-        calls.append(replace(base, mode=mode))
-    return calls, off, skipped
+        if not floats or not cotangent:
+            continue  # nothing to differentiate, or the loss does not depend on an output
+        wrt, passive = differentiated(spec, inputs, paths.step if mode == "vjp" else paths.attached)
+        penal = [k for k in wrt if spec.inputs[k] in paths.penalty] if mode == "vjp2" else wrt
+        if not wrt or not penal:
+            why = "no input on a gradient path of the model" if not wrt else \
+                "no input on a gradient penalty's path (its first backward, the gradient of a model input, " \
+                "does not pass through this node)"
+            skipped.append({"mode": mode, "output": "*", "backend": None, "reason": why})
+            continue
+        for k in floats:
+            if k in wrt:
+                continue
+            if k in passive:
+                why = "NonDifferentiable in the ONNX schema"
+            elif mode == "vjp" and spec.inputs[k] in paths.penalty:
+                why = f"a training step does not differentiate the model's inputs (a gradient-penalty loss " \
+                      f"does; this bundle's loss: {loss})"
+            else:
+                why = "not on a gradient path of the model"
+            skipped.append({"mode": mode, "output": f"{'d' if mode == 'vjp' else 'd2x'}:{spec.inputs[k]}",
+                            "backend": None, "reason": why})
+        if mode == "vjp":
+            calls.append(replace(base, mode=mode, wrt=wrt))
+            continue
+        us = tuple(u if k in penal else None for k, u in enumerate(base.us))
+        calls += [replace(base, mode=mode, wrt=wrt, us=us, part=part) for part in ("x", "g")]
+    return calls, skipped
 
 
 def recorded_outputs(bundle, call):
@@ -257,7 +282,7 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
             if attrs is not None:
                 originals[n.name] = original_proto(n, attrs)
     selected = _select(specs, nodes_regex, ops)
-    path = bundle_gradient_path(bundle)
+    path = bundle_paths(bundle)
     shapes_only = shape_arithmetic(model, bundle.state)
     use_oracle = registry.get(ORACLE).unavailable() is None
     pool = WorkerPool()
@@ -285,9 +310,10 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
                               "reason": "shape arithmetic (computed from shapes and constants only): a port "
                                         "computes it in Python, not with the framework"}
                              for b in backends if b not in on and b != ORACLE]
-        calls, off, skipped = planned.pop(spec.name, None) or mode_calls(bundle, spec, modes, path, protos[spec.name])
+        calls, skipped = planned.pop(spec.name, None) or mode_calls(bundle, spec, modes, path, protos[spec.name])
         node.skipped += skipped
         for call in calls:
+            off = call.off()
             recorded = recorded_outputs(bundle, call)
             rows = judged_before(call, on, results, policy, off, recorded is not None)
             if rows is None:
@@ -374,6 +400,12 @@ class Session:
     protos: dict
 
 
+def whole(call):
+    """The label of a result that stands for the whole call (it failed: ERROR, CRASH, ...): "*", or for
+    vjp2 the part that failed, "d2x:*" (the penalty's graph) or "d2g:*"."""
+    return f"d2{call.part}:*" if call.mode == "vjp2" and call.part else "*"
+
+
 def labels(spec, mode):
     """Names of the results of `mode`: fwd outputs; vjp d:<input>; vjp2 d2x:<input> then d2g:<output>."""
     if mode == "fwd":
@@ -438,9 +470,10 @@ def run_everywhere(pool, call, ref_fwd, backends, use_oracle, timeout, forms=Non
                                                               _receive(pool, sent_oracle, timeout))
     if use_oracle and ref is not None:
         n_mag = o_reply.get("magnitude", 0) if o_status == "ok" else 0
-        if n_mag:  # M of every result, then Q of every result
+        if n_mag:  # M of every result, then Q of every result (then N, the count of terms)
             mags, o_out = o_out[len(o_out) - n_mag:], o_out[:len(o_out) - n_mag]
-            magnitude = list(zip(mags[:n_mag // 2], mags[n_mag // 2:]))
+            per = n_mag // o_reply.get("magnitude_kinds", 2)
+            magnitude = list(zip(*(mags[k:k + per] for k in range(0, n_mag, per))))
         check = o_reply.get("check") or {}
         if o_status == "ok" and check.get("verified") is not False:
             oracle = o_out
@@ -486,11 +519,11 @@ def judge_all(call, got, policy, off_path=(), cache=None):
     spec, mode = call.spec, call.mode
     results = []
     if got.ref is None:
-        return [compare.Result(spec.name, spec.op_type, REFERENCE, mode, "*", got.ref_status,
+        return [compare.Result(spec.name, spec.op_type, REFERENCE, mode, whole(call), got.ref_status,
                                message=f"reference failed: {got.ref_reply.get('message', '')}")]
     if got.oracle_failed:  # a dead oracle is a row of its own: what follows was judged without float64
         status, message = got.oracle_failed
-        results.append(compare.Result(spec.name, spec.op_type, ORACLE, mode, "*", status,
+        results.append(compare.Result(spec.name, spec.op_type, ORACLE, mode, whole(call), status,
                                       message=f"the float64 oracle failed: {message}; the {mode} results of this "
                                               f"node are judged without it"))
     tag = []  # computed on the first failing gradient only: it scans the input
@@ -529,13 +562,13 @@ def _judge_backend(call, got, policy, off_path, backend, answer, kink):
     if is_ref and got.oracle is None:
         return []  # without float64 there is nothing to judge the reference against
     if status != "ok":
-        return [compare.Result(spec.name, spec.op_type, backend, mode, "*", status,
+        return [compare.Result(spec.name, spec.op_type, backend, mode, whole(call), status,
                                message=reply.get("message", "") + (f" ({reply['where']})" if reply.get("where") else ""),
                                time_s=reply.get("time_s"), ref_time_s=ref_time)]
     results = []
     skip = set(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs))) | set(off_path)
     for k, label in enumerate(labels(spec, mode)):
-        if mode != "fwd" and k < len(spec.inputs) and k in skip:
+        if mode != "fwd" and (k < len(spec.inputs) and k in skip or not call.judges(k, len(spec.inputs))):
             continue
         r = got.ref[k] if k < len(got.ref) else None
         a = out[k] if k < len(out) else None
@@ -543,6 +576,8 @@ def _judge_backend(call, got, policy, off_path, backend, answer, kink):
         mag = got.magnitude[k] if got.magnitude is not None and k < len(got.magnitude) else None
         if mag is not None and (mag[0] is None or mag[1] is None):
             mag = None
+        elif mag is not None and len(mag) > 2 and mag[2] is None:
+            mag = mag[:2]
         spread = got.spread[k] if got.spread is not None and k < len(got.spread) else None
         if r is None or (is_ref and o is None):
             continue

@@ -61,17 +61,17 @@ def try_alternative(session, spec, backend, name, modes):
     node, each mode judged as the replay judges it; a mode without a verdict (the reference failed
     there) is left out of the first."""
     s = session
-    calls, off, _ = mode_calls(s.bundle, spec, modes, s.path, s.protos[spec.name])
+    calls, _ = mode_calls(s.bundle, spec, modes, s.path, s.protos[spec.name])
     verdicts = {}
-    for call in calls:
+    for call in calls:  # vjp2 is two calls (ds/dx, ds/dg): its verdict is the worse of the two
         instead = {backend: call.with_extra(workaround=name)}
         got = run_everywhere(s.pool, call, recorded_outputs(s.bundle, call), [backend], s.use_oracle, s.timeout,
                              instead, s.cache)
-        mine = [r.verdict for r in judge_node(s.pool, call, got, s.policy, s.timeout, off_path=off, cache=s.cache)
-                if r.backend == backend]
+        mine = [r.verdict for r in judge_node(s.pool, call, got, s.policy, s.timeout, off_path=call.off(),
+                                              cache=s.cache) if r.backend == backend]
         if mine:
-            verdicts[call.mode] = str(worst(mine))
-    return verdicts, [c.mode for c in calls]
+            verdicts[call.mode] = str(worst(mine + ([verdicts[call.mode]] if call.mode in verdicts else [])))
+    return verdicts, list(dict.fromkeys(c.mode for c in calls))
 
 
 def verify(session, nodes, everywhere=False):

@@ -26,6 +26,19 @@ def applied_line(run):
     return ", ".join(f"{name} at {n} {op} node{'s' if n > 1 else ''}" for (name, op), n in count.items())
 
 
+def crash_line(at):
+    """Where a chained run crashed or hung, and what isolated replay says of that node."""
+    if not at.get("node"):
+        return f"in the {at['phase']}; node not located" + (f" ({at['message']})" if at.get("message") else "")
+    src = at.get("source") or {}
+    where = ", ".join(x for x in (src.get("module"), (src.get("file_line") or "").rsplit("/", 1)[-1]) if x)
+    how = (f" (the shortest cut of the chain that still crashes ends there: {at['runs']} runs in fresh processes)"
+           if at["how"] == "bisection" else "")
+    iso = ", ".join(f"{m} {v}" for m, v in (at.get("isolated") or {}).items()) or "not replayed"
+    return (f"in the {at['phase']} of node {at['node']} ({at.get('op_type') or '?'}{', ' + where if where else ''})"
+            f"{how}; isolated there: {iso}")
+
+
 def lines(section, top=10):
     out = []
     for r in section["runs"]:
@@ -34,6 +47,8 @@ def lines(section, top=10):
             continue  # a backend without a chained mode (onnxruntime, onnxref): said in report.json
         if r["status"] != "ok":
             out.append(f"chained {b} ({section['loss']} loss): {r['status']}: {r['message'][:300]}")
+            if r.get("crashed_at"):
+                out.append(f"  {crash_line(r['crashed_at'])}")
             if r.get("workarounds"):
                 out.append(f"  applied: {applied_line(r)}")
             if r["parameters"]:

@@ -21,32 +21,70 @@ def _rank(r):
     return (compare.SEVERITY.get(r.verdict, 0), r.metrics.max_rel if r.metrics else 0.0)
 
 
+# what varies between nodes that fail for one reason: numbers (shapes, sizes, addresses, timings), the
+# value and node names a framework quotes, and what follows the framework's first line
+_VARIES = [(re.compile(r"\| stderr:.*$"), ""), (re.compile(r"0x[0-9a-fA-F]+"), "#"),
+           (re.compile(r"'[^']*'|\"[^\"]*\""), "'…'"), (re.compile(r"\d+(\.\d+)?([eE][-+]?\d+)?"), "#"),
+           (re.compile(r"\s+"), " ")]
+
+
+def normalised(message):
+    """A framework's message without what varies from node to node, so one cause is one text."""
+    text = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    for rx, sub in _VARIES:
+        text = rx.sub(sub, text)
+    return text.strip()[:200]
+
+
+def _role(label, node_inputs, node_outputs):
+    """A result's label by position, not by value name: d:<input k>, d2x:<input k>, d2g:<output j>, out:<j>."""
+    if label.endswith("*"):
+        return label
+    kind, name = label.split(":", 1) if label.startswith(("d:", "d2x:", "d2g:")) else ("out", label)
+    names = node_outputs if kind in ("out", "d2g") else node_inputs
+    return f"{kind}:{names.index(name) if name in names else '?'}"
+
+
 def group(replay, strict=False):
-    """Findings (worst first). UNSUPPORTED is a coverage gap, a finding only with `strict`."""
-    attrs = {s.name: s.attrs for s in node_specs(replay.bundle.model)}
+    """Findings (worst first), one per root cause: (backend, op type, mode, verdict, and what the failure
+    has in common across nodes: the framework's message without numbers and names for an ERROR, CRASH,
+    TIMEOUT or UNSUPPORTED; which results fail, by position, for a numeric verdict). The attribute classes
+    of its nodes are listed in it with their node counts (one cause often spans kernel sizes, strides and
+    groups: 46 grouped convolutions are one TensorFlow finding, not 46). UNSUPPORTED is a coverage gap, a
+    finding only with `strict`."""
+    specs = {s.name: s for s in node_specs(replay.bundle.model)}
     failing = set(compare.FAILING) | ({compare.UNSUPPORTED} if strict else set())
     groups = {}
     for node in replay.nodes:
+        spec = specs.get(node.name)
+        ins, outs = (list(spec.inputs), list(spec.outputs)) if spec else ([], [])
+        per = {}  # (backend, mode, verdict) -> this node's failing results
         for r in node.results:
-            if r.verdict not in failing:
-                continue
-            sig = attr_signature(attrs.get(node.name, {}))
-            key = (r.backend, node.op_type, r.mode, sig, r.verdict)
-            g = groups.setdefault(key, {"results": [], "nodes": []})
-            g["results"].append((node, r))
-            if node.name not in g["nodes"]:
-                g["nodes"].append(node.name)
+            if r.verdict in failing:
+                per.setdefault((r.backend, r.mode, r.verdict), []).append(r)
+        for (backend, mode, verdict), rows in per.items():
+            if verdict in compare.NUMERIC_FAILURES:
+                cause = ", ".join(sorted({_role(r.output, ins, outs) for r in rows}))
+            else:
+                cause = normalised(max(rows, key=_rank).message)
+            g = groups.setdefault((backend, node.op_type, mode, verdict, cause), {"results": [], "nodes": [],
+                                                                                  "classes": {}})
+            g["results"] += [(node, r) for r in rows]
+            g["nodes"].append(node.name)
+            sig = attr_signature(spec.attrs if spec else {})
+            g["classes"][sig] = g["classes"].get(sig, 0) + 1
     findings = []
-    for (backend, op, mode, sig, verdict), g in groups.items():
+    for (backend, op, mode, verdict, cause), g in groups.items():
         first_node, _ = min(g["results"], key=lambda nr: nr[0].index)
         worst_node, worst = max(g["results"], key=lambda nr: _rank(nr[1]))
-        digest = hashlib.sha1(f"{backend}|{op}|{mode}|{sig}|{verdict}".encode()).hexdigest()[:8]
+        digest = hashlib.sha1(f"{backend}|{op}|{mode}|{cause}|{verdict}".encode()).hexdigest()[:8]
         plain = re.sub(r"[^A-Za-z0-9_]", "_", op)[:60]  # the id names a folder: an op type is any text
         tags = sorted({t for _, r in g["results"] for t in r.tags})
+        classes = [{"attributes": sig, "nodes": n} for sig, n in sorted(g["classes"].items(), key=lambda kv: -kv[1])]
         findings.append(compare.Finding(
             id=f"{backend}-{plain}-{mode}-{verdict.lower()}-{digest}", backend=backend, op_type=op, mode=mode,
-            verdict=verdict, signature=sig, nodes=g["nodes"], first_node=first_node.name,
+            verdict=verdict, signature=cause, nodes=g["nodes"], first_node=first_node.name,
             module=first_node.source.get("module", ""), file_line=first_node.source.get("file_line", ""),
-            worst={"node": worst_node.name, **worst.to_json()}, tags=tags, message=worst.message))
+            worst={"node": worst_node.name, **worst.to_json()}, tags=tags, message=worst.message, classes=classes))
     findings.sort(key=lambda f: (-compare.SEVERITY.get(f.verdict, 0), -(f.worst.get("max_rel") or 0.0), f.id))
     return findings

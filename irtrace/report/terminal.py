@@ -9,13 +9,22 @@ def _g(v, fmt="{:.3g}"):
     return "-" if v is None else fmt.format(v)
 
 
-def finding_lines(report, color=False):
-    """Three lines per finding: what, how much and who is right, where."""
+PER_BACKEND = 8  # findings shown per backend: a screen each; the rest are in report.json
+
+
+def finding_lines(report, color=False, per_backend=PER_BACKEND):
+    """Three lines per finding: what, how much and who is right, where; at most `per_backend` findings of
+    each backend (worst first), then how many more report.json holds."""
     out = []
     fs = report["findings"]
     if fs:
         out.append(f"{len(fs)} finding(s), worst first:")
+    shown, more = {}, {}
     for f in fs:
+        if shown.get(f["backend"], 0) >= per_backend:
+            more[f["backend"]] = more.get(f["backend"], 0) + 1
+            continue
+        shown[f["backend"]] = shown.get(f["backend"], 0) + 1
         w = f["worst"]
         verdict = f"{f['verdict']:<14}"
         if color:
@@ -23,8 +32,10 @@ def finding_lines(report, color=False):
         where = f["first_node"] + (f" ({f['module']}" if f["module"] else "") + \
             (f", {f['file_line'].rsplit('/', 1)[-1]}" if f["file_line"] else "") + (")" if f["module"] else "")
         # names come from the bundle (any ONNX file): never raw control characters on a terminal
+        classes = len(f.get("classes") or ())
+        spread = f" in {classes} attribute classes" if classes > 1 else ""
         out.append(f"{verdict} " + printable(f"{f['backend']} {f['op_type']} {f['mode']}  {len(f['nodes'])} "
-                                             f"node(s), first {where}"))
+                                             f"node(s){spread}, first {where}"))
         # numbers, not a classification, so the words can never contradict the verdict
         if w.get("backend_oracle_abs") is not None and w.get("oracle_abs") is not None:
             oracle = f"vs float64: {f['backend']} {_g(w['backend_oracle_abs'])}, reference {_g(w['oracle_abs'])}" + \
@@ -41,6 +52,8 @@ def finding_lines(report, color=False):
         line = workaround_line(f)
         if line:
             out.append(f"{'':15}{printable(line)}")
+    for backend, n in more.items():
+        out.append(f"... and {n} more {printable(backend)} finding(s), in report.json")
     return out
 
 

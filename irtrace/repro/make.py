@@ -20,8 +20,8 @@ from irtrace.store import u_name
 from irtrace.ir.spec import decode_attrs, node_specs
 from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
-from irtrace.replay.call import NodeCall, bundle_gradient_path, undifferentiated_inputs
-from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_node, run_everywhere, labels
+from irtrace.replay.call import NodeCall, bundle_paths
+from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_node, labels, mode_calls, run_everywhere
 from irtrace.report.json_report import clean
 from irtrace.repro import script, standalone
 from irtrace.repro.standalone import write_npz
@@ -34,9 +34,10 @@ log = logging.getLogger(__name__)
 class _Runner:
     """Evaluates one node in one mode on candidate inputs: reference, oracle, one backend."""
 
-    def __init__(self, pool, spec, proto, backend, mode, original_cots, timeout):
+    def __init__(self, pool, spec, proto, backend, mode, original_cots, timeout, wrt=None, part=None):
         self.pool, self.spec, self.proto, self.backend, self.mode = pool, spec, proto, backend, mode
         self.original_cots, self.timeout = original_cots, timeout
+        self.wrt, self.part = wrt, part  # what the replay's call differentiated (NodeCall.wrt, .part)
         self.use_oracle = backends.get(ORACLE).unavailable() is None
         self.validator = "onnxruntime" if backends.get("onnxruntime").unavailable() is None else None
 
@@ -95,7 +96,8 @@ class _Runner:
             if cots is None:
                 return None, None
         us = list(case.us[:len(spec.inputs)])
-        call = NodeCall(spec, self.mode, proto, tuple(inputs), tuple(cots), tuple(us))
+        wrt = None if self.wrt is None else tuple(k for k in self.wrt if k < len(inputs) and inputs[k] is not None)
+        call = NodeCall(spec, self.mode, proto, tuple(inputs), tuple(cots), tuple(us), wrt=wrt, part=self.part)
         got = run_everywhere(self.pool, call, None, [self.backend], self.use_oracle, self.timeout)
         if got.ref is None:
             return None, None
@@ -203,10 +205,13 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
                  if n.name == spec.name)
     v = bundle.values
     inputs = tuple(np.array(v[i]) if i else None for i in spec.inputs)
-    # the same inputs leave vjp2's s as in the replay that found it (off every path, Clip's bounds)
-    off, _ = undifferentiated_inputs(spec, inputs, bundle_gradient_path(bundle))
-    us = tuple(np.array(v[u_name(i)]) if i and u_name(i) in v and k not in off else None
-               for k, i in enumerate(spec.inputs))
+    # the call the replay made: the same inputs require grad, the same directions are in vjp2's s, and
+    # for vjp2 the same part (ds/dx with the cotangent a constant, or ds/dg)
+    part = ("g" if str(f.get("worst", {}).get("output", "")).startswith("d2g") else "x") if mode == "vjp2" else None
+    made = [c for c in mode_calls(bundle, spec, [mode], bundle_paths(bundle), proto)[0] if c.part == part]
+    wrt = made[0].wrt if made else None
+    us = tuple(np.array(u) if u is not None else None for u in made[0].us) if made else \
+        tuple(np.array(v[u_name(i)]) if i and u_name(i) in v else None for i in spec.inputs)
     cots = [np.array(v[grad_name(o)]) if o and grad_name(o) in v else None for o in spec.outputs]
     out_dtypes = [v.spec(o)[0].str if o and o in v else "" for o in spec.outputs]
     try:
@@ -221,7 +226,7 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
     if src.get("status") != "ok":
         print(f"{f['id']}: no repro script: {src.get('message')}")
         return None
-    runner = _Runner(pool, spec, proto, backend, mode, cots, timeout)
+    runner = _Runner(pool, spec, proto, backend, mode, cots, timeout, wrt, part)
     original = Case(inputs, us)
     results, _ = runner.evaluate(original, check=False)
     label = _pick_label(results or [], backend, verdict)
@@ -257,7 +262,7 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
             data[f"u{i}"] = u
     if backend == REFERENCE:  # a finding against the reference itself: float64 is what it should give
         ref = [None if o is None else np.asarray(o, np.float64) for o in oracle] if oracle is not None else None
-    if label != "*" and ref is not None and k < len(ref) and ref[k] is not None:
+    if not label.endswith("*") and ref is not None and k < len(ref) and ref[k] is not None:
         data["reference"] = np.asarray(ref[k])
         if oracle is not None and k < len(oracle) and oracle[k] is not None:
             data["oracle"] = np.asarray(oracle[k], np.float64)
@@ -273,14 +278,16 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
     fw = src["script"]["framework"]
     framework_name = script.framework_name(src["script"], backend)
     versions = {**src.get("versions", {})}
-    role = input_role(spec.op_type, spec.domain, spec.opset, k) if label.startswith(("d:", "d2x:")) else "input"
+    role = input_role(spec.op_type, spec.domain, spec.opset, k) if label.startswith(("d:", "d2x:")) and \
+        not label.endswith("*") else "input"
     title = f"[{framework_name}] {script.safe(spec.op_type)}: {script.symptom(verdict, label, numbers, result.message, role)} " \
             f"in {script._MODE_WORDS[mode]}"
     manifest = bundle.manifest
     ctx = {
         "title": title, "role": role, "framework": fw, "framework_module": fw, "framework_name": framework_name,
         "autodiff": src["script"]["autodiff"], "op": src["op"], "imports": src["imports"],
-        "defined_in": src["defined_in"], "attrs": _plain_attrs(sspec.attrs), "mode": mode, "nondiff": src["nondiff"],
+        "defined_in": src["defined_in"], "attrs": _plain_attrs(sspec.attrs), "mode": mode, "part": part,
+        "nondiff": _nondiff(src["nondiff"], wrt, sinputs),
         "n_inputs": len(sspec.inputs), "n_outputs": len(sspec.outputs), "check_index": k, "label": label,
         "verdict": verdict, "allowed": float(result.allowed if result.allowed is not None else 0.0), "node": spec.name, "op_type": spec.op_type,
         "module": f.get("module", ""), "file_line": f.get("file_line", ""), "model": manifest.get("name", ""),
@@ -297,8 +304,9 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
         raise IrtraceError(f"{folder}: is a symbolic link; not writing through it")
     folder.mkdir(parents=True, exist_ok=True)
     _, sproto = runner._spec_for(small)
-    case = {"spec": {**sspec.to_json(), "proto": sproto}, "mode": mode, "verdict": verdict, "check": k, "inputs": sinputs, "cots": scots, "us": sus,
-            "nondiff": src["nondiff"], "attrs": ctx["attrs"], "want": data.get("reference"),
+    case = {"spec": {**sspec.to_json(), "proto": sproto}, "mode": mode, "part": part, "verdict": verdict, "check": k,
+            "inputs": sinputs, "cots": scots, "us": sus, "nondiff": ctx["nondiff"], "attrs": ctx["attrs"],
+            "want": data.get("reference"),
             "f64": data.get("oracle"), "allowed": ctx["allowed"], "got": data.get("backend_result")}
     who = f"PyTorch {ctx['torch_version']}, float32" if backend != REFERENCE else "float64"
     info = backends.get(backend)
@@ -333,6 +341,14 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
     print(f"{f['id']}: {folder} (shrunk {original.shapes()} -> {small.shapes()} in {stats.calls} steps; "
           f"{form} script, {text.count(chr(10))} lines, {said})")
     return folder
+
+
+def _nondiff(own, wrt, inputs):
+    """The input positions that do not require grad in the repro: every one the replay's call did not
+    differentiate (`wrt`; None: the op's own `nondiff` flags)."""
+    if wrt is None:
+        return list(own)
+    return [k for k in range(len(inputs)) if k not in wrt]
 
 
 def _plain_attrs(attrs):

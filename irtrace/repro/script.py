@@ -115,7 +115,8 @@ warnings.filterwarnings("ignore", message="The value of the smallest subnormal")
 
 ATTRS = {literal(c["attrs"])}
 MODE = {c["mode"]!r}            # fwd | vjp | vjp2 (s = sum_i <vjp_i(x, g), u_i>; ds/dx and ds/dg)
-NONDIFF = {tuple(c["nondiff"])!r}
+NONDIFF = {tuple(c["nondiff"])!r}         # the inputs that do not require grad
+PART = {c.get("part")!r}            # vjp2: "x" ds/dx (g a constant, the penalty's graph) | "g" ds/dg
 N_INPUTS, N_OUTPUTS = {c["n_inputs"]}, {c["n_outputs"]}
 CHECK = {c["check_index"]}               # which result of MODE is compared: {safe(c["label"])}
 VERDICT = {c["verdict"]!r}
@@ -138,7 +139,7 @@ def run(inputs, cots, us):
         return fwd(op, inputs, ATTRS)
     if MODE == "vjp":
         return vjp(op, inputs, ATTRS, cots, NONDIFF)
-    dx, dg = vjp2(op, inputs, ATTRS, cots, us, NONDIFF)
+    dx, dg = vjp2(op, inputs, ATTRS, cots, us, NONDIFF, part=PART)
     return list(dx) + list(dg)
 
 
@@ -153,7 +154,7 @@ def run_torch(inputs, cots, us):
         return ns["fwd"](ns["op"], inputs, ATTRS)
     if MODE == "vjp":
         return ns["vjp"](ns["op"], inputs, ATTRS, cots, NONDIFF)
-    dx, dg = ns["vjp2"](ns["op"], inputs, ATTRS, cots, us, NONDIFF)
+    dx, dg = ns["vjp2"](ns["op"], inputs, ATTRS, cots, us, NONDIFF, part=PART)
     return list(dx) + list(dg)
 
 

@@ -170,7 +170,7 @@ def build(src, case, title, who, form, fed=False, prune=True):
             for i, a in enumerate(inputs)]
     return straight.compose(recipe, case["mode"], case["verdict"], case["check"], names, inputs, diff,
                             case["cots"], case["us"], op, case["want"], case["f64"], case["allowed"], doc, who,
-                            fed=fed, prune=prune)
+                            fed=fed, prune=prune, part=case.get("part"))
 
 
 def best_script(src, case, info, folder, title, who):

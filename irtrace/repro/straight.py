@@ -554,15 +554,16 @@ class Script:
         self.setup += lines
 
 
-def _fill(template, fields, each):
-    """Expand a recipe's line templates: `{op}` lines, `*x ` lines once per differentiated input."""
+def _fill(template, fields, each, each_p=()):
+    """Expand a recipe's line templates: `{op}` lines, `*x ` lines once per differentiated input, `*p `
+    lines once per penalised input (vjp2: those with a direction u)."""
     out = []
     for line in template:
         if line.strip() == "{op}":
             pad = line[:len(line) - len(line.lstrip())]
             out += [pad + op_line for op_line in fields["op"]]
-        elif line.startswith("*x "):
-            for item in each:
+        elif line.startswith(("*x ", "*p ")):
+            for item in (each if line.startswith("*x ") else each_p):
                 out.append(line[3:].format(**{**fields, **item}))
         else:
             out.append(line.format(**fields))
@@ -580,10 +581,12 @@ def _fed(lines, value, recipe, names):
 
 
 def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, want, f64, allowed, doc, who,
-            fed=False, prune=True):
+            fed=False, prune=True, part=None):
     """(script text, arrays for data.npz). `op`: (lines, returned expression, helper sources, imports)
     of the specialised op (or the function form); `check`: the index of the checked result of `mode`
-    (fwd: per output; vjp: per input; vjp2: per input, then per output)."""
+    (fwd: per output; vjp: per input; vjp2: per input, then per output); `diff`: per input, whether it
+    requires grad; `part` (vjp2): "g" for ds/dg (the cotangents require grad), else ds/dx (the
+    penalty's own graph: the cotangents are constants)."""
     lines, value, helpers, op_imports = op
     sc = Script(recipe)
     if prune and len(cots) > 1 and verdict not in ("CRASH", "TIMEOUT"):  # outputs the mode never reads: not computed
@@ -610,26 +613,29 @@ def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, wan
         if i in xs or names[i] in used:
             kind = "leaf" if i in xs else "tensor"
             sc.value(names[i], a, kind, budget)
+    of_g = mode == "vjp2" and part == "g"
     for j in with_cot:
-        sc.value(g[j], cots[j], "leaf" if mode == "vjp2" else "tensor", budget, f"cotangent of {outs[j]}")
+        sc.value(g[j], cots[j], "leaf" if of_g else "tensor", budget, f"cotangent of {outs[j]}")
     terms = []
+    ps = [i for i in xs if mode == "vjp2" and us[i] is not None]  # what the penalty's first backward takes
     if mode == "vjp2":
-        for i in xs:
-            if us[i] is not None:
-                sc.value(u[i], us[i], "tensor", budget, f"direction: s = <{h[i]}, {u[i]}>" if single else "")
-                terms.append(recipe["term"].format(h=h[i], u=u[i]))
+        for i in ps:
+            sc.value(u[i], us[i], "tensor", budget, f"direction: s = <{h[i]}, {u[i]}>" if single else "")
+            terms.append(recipe["term"].format(h=h[i], u=u[i]))
         if not terms:
             raise CannotSpecialise("no direction u")
     if fed:
         lines, value = _fed(lines, value, recipe, [names[i] for i in xs])
-    d = {("x", i): f"d_{names[i]}" for i in xs}
-    d.update({("g", j): f"d_{g[j]}" for j in with_cot})
+    d = {("g", j): f"d_{g[j]}" for j in with_cot} if of_g else {("x", i): f"d_{names[i]}" for i in xs}
     op_lines = lines + [f"{'y' if n_out == 1 else 'ys'} = {value}"]
+    gs = ", ".join(g[j] for j in with_cot)
     fields = {"op": op_lines, "xs": ", ".join(names[i] for i in xs), "ys": ", ".join(outs[j] for j in with_cot),
-              "gs": ", ".join(g[j] for j in with_cot), "hs": ", ".join(h[i] for i in xs),
-              "ds": ", ".join([d["x", i] for i in xs] + [d["g", j] for j in with_cot]), "s": " + ".join(terms)}
+              "gs": gs, "hs": ", ".join(h[i] for i in (ps if mode == "vjp2" else xs)),
+              "ps": ", ".join(names[i] for i in ps), "ws": gs if of_g else ", ".join(names[i] for i in xs),
+              "and_gs": f", {gs}" if of_g else "", "ds": ", ".join(d.values()), "s": " + ".join(terms)}
     each = [{"x": names[i], "h": h[i]} for i in xs]
-    body = op_lines if mode == "fwd" else _fill(recipe[mode], fields, each)
+    each_p = [{"p": names[i], "h": h[i]} for i in ps]
+    body = op_lines if mode == "fwd" else _fill(recipe[mode], fields, each, each_p)
     if mode == "fwd":
         result = outs[check] if check < n_out else None
     elif mode == "vjp":

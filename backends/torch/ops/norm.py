@@ -4,10 +4,17 @@ from torch.nn import functional
 from backends.torch.ops import OPS
 
 
-@OPS.register("BatchNormalization", since=15, nondiff=(3, 4))
+@OPS.register("BatchNormalization", since=15)
 def batch_norm(x, scale, b, mean, var, *, epsilon=1e-5, momentum=0.9, training_mode=0):
     if training_mode:
         raise ValueError("training-mode BatchNormalization must be canonicalized to ai.irtrace::TrainBatchNormalization")
+    if mean.requires_grad or var.requires_grad:
+        # statistics computed in the graph (weight standardisation: torch.onnx writes F.batch_norm(w, None,
+        # None, training=True) as ReduceMean statistics feeding this op): torch's batch_norm refuses gradients
+        # for running stats, so the ONNX formula, differentiable in all five inputs
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        return (x - mean.reshape(shape)) / torch.sqrt(var.reshape(shape) + epsilon) * scale.reshape(shape) + \
+            b.reshape(shape)
     return functional.batch_norm(x, mean, var, scale, b, training=False, eps=epsilon)
 
 
