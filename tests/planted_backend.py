@@ -5,6 +5,8 @@ lrelu:  LeakyRelu whose backward is not differentiable in the cotangent (d2g = 0
 relu0:  Relu whose gradient at exactly 0 is 1 (a subgradient convention)
 crash:  Sigmoid segfaults the worker
 bwdcrash: Tanh's backward segfaults the worker (its forward is right)
+fussymm: MatMul's backward segfaults when only its second input requires grad, or when a double
+         backward runs it with a cotangent that does not require grad (as MegEngine's batched MatMul)
 hang:   Tanh never returns
 shape:  Conv's output one column short (a wrong-shaped op in the middle of a chain)
 bnbiased:   training BatchNorm updates running_var with the biased variance
@@ -61,6 +63,22 @@ def crash(x):
     ctypes.string_at(0)  # a real segfault
 
 
+class _FussyMatMul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        if ctx.needs_input_grad[1] and not ctx.needs_input_grad[0]:
+            ctypes.string_at(0)  # only the weight requires grad
+        if torch.is_grad_enabled() and not g.requires_grad:
+            ctypes.string_at(0)  # a double backward whose cotangent is a constant
+        return g @ b.transpose(-1, -2), a.transpose(-1, -2) @ g
+
+
 class _TanhCrashingBackward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -104,6 +122,7 @@ BUGS = {
     "relu0": ("Relu", 6, lambda x: _ReluOneAtZero.apply(x)),
     "crash": ("Sigmoid", 6, crash),
     "bwdcrash": ("Tanh", 6, lambda x: _TanhCrashingBackward.apply(x)),
+    "fussymm": ("MatMul", 13, lambda a, b: _FussyMatMul.apply(a, b)),
     "hang": ("Tanh", 6, hang),
     "shape": ("Conv", 11, shape_bug),
 }

@@ -203,7 +203,7 @@ def test_chain_rounding_estimate_has_the_size_of_float32_rounding(tmp_path, pool
     oracle's Monte Carlo estimate of the whole chain (asked once, the first time a chained verdict
     would be DIVERGENT) has that size, and torch's float32 chain is off by no more than it."""
     from irtrace import compare
-    from irtrace.replay.chained import _ChainRounding
+    from irtrace.replay.chained import ChainRounding
     x = RNG.standard_normal((1, 512)).astype(np.float32)
     model = _model([helper.make_node("Add", ["x", "big"], ["up"], name="up"),
                     helper.make_node("Sub", ["up", "big"], ["y"], name="down")], [("x", [1, 512])], "y",
@@ -213,7 +213,7 @@ def test_chain_rounding_estimate_has_the_size_of_float32_rounding(tmp_path, pool
     _, _, ref, _ = run_chain(pool, "torch", request)
     _, _, exact, _ = run_chain(pool, "oracle", request)
     np.testing.assert_array_equal(exact["y"], x.astype(np.float64))  # float64 keeps every digit
-    moved = _ChainRounding(pool, request, 120).get("values", "y")
+    moved = ChainRounding(pool, request, 120).get("values", "y")
     u = 2.0 ** -24
     assert moved.shape == x.shape and 0.3 * u * 1e4 < moved.max() <= 2 * u * 1e4 * 1.001
     torch_err = np.abs(ref["y"] - exact["y"]).max()

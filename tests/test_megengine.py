@@ -92,12 +92,10 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle):
             mine = {r.output: r.verdict for r in n.results if r.backend == "megengine" and r.mode == mode}
             theirs = {r.output for r in n.results if r.backend == "torch" and r.mode == mode}
             per_mode[mode]["cases"] += 1
-            if set(mine) == {"*"}:  # the whole node failed in this mode: must be the known failure
-                assert KNOWN.get((n.name, mode, "*"), (None,))[0] == mine["*"], (n.name, mode, mine)
-                per_mode[mode]["known"] += 1
-                continue
-            # every output torch is judged on (against the oracle) is judged on MegEngine too
-            assert mine and theirs <= set(mine), (n.name, mode, sorted(mine), sorted(theirs))
+            # a whole call that failed ("*"; vjp2: "d2x:*" for the penalty's graph, "d2g:*" for ds/dg) stands
+            # for every result of that call; every output torch is judged on is judged on MegEngine too
+            covered = lambda t: t in mine or "*" in mine or (t.split(":")[0] + ":*") in mine  # noqa: E731
+            assert mine and all(covered(t) for t in theirs), (n.name, mode, sorted(mine), sorted(theirs))
             for out, verdict in mine.items():
                 if verdict not in ok:
                     assert KNOWN.get((n.name, mode, out), (None,))[0] == verdict, (n.name, mode, out, verdict)
@@ -124,8 +122,9 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle):
             for mode in ("fwd", "vjp", "vjp2"):
                 call = from_bundle(cases_bundle, spec, mode, protos[name])
                 reply, out = w.call(call.message(), call.arrays(), 60.0)
-                if (name, mode, "*") in KNOWN:  # MegEngine has no double backward of Softplus
-                    assert (reply["status"].upper(), reply["message"]) == KNOWN[(name, mode, "*")], (name, reply)
+                if (name, mode, "d2x:*") in KNOWN:  # MegEngine has no double backward of Softplus
+                    verdict, text = KNOWN[(name, mode, "d2x:*")]
+                    assert reply["status"].upper() == verdict and text.startswith(reply["message"]), (name, reply)
                     continue
                 assert reply["status"] == "ok", (name, mode, reply.get("message"))
                 got[mode] = [None if a is None else np.asarray(a, np.float64) for a in out]
@@ -289,7 +288,8 @@ def test_norms_on_2d_and_3d_inputs(tmp_path):
     graph = helper.make_graph(nodes, "norms", inputs, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
                                                         for o in outs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.irtrace", 1)])
-    b = bundle_from_onnx(model, feeds, tmp_path / "norms.irt")
+    # the statistics inputs stand for running stats (buffers): not differentiated
+    b = bundle_from_onnx(model, feeds, tmp_path / "norms.irt", trained=[n for n in feeds if n[-1] in "xsb"])
     rep = replay(b, ["megengine"], modes=["fwd", "vjp"])
     results = [(n.name, r.mode, r.output, r.verdict) for n in rep.nodes for r in n.results if r.backend == "megengine"]
     assert len({(n, m) for n, m, _, _ in results}) == 10  # 5 nodes x 2 modes, none skipped

@@ -49,9 +49,9 @@ def _cases():
     multi-axis LayerNorm, non-default HardSigmoid, ...) and a training-mode BatchNorm that asks for
     ONNX's biased running_var."""
     from onnx import numpy_helper as nph
-    from op_cases import CASES, INT, POS, C, F, X
+    from op_cases import CASES, INT, POS, PSTAT, STAT, C, F, X
     return CASES + [
-        C("batchnorm_train_biased", "TrainBatchNormalization", X(4, 2, 3, 3), X(2), X(2), X(2), POS(2), outputs=3,
+        C("batchnorm_train_biased", "TrainBatchNormalization", X(4, 2, 3, 3), X(2), X(2), STAT(2), PSTAT(2), outputs=3,
           domain="ai.irtrace", epsilon=1e-5, momentum=0.8, running_var_estimator="biased"),
         C("selu", "Selu", X(2, 3)), C("softsign", "Softsign", X(2, 3)), C("elu", "Elu", X(2, 3), alpha=0.5),
         C("reducel2", "ReduceL2", X(2, 3, 4), INT(1), keepdims=0), C("reducel1", "ReduceL1", X(2, 3, 4), INT(2)),
@@ -144,10 +144,11 @@ def test_every_case_has_fwd_vjp_and_vjp2(paddle_replay):
     fwd_only = sorted(c.id for c in _cases() if modes[c.id] == {"fwd"})
     # integer or boolean results only
     assert fwd_only == ["argmax_last", "argmin", "cast_int", "div_int", "equal", "greater", "isinf", "isnan", "less",
-                        "lessorequal", "mod_int"], fwd_only
-    # piecewise-constant ops: the engine asks for no vjp (the gradient is 0 wherever it exists), vjp2 still
+                        "lessorequal", "mod_int", "round"], fwd_only
+    # piecewise-constant ops: the engine asks for no vjp (the gradient is 0 wherever it exists), vjp2 still; round's
+    # input is a constant (its ties), on no gradient penalty's path: fwd only
     other = {c.id: modes[c.id] for c in _cases() if modes[c.id] not in (set(), {"fwd"}, {"fwd", "vjp", "vjp2"})}
-    assert other == {"sign": {"fwd", "vjp2"}, "round": {"fwd", "vjp2"}, "floor": {"fwd", "vjp2"}}, other
+    assert other == {"sign": {"fwd", "vjp2"}, "floor": {"fwd", "vjp2"}}, other
     assert len(_cases()) - len(SHAPE_ARITHMETIC) - len(fwd_only) - len(other) >= 120
 
 
@@ -194,9 +195,11 @@ def test_translation_guards_forward(paddle_replay):
 
 
 def test_first_order_gradients_match(paddle_replay):
+    """Every first-order gradient matches, but for BatchNormalization's statistics computed in the graph,
+    which Paddle's batch_norm does not differentiate (UNSUPPORTED, with that reason)."""
     bad = [(n.name, r.output, r.verdict) for n in paddle_replay.nodes for r in n.results
            if r.backend == "paddle" and r.mode == "vjp" and r.verdict not in OK]
-    assert not bad
+    assert bad == [("batchnorm_eval_stats", "*", compare.UNSUPPORTED)]
 
 
 def test_running_var_is_the_biased_estimator(paddle_replay, cases_bundle):

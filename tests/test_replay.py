@@ -286,3 +286,34 @@ def test_index_tables_from_lengths_are_shape_arithmetic_but_a_scalar_parameter_i
     assert shape_arithmetic(m, state={"logit_scale", "table"}) == {"range", "to_float", "div", "log", "to_int", "min"}
     # without knowing the parameters, a one-element float is a folded constant
     assert "exp_scale" in shape_arithmetic(m)
+
+
+def test_the_harness_differentiates_what_a_training_step_does(tmp_path):
+    """Issue 26.3: y = x @ w, x a model input, w a parameter, the dot loss. A plain training step takes
+    only w's gradient; a gradient penalty's graph takes d/dx with the cotangent a constant, and ds/dg
+    comes in a call of its own. A backend whose MatMul backward segfaults in exactly those two cases (as
+    MegEngine's batched MatMul does) is CRASH there, and MATCH where g requires grad; before, vjp attached
+    x too and vjp2 attached g, and said MATCH on both."""
+    import planted_backend
+    from onnx import TensorProto, helper, numpy_helper
+
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    planted_backend.register("fussymm")
+    rng = np.random.default_rng(0)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(rng.standard_normal((4, 5)).astype(np.float32), "w")])
+    b = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+                         {"x": rng.standard_normal((2, 3, 4)).astype(np.float32)}, tmp_path / "mm.irt")
+    rep = replay(b, ["torch", "planted-fussymm"], timeout=10.0)
+    got = {(r.backend, r.mode, r.output): r.verdict for n in rep.nodes for r in n.results}
+    assert got == {("torch", "fwd", "y"): compare.MATCH, ("planted-fussymm", "fwd", "y"): compare.MATCH,
+                   ("torch", "vjp", "d:w"): compare.MATCH, ("planted-fussymm", "vjp", "*"): compare.CRASH,
+                   ("torch", "vjp2", "d2x:x"): compare.MATCH, ("torch", "vjp2", "d2x:w"): compare.MATCH,
+                   ("planted-fussymm", "vjp2", "d2x:*"): compare.CRASH,
+                   ("torch", "vjp2", "d2g:y"): compare.MATCH, ("planted-fussymm", "vjp2", "d2g:y"): compare.MATCH}, got
+    (node,) = rep.nodes
+    assert node.skipped == [{"mode": "vjp", "output": "d:x", "backend": None,
+                             "reason": "a training step does not differentiate the model's inputs (a gradient-penalty "
+                                       "loss does; this bundle's loss: dot)"}]

@@ -45,7 +45,9 @@ def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_esti
         "inputs": [{"name": n, "dtype": str(np.asarray(inputs[n]).dtype), "shape": list(np.shape(inputs[n]))}
                    for n in names],
         "outputs": outputs, "state_outputs": {}, "parameters": weights, "timings": {},
-        "differentiable": sorted(gradient_sources(graph, weights)),
+        # named `trained` sources are all the graph differentiates (an op case's running statistics are
+        # graph inputs that stand for buffers: no gradient penalty takes their gradient either)
+        "differentiable": sorted(gradient_sources(graph, weights)) if trained is None else sorted(trained),
         "trained": sorted(trained) if trained is not None else
         trained_sources(weights, [n for n in names if np.asarray(inputs[n]).dtype.kind == "f"], loss),
         "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": {

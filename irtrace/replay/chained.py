@@ -136,7 +136,7 @@ def _entry(name, node, index, verdict, m, details, kind):
 CHAIN_MCA_SAMPLES = 2  # Monte Carlo arithmetic runs of the whole float64 chain (backends/oracle/rounding.py)
 
 
-class _ChainRounding:
+class ChainRounding:
     """How far float32 rounding of the whole chain can move each value and gradient: asked of the
     oracle once per chained replay, the first time a verdict would be DIVERGENT without it (a chain
     accumulates rounding that no single op's model sees: a scalar's gradient summed over a network,
@@ -252,7 +252,7 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     params = [p for p in m.get("parameters", []) if p in feeds]
     state = m.get("state_outputs", {})
     runs = []
-    rounding = _ChainRounding(pool, request, timeout)
+    rounding = ChainRounding(pool, request, timeout)
     g = dag(node_specs(bundle.model))
 
     def one(backend, req):
