@@ -118,6 +118,22 @@ def add_commands(sub):
     d.add_argument("--examples", default="stylegan2,resnet,wideresnet,gpt")
     d.set_defaults(func=_demo)
 
+    pt = sub.add_parser("port", help="check your own port (MegEngine, ...) against a bundle, module by module")
+    pt.add_argument("bundle")
+    pt.add_argument("--port", required=True, metavar="PKG.MODULE:FACTORY",
+                    help="the callable that builds your model in the backend's framework (it may take recorded=: "
+                         "the bundle's dropout masks and random draws by name)")
+    pt.add_argument("--backend", required=True, help="the framework your port is written in")
+    pt.add_argument("--path", action="append", default=[], metavar="DIR",
+                    help="a folder to put on the port's import path (repeat for several)")
+    pt.add_argument("--map", metavar="MAP.toml", help="renames ([[rename]] from/to regexes) and layouts "
+                                                      "([transpose], [reshape]) from your names to the bundle's")
+    pt.add_argument("--loss", default="dot", choices=["dot", "grad-penalty"],
+                    help="dot: the bundle's output seeds (default); grad-penalty: plus the squared input gradient")
+    pt.add_argument("--timeout", type=seconds, default=600.0, help="seconds for each step of the port (600)")
+    pt.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.port)")
+    pt.set_defaults(func=_port)
+
 
 def _replay(args):
     from irtrace.replay import backends as registry
@@ -208,3 +224,24 @@ def _env(args):
 def _demo(args):
     from irtrace.demo import demo
     return demo(args.out, [e.strip() for e in args.examples.split(",") if e.strip()])
+
+
+def _port(args):
+    from pathlib import Path
+
+    from irtrace import port
+    from irtrace.port.align import read_map
+    from irtrace.report import port as port_report
+    from irtrace.store import load
+    bundle = load(args.bundle)
+    mapping = read_map(args.map)
+    paths = [str(Path(p).resolve()) for p in args.path]
+    for p in paths:
+        if not Path(p).is_dir():
+            raise IrtraceError(f"--path {p}: not a folder")
+    report = port.check(bundle, args.port, args.backend, path=paths, mapping=mapping, loss=args.loss,
+                        timeout=args.timeout)
+    out = port_report.write(report, args.out or str(bundle.path).rstrip("/") + ".port")
+    print("\n".join(port_report.lines(report)))
+    print(f"wrote {out / 'report.json'} and {out / 'report.html'}")
+    return 1 if report.diverges else 0

@@ -225,3 +225,58 @@ def weight_standardised():
 
 def weight_standardised_inputs():
     return (torch.randn(2, 3, 5, 5, generator=torch.Generator().manual_seed(1)),)
+
+
+def same_pad_wrn():
+    """../shared/seeds/004's model: a WideResNet written for TensorFlow, whose stride-2 convolutions pad
+    'SAME' (nothing before, one after), seeded."""
+    torch.manual_seed(0)
+    m = KerasWRN(fixed=True)
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.weight.data.uniform_(0.5, 1.5)
+            mod.bias.data.normal_(0, 0.1)
+            mod.running_mean.normal_(0, 0.1)
+            mod.running_var.uniform_(0.5, 1.5)
+    return m.eval()
+
+
+def same_pad_wrn_inputs():
+    return (torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(1)),)
+
+
+class EqualLinear(nn.Module):
+    """StyleGAN2's equalized learning rate: the weight times a constant gain in every forward."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(cout, cin))
+        self.bias = nn.Parameter(torch.zeros(cout))
+        self.gain = cin ** -0.5
+
+    def forward(self, x):
+        return functional.linear(x, self.weight * self.gain, self.bias)
+
+
+class ConvBNHead(nn.Module):
+    """conv -> BatchNorm (train) -> ReLU -> mean -> a square Linear -> an equalized-lr head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.square = nn.Linear(8, 8)
+        self.head = EqualLinear(8, 3)
+
+    def forward(self, x):
+        y = functional.relu(self.bn(self.conv(x)))
+        return self.head(self.square(y.mean((2, 3))))
+
+
+def conv_bn_head():
+    torch.manual_seed(0)
+    return ConvBNHead().train()
+
+
+def conv_bn_head_inputs():
+    return (torch.randn(4, 3, 6, 6, generator=torch.Generator().manual_seed(1)),)

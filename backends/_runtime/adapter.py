@@ -26,6 +26,7 @@ class Adapter:
     script = None       # a method: what a repro script needs to run this backend's ops without irtrace
     op_block = None     # a method: the node as script text (backends that execute ONNX); None: the op's source
     workarounds = None  # a backends._table.Alternatives: other formulations of its ops (backends/<name>/workarounds.py)
+    port = None         # the module that runs a user's own port in this framework (backends/<name>/port.py)
 
     def lookup(self, spec):
         return self.table.lookup(spec.domain, spec.op_type, spec.opset)

@@ -43,3 +43,4 @@ class Backend:
     needs: tuple = ()
     variables: dict = field(default_factory=dict)  # environment variables for the worker (host interpreter)
     demo: bool = True                               # replayed by `irtrace demo`
+    port: bool = False                              # runs a user's own port: backends/<name>/port.py

@@ -55,6 +55,11 @@ def answer(adapter, kind, msg, arrays):
         return source(adapter, msg)
     if kind == "alternatives":
         return alternatives(adapter, msg)
+    if kind in ("port-describe", "port-run"):
+        if adapter.port is None:
+            return {"status": wire.Status.UNSUPPORTED, "message": f"backend {adapter.name!r} runs no ports"}, []
+        from backends._runtime import port
+        return port.handle(adapter, kind, msg, arrays)
     return handle(adapter, msg, arrays)
 
 

@@ -14,6 +14,7 @@ class MegEngineAdapter(AutodiffAdapter):
     name = framework = "megengine"
     recipe = repro.RECIPE
     workarounds = WORKAROUNDS  # alternative formulations a porter would write (backends/megengine/workarounds.py)
+    port = "backends.megengine.port"  # runs a user's MegEngine port (irtrace port)
     table = OPS
     autodiff = autodiff
 

@@ -28,6 +28,7 @@ class BackendInfo:
     role: str = UNDER_TEST
     demo: bool = True
     env_variables: object = None  # callable -> {var: value} of a managed environment (e.g. LD_LIBRARY_PATH)
+    port: bool = False          # runs a user's own port (`irtrace port`)
 
     def interpreter(self):
         return self.python() if self.python is not None else sys.executable
@@ -69,7 +70,7 @@ def _info(found):
         env_vars = managed.variables
     return BackendInfo(d.name, found.worker, tuple(d.needs), install or HOST_INSTALL, d.description, python,
                        found.search_path, {**d.variables, **(d.environment.variables if d.environment else {})},
-                       d.display, d.module or d.name, tuple(d.modes), d.chained, d.role, d.demo, env_vars)
+                       d.display, d.module or d.name, tuple(d.modes), d.chained, d.role, d.demo, env_vars, d.port)
 
 
 def _discover():

@@ -1,0 +1,175 @@
+"""`irtrace port` on real MegEngine: correct ports of two models match module by module, and the mistakes
+porters make (../shared/seeds/) are each named at their module with the reason; bad input is one line,
+exit 2, nothing written. The ports are tests/ports/mge_ports.py, the torch models tests/models_for_tests.py."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import irtrace
+from irtrace import compare
+from irtrace.cli import main
+from irtrace.replay import backends
+
+HERE = Path(__file__).parent
+PORTS = str(HERE / "ports")
+REASON = backends.get("megengine").unavailable()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"megengine unavailable: {REASON}")
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    import models_for_tests as m
+    return irtrace.export(m.conv_bn_head(), m.conv_bn_head_inputs(), tmp_path_factory.mktemp("head") / "head.irt",
+                          train=True)
+
+
+@pytest.fixture(scope="module")
+def wrn(tmp_path_factory):
+    import models_for_tests as m
+    return irtrace.export(m.same_pad_wrn(), m.same_pad_wrn_inputs(), tmp_path_factory.mktemp("wrn") / "wrn.irt")
+
+
+def port(bundle, factory, tmp_path, *extra):
+    """(exit code, report.json or None) of `irtrace port`."""
+    out = tmp_path / factory.replace(":", "_")
+    code = main(["port", str(bundle.path), "--port", f"mge_ports:{factory}", "--backend", "megengine",
+                 "--path", PORTS, "-o", str(out), *extra])
+    report = out / "report.json"
+    return code, (json.loads(report.read_text()) if report.exists() else None)
+
+
+def verdicts(report, kind):
+    return {r["name"]: r["verdict"] for r in report[kind]}
+
+
+def test_a_correct_port_matches_every_module_gradient_and_running_stat(head, tmp_path, capsys):
+    code, r = port(head, "head", tmp_path)
+    assert code == 0 and not r["diverges"]
+    assert set(verdicts(r, "modules")) == {"conv", "bn", "square", "head"}
+    assert set(verdicts(r, "grads")) == {"conv", "bn", "square", "head"}
+    assert set(verdicts(r, "parameters")) == {"conv.weight", "conv.bias", "bn.weight", "bn.bias", "square.weight",
+                                             "square.bias", "head.weight", "head.bias"}
+    assert set(verdicts(r, "state")) == {"bn.running_mean", "bn.running_var"}
+    assert all(r2["verdict"] in ("MATCH", "NOISE") for k in ("modules", "grads", "parameters", "state", "outputs")
+               for r2 in r[k])
+    assert "irtrace port: the port matches" in capsys.readouterr().out
+
+
+def test_symmetric_padding_where_the_bundle_pads_same_is_named_with_its_pads(wrn, tmp_path, capsys):
+    """../shared/seeds/004: a TensorFlow WideResNet pads 'SAME' at stride 2 (nothing before, one after); the
+    port pads 1 on every side. The correct port matches; this one diverges first at block2.conv1, whose op
+    matches in isolation: the port's code, with the pads that differ."""
+    assert port(wrn, "wrn_same", tmp_path)[0] == 0
+    code, r = port(wrn, "wrn_symmetric", tmp_path)
+    assert code == 1 and r["first_forward"]["name"] == "block2.conv1"
+    e = r["explanation"]
+    assert e["module"] == "block2.conv1" and e["culprits"] == []
+    assert "pads [1, 1, 1, 1] in the port vs [0, 0, 1, 1] in the bundle's Conv" in e["text"]
+    assert "the difference is in the port's code of block2.conv1" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory, where, words", [
+    ("head_untransposed", "square", "the difference is in the port's code of square"),
+    ("head_no_gain", "head", "the difference is in the port's code of head")])
+def test_a_wrong_module_is_the_first_to_diverge_and_its_ops_are_cleared(head, tmp_path, factory, where, words):
+    """A Linear weight used without its transpose (square, 8x8: the shapes agree), an equalized-lr layer
+    without its gain: the first module whose output diverges, every op inside it clean in isolation."""
+    code, r = port(head, factory, tmp_path)
+    assert code == 1 and r["first_forward"]["name"] == where
+    assert words in r["explanation"]["text"] and r["explanation"]["culprits"] == []
+    before = [x for x in r["modules"] if x["name"] in ("conv", "bn")]
+    assert before and all(x["verdict"] in ("MATCH", "NOISE") for x in before)
+
+
+@pytest.mark.slow
+def test_running_var_with_the_other_estimator_is_named_with_the_exact_factor(head, tmp_path):
+    """../shared/seeds/001 (OneFlow's BatchNorm): running_var updated with the biased variance. Only that
+    stat diverges, by exactly (n-1)/n of the batch variance term (n = 4 * 6 * 6)."""
+    code, r = port(head, "head_biased_bn", tmp_path)
+    assert code == 1 and verdicts(r, "state") == {"bn.running_mean": "MATCH", "bn.running_var": "DIVERGENT"} or \
+        verdicts(r, "state")["bn.running_var"] == "DIVERGENT"
+    (row,) = [x for x in r["state"] if x["name"] == "bn.running_var"]
+    assert "= (n-1)/n exactly (n = 144 values per channel)" in row["message"]
+    assert all(x["verdict"] in ("MATCH", "NOISE") for x in r["modules"] + r["parameters"])
+
+
+@pytest.mark.slow
+def test_a_gradient_penalty_step_that_drops_the_penalty_is_named(head, tmp_path):
+    """The port detaches its input: under the gradient-penalty loss its outputs match and its parameter
+    gradients are the plain loss's."""
+    code, r = port(head, "head_detached", tmp_path, "--loss", "grad-penalty")
+    assert code == 1 and r["penalty_dropped"] and all(x["verdict"] in ("MATCH", "NOISE") for x in r["outputs"])
+    assert "its step drops the gradient penalty" in r["explanation"]["text"]
+
+
+@pytest.mark.slow
+def test_megengine_batchnorm_double_backward_is_the_framework_s_fault_under_a_penalty(head, tmp_path):
+    """The correct port under the gradient penalty: MegEngine's train-mode BatchNorm double backward is off,
+    so the gradients of everything upstream of it diverge, and the cross-reference says so."""
+    code, r = port(head, "head", tmp_path, "--loss", "grad-penalty")
+    assert code == 1 and not r["penalty_dropped"]
+    c = r["explanation"]["culprits"][0]
+    assert (c["op_type"], c["mode"], c["verdict"]) == ("TrainBatchNormalization", "vjp2", "DIVERGENT")
+    assert "the framework's fault" in r["explanation"]["text"]
+
+
+def test_a_map_renames_the_port_s_names(head, tmp_path):
+    """A port whose head is called classifier: refused without a map, loaded with one."""
+    code, r = port(head, "wrong_names", tmp_path)
+    assert code == 2 and r is None
+    m = tmp_path / "map.toml"
+    m.write_text('[[rename]]\nfrom = "^classifier"\nto = "head"\n')
+    code, r = port(head, "wrong_names", tmp_path, "--map", str(m))
+    assert code == 0 and "head" in verdicts(r, "modules")
+
+
+@pytest.mark.parametrize("factory, extra, words", [
+    ("raises", (), "the port factory 'mge_ports:raises' raised RuntimeError: planted: the port cannot be built"),
+    ("no_such_factory", (), "cannot import the port factory 'mge_ports:no_such_factory'"),
+    ("wrong_names", (), "the port's parameters do not match the bundle's (nothing was run): 2 bundle parameter(s) "
+                        "with no port parameter: head.weight, head.bias; 2 port parameter(s) with no bundle value: "
+                        "classifier.bias, classifier.weight"),
+    ("wrong_output", (), "the port returned 1 output(s) of shape(s) [[4, 2]]; the bundle's model returns 1 of shape(s) "
+                         "[[4, 3]]"),
+    ("head", ("--map", "MAP"), "not TOML"),
+])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(head, tmp_path, capsys, factory, extra, words):
+    extra = [str(tmp_path / "map.toml") if e == "MAP" else e for e in extra]
+    (tmp_path / "map.toml").write_text("[[rename\n")
+    code, r = port(head, factory, tmp_path, *extra)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and r is None and not (tmp_path / factory).exists()
+    assert err.startswith("irtrace: error: ") and words in err and "\n" not in err, err
+
+
+def test_capture_does_not_change_the_port_s_results(head):
+    """The hooks and attachments that capture every module's output and gradient change nothing: the same
+    outputs, parameter gradients and buffers, bitwise, as a step without them (in MegEngine's own env)."""
+    info = backends.get("megengine")
+    code = f"""
+import sys, numpy as np
+sys.path.insert(0, {PORTS!r})
+import mge_ports
+from backends.megengine import port
+x = np.random.default_rng(0).standard_normal((4, 3, 6, 6)).astype('float32')
+seed = np.random.default_rng(1).standard_normal((4, 3)).astype('float32')
+runs = []
+for capture in (True, False):
+    m = mge_ports.head()
+    w = {{n: np.random.default_rng(2).standard_normal(np.shape(v)).astype('float32') for n, v, k in port.parameters(m)
+          if k == 'parameter'}}
+    port.load(m, w)
+    runs.append(port.run(m, [x], [seed], 'dot', True, capture=capture))
+a, b = runs
+same = all(np.array_equal(p, q) for p, q in zip(a['outputs'], b['outputs']))
+same &= all(np.array_equal(a['params'][k], b['params'][k]) for k in a['params'])
+same &= all(np.array_equal(a['buffers'][k], b['buffers'][k]) for k in a['buffers'])
+print('captured', len(a['modules']), len(a['grads']), 'same', same)
+"""
+    env = {**os.environ, **info.variables(), "PYTHONPATH": str(HERE.parent)}
+    r = subprocess.run([info.interpreter(), "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert "captured 4 4 same True" in r.stdout, r.stdout + r.stderr
