@@ -101,9 +101,10 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle):
                     assert KNOWN.get((n.name, mode, out), (None,))[0] == verdict, (n.name, mode, out, verdict)
             per_mode[mode]["ok" if all(v in ok for v in mine.values()) else "known"] += 1
     assert len(op_cases.CASES) - len(shapes) == per_mode["fwd"]["cases"]
-    # as observed: erf, einsum and gelu_tanh unsupported in every mode; 31 cases with a known vjp2 failure
-    assert per_mode == {"fwd": {"cases": 96, "ok": 93, "known": 3}, "vjp": {"cases": 92, "ok": 89, "known": 3},
-                        "vjp2": {"cases": 92, "ok": 61, "known": 31}}, per_mode
+    # as observed: erf, einsum and gelu_tanh unsupported in every mode, batchnorm_eval_stats (statistics from the
+    # graph) in vjp and vjp2; 33 cases with a known vjp2 failure (matmul_2d_nd's segfault among them)
+    assert per_mode == {"fwd": {"cases": 97, "ok": 94, "known": 3}, "vjp": {"cases": 93, "ok": 89, "known": 4},
+                        "vjp2": {"cases": 93, "ok": 60, "known": 33}}, per_mode
     assert {m: len({c for c, mode, _ in KNOWN if mode == m}) for m in per_mode} == \
         {m: c["known"] for m, c in per_mode.items()}  # and every known row is one of them
 
