@@ -43,4 +43,36 @@ def demo(out, names):
             from irtrace.repro.make import make_repros
             folders = make_repros(where / "report.json", out / f"{name}.repros")
             print(f"   repros: {len(folders)} in {out / f'{name}.repros'}")
+        for backend in available:
+            _ports(bundle, e, name, backend, out)
     return 0
+
+
+def _ports(bundle, example, name, backend, out):
+    """The ports of an example a backend ships (backends/<name>/ports/<example module>.py: the example's factory,
+    and `<factory>_workarounds` where the port is also written with the verified workarounds), checked with
+    `irtrace port` (StyleGAN2, ../shared/seeds/000's question, under the gradient penalty)."""
+    import importlib.util
+
+    from irtrace import port
+    from irtrace.replay import backends
+    from irtrace.report import port as port_report
+    info = backends.get(backend)
+    if not info.port:
+        return
+    module = info.worker.rsplit(".", 1)[0] + ".ports." + example.factory.split(":")[0].rsplit(".", 1)[-1]
+    try:
+        spec = importlib.util.find_spec(module)
+    except ImportError:
+        spec = None
+    if spec is None or spec.origin is None:
+        return
+    fn = example.factory.split(":")[1]
+    text = Path(spec.origin).read_text()
+    loss = "grad-penalty" if name == "stylegan2" else "dot"
+    for factory in [fn] + ([f"{fn}_workarounds"] if f"def {fn}_workarounds(" in text else []):
+        report = port.check(bundle, f"{module}:{factory}", backend, loss=loss)
+        where = port_report.write(report, out / f"{name}.port-{backend}-{factory}")
+        for line in port_report.lines(report):
+            print("   " + printable(line))
+        print(f"   port report: {where / 'report.html'}")

@@ -173,3 +173,29 @@ print('captured', len(a['modules']), len(a['grads']), 'same', same)
     env = {**os.environ, **info.variables(), "PYTHONPATH": str(HERE.parent)}
     r = subprocess.run([info.interpreter(), "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert "captured 4 4 same True" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_the_seed_scenario_stylegan2_ported_to_megengine(example_bundle, tmp_path):
+    """../shared/seeds/000 end to end: StyleGAN2 ported to MegEngine with F.leaky_relu and F.pad, checked under
+    the gradient penalty. With F.leaky_relu the step raises, and the isolated LeakyRelu vjp2 finding with its
+    workaround is named; with the leaky ReLU as a where, the parameter gradients diverge and F.pad's double
+    backward is named, with its workaround; with both workarounds the port matches end to end."""
+    b = example_bundle("stylegan2")
+
+    def check(factory):
+        out = tmp_path / factory
+        code = main(["port", str(b.path), "--port", f"backends.megengine.ports.stylegan2:{factory}", "--backend",
+                     "megengine", "--loss", "grad-penalty", "-o", str(out)])
+        return code, json.loads((out / "report.json").read_text())
+    code, r = check("synthesis")
+    assert code == 1 and r["outputs"][0]["verdict"] == "ERROR" and "PRELU_GRAD" in r["outputs"][0]["message"]
+    c = r["explanation"]["culprits"][0]
+    assert (c["op_type"], c["mode"], c["verdict"]) == ("LeakyRelu", "vjp2", "ERROR") and "leaky_relu_where" in c["workarounds"]
+    code, r = check("synthesis_where")
+    assert code == 1 and all(x["verdict"] in ("MATCH", "NOISE") for x in r["outputs"] + r["modules"])
+    c = r["explanation"]["culprits"][0]
+    assert (c["op_type"], c["mode"], c["verdict"], c["workarounds"]) == ("Pad", "vjp2", "DIVERGENT", ["pad_concat"])
+    assert "synthesis.b8.conv0" in r["explanation"]["text"]
+    code, r = check("synthesis_workarounds")
+    assert code == 0 and not r["diverges"] and len(r["parameters"]) == 28

@@ -49,7 +49,8 @@ def _answer(driver, module, kind, msg, arrays):
                 "parameters": [{"name": n, "shape": list(np.shape(v)), "dtype": str(np.asarray(v).dtype), "kind": k}
                                for n, v, k in params],
                 "layouts": driver.layouts(module),
-                "modules": [{"path": p, "class": c, "attributes": a} for p, c, a in driver.modules(module)]}, []
+                "modules": [{"path": p, "class": c, "attributes": a} for p, c, a in driver.modules(module)],
+                "took_recorded": module in _TOOK_RECORDED}, []
     counts = msg["counts"]
     parts, at = [], 0
     for n in counts:
@@ -72,6 +73,9 @@ def _answer(driver, module, kind, msg, arrays):
 
 class _FactoryFailed(Exception):
     pass
+
+
+_TOOK_RECORDED = []  # the modules whose factory took the recorded random values
 
 
 class OutputsDiffer(Exception):
@@ -114,4 +118,6 @@ def _built(adapter, msg, arrays):
     except Exception as e:  # noqa: BLE001 - the user's code: its error, one line
         raise _FactoryFailed(f"the port factory {msg['factory']!r} raised {type(e).__name__}: {e}") from e
     cache[key] = module
+    if kw:
+        _TOOK_RECORDED.append(module)
     return module

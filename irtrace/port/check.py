@@ -139,9 +139,11 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
     seeds = list(request.arrays[len(request.feeds):])
     report = PortReport(str(bundle.path), backend, factory, loss, m.get("mode", "eval"))
     if m.get("mode") == "train" and recorded:
-        report.notes.append(f"the bundle recorded {len(recorded)} random value(s) ({', '.join(list(recorded)[:3])}"
-                            f"{', ...' if len(recorded) > 3 else ''}): a port that draws its own differs from torch "
-                            f"there; a factory with a `recorded` keyword gets them")
+        which = f"{len(recorded)} random value(s) ({', '.join(list(recorded)[:3])}{', ...' if len(recorded) > 3 else ''})"
+        report.notes.append(f"the bundle's {which} were handed to the port's factory (recorded=)"
+                            if described.get("took_recorded") else
+                            f"the bundle recorded {which}: a port that draws its own differs from torch there; a "
+                            f"factory with a `recorded` keyword gets them")
     msg = {"kind": "port-run", **base, "weights": [x.port for x in loaded], "loss": loss,
            "train": m.get("mode") == "train", "counts": [len(weights), len(inputs), len(seeds)]}
     try:
@@ -303,6 +305,9 @@ def explain(bundle, report, backend, timeout):
     sources = bundle.manifest.get("nodes", {})
     model = bundle.model
     penalty = report.loss == "grad-penalty"
+    step = next((r for r in report.outputs if r["name"] in ("(the step)", "(the port)")), None)
+    if step is not None:
+        return _explain_failed_step(bundle, report, backend, step, timeout)
     if report.first_forward is not None:
         path, where = report.first_forward["name"], "forward"
         nodes = align.nodes_in(model, sources, path)
@@ -324,7 +329,10 @@ def explain(bundle, report, backend, timeout):
     out = {"module": path, "where": where, "nodes": len(nodes), "modes": list(modes), "culprits": [],
            "attributes": []}
     if nodes:
-        out["culprits"] = [c for c in _isolated(bundle, backend, nodes, timeout) if c["mode"] in modes]
+        # the port's step ran: an op that raises, crashes or hangs in isolation cannot be what it computed
+        # differently (the port does not use it, or the step would have failed); the numbers can be
+        out["culprits"] = [c for c in _isolated(bundle, backend, nodes, timeout)
+                           if c["mode"] in modes and c["verdict"] in compare.NUMERIC_FAILURES]
     out["attributes"] = _attribute_differences(bundle, report, path, align.nodes_in(model, sources, path))
     if report.penalty_dropped:
         out["text"] = (f"the port's parameter gradients are the plain loss's: its step drops the gradient penalty "
@@ -332,8 +340,11 @@ def explain(bundle, report, backend, timeout):
                        f"sees)")
     elif out["culprits"]:
         c = out["culprits"][0]
-        inside = "inside" if c["node"] in align.nodes_in(model, sources, path) else "downstream of"
-        out["text"] = (f"{inside} {path}, {backend}'s {c['op_type']} is wrong in {c['mode']} ({c['verdict']} at "
+        src = bundle.node_source(c["node"]).get("module")
+        where_text = f"inside {path}" if c["node"] in align.nodes_in(model, sources, path) else \
+            (f"in {src}, " if src else "") + ("through the gradient penalty's double backward" if penalty else
+                                               f"downstream of {path}")
+        out["text"] = (f"{where_text}, {backend}'s {c['op_type']} is wrong in {c['mode']} ({c['verdict']} at "
                        f"{c['node']}, finding {c['id']}" + (f"; workaround that matches: {', '.join(c['workarounds'])}"
                                                             if c['workarounds'] else "") +
                        "): the framework's fault; write its repro with `irtrace repro`")
@@ -341,6 +352,32 @@ def explain(bundle, report, backend, timeout):
         out["text"] = (f"every op that can explain it ({len(nodes)} around {path}, {', '.join(modes)}) matches in "
                        f"isolation on {backend}: the difference is in the port's code of {path}"
                        + (": " + "; ".join(out["attributes"]) if out["attributes"] else ""))
+    return out
+
+
+def _explain_failed_step(bundle, report, backend, step, timeout):
+    """A step that raised, crashed or hung: the isolated findings of the backend, anywhere in the bundle,
+    that fail the same way (for an ERROR, the same message once numbers and names are taken out)."""
+    from irtrace.report.findings import normalised
+    modes = ("fwd", "vjp") + (("vjp2",) if report.loss == "grad-penalty" else ())
+    said = normalised(step["message"].split(" in the port: ", 1)[-1])
+    found = [c for c in _isolated(bundle, backend, [n.name for n in bundle.model.graph.node], timeout)
+             if c["mode"] in modes and c["verdict"] == step["verdict"]
+             and (step["verdict"] != compare.ERROR or normalised(c["message"]) == said or said in normalised(c["message"]))]
+    out = {"module": None, "where": "the step", "nodes": len(bundle.model.graph.node), "modes": list(modes),
+           "culprits": found, "attributes": []}
+    if found:
+        c = found[0]
+        src = bundle.node_source(c["node"])
+        out["module"] = src.get("module")
+        out["text"] = (f"the port's step failed ({step['verdict']}); in isolation {backend}'s {c['op_type']} fails the "
+                       f"same way in {c['mode']} (first at {c['node']}" + (f", {src['module']}" if src.get("module")
+                                                                          else "") + f", finding {c['id']}"
+                       + (f"; workaround that matches: {', '.join(c['workarounds'])}" if c["workarounds"] else "")
+                       + "): the framework's fault; write its repro with `irtrace repro`")
+    else:
+        out["text"] = (f"the port's step failed ({step['verdict']}) and no op of the bundle fails that way in isolation on "
+                       f"{backend} ({', '.join(modes)}): the port's own code")
     return out
 
 
