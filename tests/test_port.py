@@ -199,3 +199,18 @@ def test_the_seed_scenario_stylegan2_ported_to_megengine(example_bundle, tmp_pat
     assert "synthesis.b8.conv0" in r["explanation"]["text"]
     code, r = check("synthesis_workarounds")
     assert code == 0 and not r["diverges"] and len(r["parameters"]) == 28
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example, factory", [("resnet", "resnet:resnet"), ("gpt", "gpt:gpt_block"),
+                                              ("wideresnet", "wideresnet:wideresnet"),
+                                              ("wideresnet-train", "wideresnet:wideresnet_dropout"),
+                                              ("stylegan2", "stylegan2:synthesis")])
+def test_megengine_ports_of_the_examples_match_under_the_plain_loss(example_bundle, tmp_path, example, factory):
+    """Every example's MegEngine port (backends/megengine/ports/) matches module by module, gradients and
+    running stats included, the train-mode ones taking the recorded dropout masks."""
+    out = tmp_path / "out"
+    code = main(["port", str(example_bundle(example).path), "--port", f"backends.megengine.ports.{factory}",
+                 "--backend", "megengine", "-o", str(out)])
+    r = json.loads((out / "report.json").read_text())
+    assert code == 0 and not r["diverges"] and r["modules"] and r["parameters"], r["explanation"]

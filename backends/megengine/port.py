@@ -87,7 +87,7 @@ def run(module, inputs, seeds, loss, train, capture=True):
             return hook
         hooks = [m.register_forward_hook(hook_for(path)) for path, m in module.named_modules() if path]
     try:
-        inner = GradManager().attach(floats) if loss == "grad-penalty" else None
+        inner = GradManager().attach(floats) if loss == "grad-penalty" and floats else None  # no float input: no penalty
         with outer:
             if inner is not None:
                 inner.__enter__()
