@@ -6,14 +6,14 @@ without any op added to the graph; a gradient penalty is two nested managers."""
 import numpy as np
 
 import megengine as mge
-import megengine.module as M
+import megengine.module as nn
 from megengine.autodiff import GradManager
 
 from backends._runtime.port import check_outputs
 
 
 def is_module(module):
-    return isinstance(module, M.Module)
+    return isinstance(module, nn.Module)
 
 
 def parameters(module):
@@ -42,10 +42,10 @@ def modules(module):
         if not path:
             continue
         attrs = {}
-        if isinstance(m, (M.Conv2d, M.ConvTranspose2d)):
+        if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)):
             attrs = {"pads": _pads(m.padding), "strides": _pair(m.stride), "dilations": _pair(m.dilation),
                      "group": int(m.groups or 1)}
-        elif isinstance(m, (M.BatchNorm1d, M.BatchNorm2d)):
+        elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             # MegEngine's momentum is the fraction of the running stat kept, as ONNX's
             attrs = {"epsilon": float(m.eps), "momentum": float(m.momentum)}
         out.append((path, type(m).__name__, attrs))

@@ -3,34 +3,34 @@ the mistakes porters make (tests/test_port.py names each at its module)."""
 import numpy as np
 
 import megengine as mge
-import megengine.functional as F
-import megengine.module as M
+import megengine.functional as func
+import megengine.module as nn
 
 
-class KerasBlock(M.Module):
+class KerasBlock(nn.Module):
     def __init__(self, cin, cout, stride, same):
         super().__init__()
         self.stride, self.same = stride, same
-        self.bn1 = M.BatchNorm2d(cin, eps=1e-3)
-        self.conv1 = M.Conv2d(cin, cout, 3, stride, 0 if (same and stride == 2) else 1, bias=False)
-        self.bn2 = M.BatchNorm2d(cout, eps=1e-3)
-        self.conv2 = M.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.shortcut = M.Conv2d(cin, cout, 1, stride, 0, bias=False)
+        self.bn1 = nn.BatchNorm2d(cin, eps=1e-3)
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 0 if (same and stride == 2) else 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout, eps=1e-3)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.shortcut = nn.Conv2d(cin, cout, 1, stride, 0, bias=False)
 
     def forward(self, x):
-        x = F.relu(self.bn1(x))
-        y = F.pad(x, ((0, 0), (0, 0), (0, 1), (0, 1))) if (self.same and self.stride == 2) else x
-        y = self.conv2(F.relu(self.bn2(self.conv1(y))))
+        x = func.relu(self.bn1(x))
+        y = func.pad(x, ((0, 0), (0, 0), (0, 1), (0, 1))) if (self.same and self.stride == 2) else x
+        y = self.conv2(func.relu(self.bn2(self.conv1(y))))
         return self.shortcut(x) + y
 
 
-class KerasWRN(M.Module):
+class KerasWRN(nn.Module):
     def __init__(self, same=True):
         super().__init__()
-        self.conv1 = M.Conv2d(3, 4, 3, 1, 1, bias=False)
+        self.conv1 = nn.Conv2d(3, 4, 3, 1, 1, bias=False)
         self.block1 = KerasBlock(4, 8, 1, same)
         self.block2 = KerasBlock(8, 8, 2, same)
-        self.fc = M.Linear(8, 3)
+        self.fc = nn.Linear(8, 3)
 
     def forward(self, x):
         x = self.block2(self.block1(self.conv1(x)))
@@ -43,7 +43,7 @@ def _eval(m):
 
 
 def wrn_same():
-    """Correct: TensorFlow's 'SAME' at stride 2 as F.pad (0, 1) then an unpadded conv."""
+    """Correct: TensorFlow's 'SAME' at stride 2 as func.pad (0, 1) then an unpadded conv."""
     return _eval(KerasWRN(same=True))
 
 
@@ -52,7 +52,7 @@ def wrn_symmetric():
     return _eval(KerasWRN(same=False))
 
 
-class Linear(M.Module):
+class Linear(nn.Module):
     """A Linear of one's own (as porters write them): y = x W^T + b, or, `untransposed`, x W + b."""
 
     def __init__(self, cin, cout, gain=1.0, untransposed=False):
@@ -63,10 +63,10 @@ class Linear(M.Module):
 
     def forward(self, x):
         w = self.weight * self.gain if self.gain != 1.0 else self.weight
-        return F.matmul(x, w if self.untransposed else w.transpose(1, 0)) + self.bias
+        return func.matmul(x, w if self.untransposed else w.transpose(1, 0)) + self.bias
 
 
-class BiasedBatchNorm(M.Module):
+class BiasedBatchNorm(nn.Module):
     """A BatchNorm of one's own that updates running_var with the biased variance (the OneFlow seed's bug)."""
 
     def __init__(self, c, eps=1e-5, momentum=0.9):
@@ -82,14 +82,14 @@ class BiasedBatchNorm(M.Module):
         var = ((x - mean) ** 2).mean(axis=(0, 2, 3), keepdims=True)  # biased, as the normalization uses
         self.running_mean._reset(self.momentum * self.running_mean + (1 - self.momentum) * mean.detach())
         self.running_var._reset(self.momentum * self.running_var + (1 - self.momentum) * var.detach())
-        return (x - mean) / F.sqrt(var + self.eps) * self.weight + self.bias
+        return (x - mean) / func.sqrt(var + self.eps) * self.weight + self.bias
 
 
-class ConvBNHead(M.Module):
+class ConvBNHead(nn.Module):
     def __init__(self, biased_bn=False, untransposed=False, gain=True, detach_input=False):
         super().__init__()
-        self.conv = M.Conv2d(3, 8, 3, padding=1)
-        self.bn = BiasedBatchNorm(8) if biased_bn else M.BatchNorm2d(8)
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = BiasedBatchNorm(8) if biased_bn else nn.BatchNorm2d(8)
         self.square = Linear(8, 8, untransposed=untransposed)
         self.head = Linear(8, 3, gain=8 ** -0.5 if gain else 1.0)
         self.detach_input = detach_input
@@ -97,7 +97,7 @@ class ConvBNHead(M.Module):
     def forward(self, x):
         if self.detach_input:
             x = x.detach()  # a step that cuts the penalty term's path: its gradient is lost
-        y = F.relu(self.bn(self.conv(x)))
+        y = func.relu(self.bn(self.conv(x)))
         return self.head(self.square(y.mean(axis=(2, 3))))
 
 
@@ -130,18 +130,18 @@ def raises():
     raise RuntimeError("planted: the port cannot be built")
 
 
-class Renamed(M.Module):
+class Renamed(nn.Module):
     """conv_bn_head with its head called `classifier` (a name the bundle does not have)."""
 
     def __init__(self):
         super().__init__()
-        self.conv = M.Conv2d(3, 8, 3, padding=1)
-        self.bn = M.BatchNorm2d(8)
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
         self.square = Linear(8, 8)
         self.classifier = Linear(8, 3, gain=8 ** -0.5)
 
     def forward(self, x):
-        y = F.relu(self.bn(self.conv(x)))
+        y = func.relu(self.bn(self.conv(x)))
         return self.classifier(self.square(y.mean(axis=(2, 3))))
 
 

@@ -5,11 +5,11 @@ import math
 import numpy as np
 
 import megengine as mge
-import megengine.functional as F
-import megengine.module as M
+import megengine.functional as func
+import megengine.module as nn
 
 
-class Dropout(M.Module):
+class Dropout(nn.Module):
     """Dropout that applies the mask torch drew at its module path when irtrace hands it over."""
 
     def __init__(self, p, masks, path):
@@ -20,15 +20,15 @@ class Dropout(M.Module):
         if not self.training or self.p == 0:
             return x
         if self.mask is None:
-            return F.dropout(x, self.p)
+            return func.dropout(x, self.p)
         return x * (mge.tensor(self.mask.astype(np.float32)) / (1 - self.p))
 
 
-class CausalSelfAttention(M.Module):
+class CausalSelfAttention(nn.Module):
     def __init__(self, d, heads, block, p, masks, path):
         super().__init__()
-        self.c_attn = M.Linear(d, 3 * d)
-        self.c_proj = M.Linear(d, d)
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
         self.attn_dropout = Dropout(p, masks, f"{path}.attn_dropout")
         self.resid_dropout = Dropout(p, masks, f"{path}.resid_dropout")
         self.n_head = heads
@@ -36,35 +36,35 @@ class CausalSelfAttention(M.Module):
 
     def forward(self, x):
         B, T, C = x.shape
-        q, k, v = F.split(self.c_attn(x), 3, axis=2)
+        q, k, v = func.split(self.c_attn(x), 3, axis=2)
         q = q.reshape(B, T, self.n_head, C // self.n_head).transpose(0, 2, 1, 3)
         k = k.reshape(B, T, self.n_head, C // self.n_head).transpose(0, 2, 1, 3)
         v = v.reshape(B, T, self.n_head, C // self.n_head).transpose(0, 2, 1, 3)
-        att = F.matmul(q, k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(k.shape[-1]))
+        att = func.matmul(q, k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(k.shape[-1]))
         keep = mge.tensor(np.ascontiguousarray(np.broadcast_to(self.causal[:, :, :T, :T], att.shape)))
-        att = F.where(keep, att, mge.tensor(np.full(att.shape, -np.inf, np.float32)))
-        att = self.attn_dropout(F.softmax(att, axis=-1))
-        y = F.matmul(att, v).transpose(0, 2, 1, 3).reshape(B, T, C)
+        att = func.where(keep, att, mge.tensor(np.full(att.shape, -np.inf, np.float32)))
+        att = self.attn_dropout(func.softmax(att, axis=-1))
+        y = func.matmul(att, v).transpose(0, 2, 1, 3).reshape(B, T, C)
         return self.resid_dropout(self.c_proj(y))
 
 
-class MLP(M.Module):
+class MLP(nn.Module):
     def __init__(self, d, p, masks, path):
         super().__init__()
-        self.c_fc = M.Linear(d, 4 * d)
-        self.c_proj = M.Linear(4 * d, d)
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.c_proj = nn.Linear(4 * d, d)
         self.dropout = Dropout(p, masks, f"{path}.dropout")
 
     def forward(self, x):
-        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+        return self.dropout(self.c_proj(func.gelu(self.c_fc(x))))
 
 
-class Block(M.Module):
+class Block(nn.Module):
     def __init__(self, d, heads, block, p, masks, path):
         super().__init__()
-        self.ln_1 = M.LayerNorm(d)
+        self.ln_1 = nn.LayerNorm(d)
         self.attn = CausalSelfAttention(d, heads, block, p, masks, f"{path}.attn")
-        self.ln_2 = M.LayerNorm(d)
+        self.ln_2 = nn.LayerNorm(d)
         self.mlp = MLP(d, p, masks, f"{path}.mlp")
 
     def forward(self, x):
@@ -72,15 +72,15 @@ class Block(M.Module):
         return x + self.mlp(self.ln_2(x))
 
 
-class GPT(M.Module):
+class GPT(nn.Module):
     def __init__(self, masks=None, vocab=32, block=8, d=16, heads=2, layers=1, p=0.1):
         super().__init__()
-        self.wte = M.Embedding(vocab, d)
-        self.wpe = M.Embedding(block, d)
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(block, d)
         self.drop = Dropout(p, masks, "drop")
         self.h = [Block(d, heads, block, p, masks, f"h.{i}") for i in range(layers)]
-        self.ln_f = M.LayerNorm(d)
-        self.lm_head = M.Linear(d, vocab, bias=False)
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
 
     def forward(self, idx):
         pos = mge.tensor(np.arange(idx.shape[1], dtype=np.int32))

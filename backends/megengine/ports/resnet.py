@@ -1,39 +1,39 @@
 """The ResNet-style example (irtrace/examples/resnet.py) in MegEngine, BatchNorm in train mode."""
-import megengine.functional as F
-import megengine.module as M
+import megengine.functional as func
+import megengine.module as nn
 
 
-class Block(M.Module):
+class Block(nn.Module):
     def __init__(self, cin, cout, stride):
         super().__init__()
-        self.conv1 = M.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = M.BatchNorm2d(cout)
-        self.conv2 = M.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = M.BatchNorm2d(cout)
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
         self.downsample = None
         if stride != 1 or cin != cout:
-            self.downsample = M.Sequential(M.Conv2d(cin, cout, 1, stride, bias=False), M.BatchNorm2d(cout))
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
 
     def forward(self, x):
-        out = F.relu(self.bn1(self.conv1(x)))
+        out = func.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        return F.relu(out + (x if self.downsample is None else self.downsample(x)))
+        return func.relu(out + (x if self.downsample is None else self.downsample(x)))
 
 
-class ResNet(M.Module):
+class ResNet(nn.Module):
     def __init__(self, num_classes=10):
         super().__init__()
-        self.conv1 = M.Conv2d(3, 8, 3, 1, 1, bias=False)
-        self.bn1 = M.BatchNorm2d(8)
-        self.maxpool = M.MaxPool2d(3, 2, 1)
-        self.layer1 = M.Sequential(Block(8, 8, 1))
-        self.layer2 = M.Sequential(Block(8, 16, 2))
-        self.fc = M.Linear(16, num_classes)
+        self.conv1 = nn.Conv2d(3, 8, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        self.layer1 = nn.Sequential(Block(8, 8, 1))
+        self.layer2 = nn.Sequential(Block(8, 16, 2))
+        self.fc = nn.Linear(16, num_classes)
 
     def forward(self, x):
-        x = self.maxpool(F.relu(self.bn1(self.conv1(x))))
+        x = self.maxpool(func.relu(self.bn1(self.conv1(x))))
         x = self.layer2(self.layer1(x))
-        return self.fc(F.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+        return self.fc(func.flatten(func.adaptive_avg_pool2d(x, 1), 1))
 
 
 def resnet():

@@ -1,14 +1,14 @@
 """StyleGAN2-ADA's generator pieces (irtrace/examples/stylegan2.py) in MegEngine, as ../shared/seeds/000's
-porter wrote them: F.pad in upfirdn2d, F.leaky_relu in bias_act. `synthesis()` is that port; under a
-gradient penalty MegEngine cannot take the double backward of its leaky ReLU and silently zeroes F.pad's
+porter wrote them: func.pad in upfirdn2d, func.leaky_relu in bias_act. `synthesis()` is that port; under a
+gradient penalty MegEngine cannot take the double backward of its leaky ReLU and silently zeroes func.pad's
 ds/dg. `synthesis_workarounds()` writes both as irtrace's verified workarounds do (a leaky ReLU as a where,
 the padding as a concatenation of zeros: backends/megengine/workarounds.py), and matches end to end;
 `synthesis_where()` only the first."""
 import numpy as np
 
 import megengine as mge
-import megengine.functional as F
-import megengine.module as M
+import megengine.functional as func
+import megengine.module as nn
 
 SQRT2 = float(np.sqrt(2))
 
@@ -20,30 +20,30 @@ class Ops:
         self.workarounds = set(workarounds)
 
     def leaky_relu(self, x, alpha):
-        return F.where(x >= 0, x, x * alpha) if "leaky_relu" in self.workarounds else F.leaky_relu(x, alpha)
+        return func.where(x >= 0, x, x * alpha) if "leaky_relu" in self.workarounds else func.leaky_relu(x, alpha)
 
     def pad(self, x, widths):
         """numpy-style (before, after) pairs, every axis."""
         if "pad" not in self.workarounds:
-            return F.pad(x, widths)
+            return func.pad(x, widths)
         for axis, (before, after) in enumerate(widths):
             parts = []
             if before:
                 shape = list(x.shape)
                 shape[axis] = before
-                parts.append(F.zeros(shape, dtype=x.dtype))
+                parts.append(func.zeros(shape, dtype=x.dtype))
             parts.append(x)
             if after:
                 shape = list(x.shape)
                 shape[axis] = after
-                parts.append(F.zeros(shape, dtype=x.dtype))
+                parts.append(func.zeros(shape, dtype=x.dtype))
             if len(parts) > 1:
-                x = F.concat(parts, axis=axis)
+                x = func.concat(parts, axis=axis)
         return x
 
 
 def normalize_2nd_moment(x, eps=1e-8):
-    return x * (1.0 / F.sqrt((x ** 2).mean(axis=1, keepdims=True) + eps))
+    return x * (1.0 / func.sqrt((x ** 2).mean(axis=1, keepdims=True) + eps))
 
 
 def bias_act(ops, x, b=None, act="linear", alpha=0.2, gain=None):
@@ -72,7 +72,7 @@ def upfirdn2d(ops, x, f, up=1, down=1, padding=(0, 0, 0, 0), gain=1):
     f = f * (gain ** (f.ndim / 2))
     f = f[::-1, ::-1]  # the filter flipped (the reference's flip_filter=False)
     weight = mge.tensor(np.ascontiguousarray(np.broadcast_to(f, (channels, 1, 1) + f.shape)))
-    x = F.conv2d(x, weight, groups=channels)
+    x = func.conv2d(x, weight, groups=channels)
     return x[:, :, ::down, ::down]
 
 
@@ -100,22 +100,22 @@ def conv2d_resample(ops, x, w, f=None, up=1, padding=0, groups=1, flip_weight=Tr
         pxt, pyt = max(min(-px0, -px1), 0), max(min(-py0, -py1), 0)
         if flip_weight:
             w = w[:, :, :, ::-1, ::-1]
-        x = F.conv_transpose2d(x, w, stride=up, padding=(pyt, pxt), groups=groups)
+        x = func.conv_transpose2d(x, w, stride=up, padding=(pyt, pxt), groups=groups)
         return upfirdn2d(ops, x, f, padding=[px0 + pxt, px1 - pxt, py0 + pyt, py1 - pyt], gain=up * up)
     if not flip_weight:
         w = w[:, :, ::-1, ::-1]
     # MegEngine's grouped conv takes the weight as (G, O/G, I/G, kh, kw)
     w = w.reshape(groups, out_channels // groups, in_per_group, kh, kw)
-    return F.conv2d(x, w, padding=(py0, px0), groups=groups)
+    return func.conv2d(x, w, padding=(py0, px0), groups=groups)
 
 
 def modulated_conv2d(ops, x, weight, styles, noise=None, up=1, padding=0, resample_filter=None, demodulate=True,
                      flip_weight=True):
     batch = x.shape[0]
     out_channels, in_channels, kh, kw = weight.shape
-    w = F.expand_dims(weight, 0) * styles.reshape(batch, 1, -1, 1, 1)
+    w = func.expand_dims(weight, 0) * styles.reshape(batch, 1, -1, 1, 1)
     if demodulate:
-        dcoefs = 1.0 / F.sqrt((w ** 2).sum(axis=[2, 3, 4]) + 1e-8)
+        dcoefs = 1.0 / func.sqrt((w ** 2).sum(axis=[2, 3, 4]) + 1e-8)
         w = w * dcoefs.reshape(batch, -1, 1, 1, 1)
     x = x.reshape(1, -1, *x.shape[2:])
     w = w.reshape(-1, in_channels, kh, kw)
@@ -126,7 +126,7 @@ def modulated_conv2d(ops, x, weight, styles, noise=None, up=1, padding=0, resamp
     return x
 
 
-class FullyConnectedLayer(M.Module):
+class FullyConnectedLayer(nn.Module):
     def __init__(self, ops, in_features, out_features, activation="linear", lr_multiplier=1.0, bias_init=0.0):
         super().__init__()
         self.ops, self.activation = ops, activation
@@ -139,11 +139,11 @@ class FullyConnectedLayer(M.Module):
         w = self.weight * self.weight_gain
         b = self.bias * self.bias_gain
         if self.activation == "linear":
-            return F.matmul(x, w.transpose(1, 0)) + F.expand_dims(b, 0)
-        return bias_act(self.ops, F.matmul(x, w.transpose(1, 0)), b, act=self.activation)
+            return func.matmul(x, w.transpose(1, 0)) + func.expand_dims(b, 0)
+        return bias_act(self.ops, func.matmul(x, w.transpose(1, 0)), b, act=self.activation)
 
 
-class MappingNetwork(M.Module):
+class MappingNetwork(nn.Module):
     def __init__(self, ops, z_dim, w_dim, num_ws, num_layers=2, lr_multiplier=0.01):
         super().__init__()
         self.num_ws, self.num_layers = num_ws, num_layers
@@ -154,10 +154,10 @@ class MappingNetwork(M.Module):
         x = normalize_2nd_moment(z)
         for i in range(self.num_layers):
             x = getattr(self, f"fc{i}")(x)
-        return F.repeat(F.expand_dims(x, 1), self.num_ws, axis=1)
+        return func.repeat(func.expand_dims(x, 1), self.num_ws, axis=1)
 
 
-class SynthesisLayer(M.Module):
+class SynthesisLayer(nn.Module):
     def __init__(self, ops, in_channels, out_channels, w_dim, kernel_size=3, up=1):
         super().__init__()
         self.ops, self.up, self.padding = ops, up, kernel_size // 2
@@ -174,7 +174,7 @@ class SynthesisLayer(M.Module):
         return bias_act(self.ops, x, self.bias, act="lrelu")
 
 
-class ToRGBLayer(M.Module):
+class ToRGBLayer(nn.Module):
     def __init__(self, ops, in_channels, out_channels, w_dim, kernel_size=1):
         super().__init__()
         self.ops = ops
@@ -189,7 +189,7 @@ class ToRGBLayer(M.Module):
         return bias_act(self.ops, x, self.bias)
 
 
-class SynthesisBlock(M.Module):
+class SynthesisBlock(nn.Module):
     def __init__(self, ops, in_channels, out_channels, w_dim, resolution, img_channels=3):
         super().__init__()
         self.ops, self.in_channels = ops, in_channels
@@ -203,7 +203,7 @@ class SynthesisBlock(M.Module):
 
     def forward(self, x, img, ws, noises):
         if self.in_channels == 0:
-            x = F.repeat(F.expand_dims(self.const, 0), ws.shape[0], axis=0)
+            x = func.repeat(func.expand_dims(self.const, 0), ws.shape[0], axis=0)
             x = self.conv1(x, ws[:, 0], noises[0])
         else:
             x = self.conv0(x, ws[:, 0], noises[0])
@@ -214,7 +214,7 @@ class SynthesisBlock(M.Module):
         return x, (y if img is None else img + y)
 
 
-class SynthesisNetwork(M.Module):
+class SynthesisNetwork(nn.Module):
     def __init__(self, ops, w_dim=8, channels=8, img_channels=3):
         super().__init__()
         self.b4 = SynthesisBlock(ops, 0, channels, w_dim, 4, img_channels)
@@ -226,7 +226,7 @@ class SynthesisNetwork(M.Module):
         return img
 
 
-class Generator(M.Module):
+class Generator(nn.Module):
     def __init__(self, workarounds=(), z_dim=8, w_dim=8, channels=8):
         super().__init__()
         ops = Ops(workarounds)
@@ -250,7 +250,7 @@ def synthesis_workarounds():
 
 
 def synthesis_where():
-    """The leaky ReLU as a where, F.pad kept: the penalty's gradients then diverge where F.pad's ds/dg is 0."""
+    """The leaky ReLU as a where, func.pad kept: the penalty's gradients then diverge where func.pad's ds/dg is 0."""
     m = Generator(workarounds=("leaky_relu",))
     m.train()
     return m
