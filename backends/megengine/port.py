@@ -48,6 +48,8 @@ def modules(module):
         elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             # MegEngine's momentum is the fraction of the running stat kept, as ONNX's
             attrs = {"epsilon": float(m.eps), "momentum": float(m.momentum)}
+        elif isinstance(m, (nn.LayerNorm, nn.GroupNorm, nn.InstanceNorm)):
+            attrs = {"epsilon": float(m.eps)}
         out.append((path, type(m).__name__, attrs))
     return out
 
