@@ -18,6 +18,7 @@ from irtrace.ir.graph import gradient_sources
 def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_estimator="biased", force=False,
                      sources=None):
     """`inputs`: graph input name -> array. `sources`: node name -> source dict for the manifest."""
+    store.check_destination(path, force)
     # the source's own float initializers are its weights; initializers that canonicalization makes
     # from Constant nodes are constants no gradient is taken of
     weights = [t.name for t in model.graph.initializer if t.data_type in (1, 10, 11, 16)]

@@ -125,6 +125,8 @@ def _specialize(model, feeds):
 
 
 def export_onnx(path, out, specs=(), arrays=None, seed=0, loss="dot", force=False):
+    from irtrace.store import check_destination
+    check_destination(out, force)
     model = load_onnx(path)
     model = _to_opset(model, path)
     feeds = _input_arrays(model, specs, arrays, seed, path)
