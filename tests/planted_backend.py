@@ -123,4 +123,4 @@ def register(bug):
     from irtrace.replay import backends
     return backends.register(backends.BackendInfo(f"planted-{bug}", "planted_backend", ("torch",), "(test only)",
                                     f"torch with a planted bug: {bug}", extra_path=(Path(__file__).parent,),
-                                    env={"IRTRACE_PLANTED": bug}))
+                                    env={"IRTRACE_PLANTED": bug}, modes=("fwd", "vjp", "vjp2")))

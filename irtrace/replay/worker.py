@@ -77,6 +77,15 @@ def discard_early():
         _EARLY.popitem()[1].kill()
 
 
+START_MIN_S = 30.0  # the shortest wait for a worker's hello: a framework's import (TensorFlow: 4.6 s here, idle)
+
+
+def start_wait(timeout):
+    """How long a replay with per-call `timeout` waits for a worker to start: as long, but at least
+    START_MIN_S (a framework's import is not a node's call)."""
+    return max(float(timeout), START_MIN_S)
+
+
 class WorkerProxy:
     def __init__(self, info, start_timeout=120.0):
         self.info, self.start_timeout = info, start_timeout

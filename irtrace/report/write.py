@@ -38,8 +38,13 @@ def default_out(bundle):
     return Path(str(bundle.path).rstrip("/") + ".replay")
 
 
-def prepare_out(out):
-    """Create the output folder `out` (and its parents) and prove it writable, before a replay runs."""
+REPORT_FILES = ("report.json", "report.html", "timings.json", "chained.png")
+
+
+def prepare_out(out, replaced=()):
+    """Create the output folder `out` (and its parents) and prove it writable, before a replay (or a
+    diff) runs; then remove the files of `replaced` there (an earlier run's reports), so that a run that
+    fails or is killed leaves nothing that reads as its own result."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise IrtraceError(f"output folder {out}: exists and is not a folder")
@@ -48,5 +53,20 @@ def prepare_out(out):
         fd, probe = tempfile.mkstemp(prefix=".irtrace-probe-", dir=out)
         os.close(fd)
         os.unlink(probe)
+        remove(out, replaced, strict=True)
     except OSError as e:
         raise IrtraceError(f"output folder {out}: cannot write there ({e.strerror}: {e.filename})") from None
+
+
+def remove(out, names, strict=False):
+    """Remove the files `names` from folder `out` where they are (and their temporary siblings);
+    `strict`: an OSError other than "not there" is raised."""
+    for name in names:
+        for p in (Path(out) / name, Path(out) / f".{name}.tmp"):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                if strict:
+                    raise
