@@ -247,7 +247,7 @@ def diff(a_bundle, b_bundle):
     elif isolated is not None:
         why = "; ".join(f"{k} {vb} vs {va}" for k, (va, vb) in isolated.attr_diffs.items())
         verdict = (f"{isolated.b_module or isolated.b} ({fb}) ~ {isolated.a_module or isolated.a} ({fa}): "
-                   f"{why or 'same attributes'} — {fb}'s node on {fa}'s recorded inputs: {isolated.isolated}"
+                   f"{why or 'same attributes'} — isolated, {fb}'s node on {fa}'s recorded inputs: {isolated.isolated}"
                    + (f" (max abs {isolated.isolated_max_abs:.3g})" if isolated.isolated_max_abs is not None else "")
                    + " although the recorded values agree")
     elif bad_output is not None:

@@ -32,9 +32,8 @@ def cache_root():
     return Path(base)
 
 
-@functools.cache
 def umask():
-    """This process's umask (read without changing it where /proc says it)."""
+    """This process's umask now (read without changing it where /proc says it)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):

@@ -200,3 +200,26 @@ def safe_style_block():
 def safe_style_block_inputs():
     g = torch.Generator().manual_seed(4)
     return torch.randn(1, 3, 6, 6, generator=g), torch.randn(1, 6, generator=g)
+
+
+class FailsWhileExported(nn.Module):
+    """Raises only while torch.export traces it, the way torch wraps what it meets there: an error whose
+    cause is a KeyboardInterrupt (Ctrl-C during the export), or one whose message is coloured."""
+    def __init__(self, interrupt):
+        super().__init__()
+        self.interrupt = interrupt
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            if self.interrupt:
+                raise RuntimeError("\x1b[31mtracing stopped\x1b[0m") from KeyboardInterrupt()
+            raise RuntimeError("\x1b[1;31mboom\x1b[0m while tracing")
+        return torch.relu(x)
+
+
+def interrupted_while_exported():
+    return FailsWhileExported(interrupt=True)
+
+
+def coloured_export_error():
+    return FailsWhileExported(interrupt=False)
