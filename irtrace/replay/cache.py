@@ -20,7 +20,12 @@ this user's key (an answer over its status, reply and every byte of its arrays; 
 text), and an entry whose signature does not verify is computed again. File names carry the key's
 fingerprint, so a cache copied from another bundle, user or machine is never read; the bundle's content
 key hashes every byte of its value store, so an edit that keeps the file's size and modification time
-is another key.
+is another key. Verifying a large answer reads every byte of it (ResNet-50's answers are 1.5 GB): once
+a memory-mapped answer verified, its identity (device, inode, size, modification and change time) is
+remembered, signed, in the user's cache folder (`verified/`), and a later replay that finds the file
+with that identity does not read it twice. Any write to it, and any os.utime after one, sets its change
+time to the clock's now, which no user can choose; an answer changed less than 2 s before it was
+verified is verified again next time (a write in the same clock tick keeps its identity).
 """
 import functools
 import hashlib
@@ -82,6 +87,23 @@ def _worker_key(name):
 
 
 SMALL = 1 << 20  # bytes: a cache entry up to this size is read whole, not memory-mapped
+VERIFIED = "verified"  # in the user's cache folder: per cache, the answers already verified, by identity
+_SETTLED_NS = 2 * 10**9  # an answer changed this recently is verified again next time
+
+
+def _identity(path):
+    st = os.stat(path)
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _settled(identity):
+    import time
+    return time.time_ns() - max(identity[3], identity[4]) > _SETTLED_NS
+
+
+def _answer(meta, out):
+    status = meta["status"] if meta["status"] == "ok" else compare.Verdict(meta["status"])
+    return status, meta["reply"], out
 
 
 class ResultCache:
@@ -100,6 +122,38 @@ class ResultCache:
             h.update(_worker_key(role).encode())
             self.keys[role] = h
         self.writable = self.usable
+        # answers whose every byte was verified, by identity: name -> [dev, ino, size, mtime_ns, ctime_ns]
+        self.index = trust.cache_root() / VERIFIED / (
+            hashlib.sha256(os.fsencode(os.path.abspath(self.dir))).hexdigest()[:40] + ".json")
+        self.seen = self._read_index() if self.usable else {}
+        self.newly = {}
+
+    def _read_index(self):
+        text = _verified(self.index)
+        try:
+            seen = json.loads(text) if text is not None else {}
+        except ValueError:
+            return {}
+        return seen if isinstance(seen, dict) else {}
+
+    def _keep_index(self):
+        """Add the answers verified in this replay to the index (read again first: another replay may
+        have added its own meanwhile; one lost in a race is only verified once more)."""
+        if not self.newly:
+            return
+        text = json.dumps({**self._read_index(), **self.newly}, sort_keys=True)
+        tmp = self.index.with_name(f".{self.index.name}.{os.getpid()}.tmp")
+        try:
+            self.index.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(_signed(self.index.name, text))
+            os.replace(tmp, self.index)
+            self.newly = {}
+        except OSError as e:  # a read-only cache folder: verified again next time
+            log.info("%s: cannot keep the verified answers (%s)", self.index, e)
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
 
     def warm(self):
         """Whether an earlier replay of this bundle with this code left its answers here (then the
@@ -114,6 +168,8 @@ class ResultCache:
             kept = {role: versions[role] for role in self.keys if role in versions}
             text = json.dumps(kept)
             self._write(self.marker, lambda tmp: tmp.write_text(_signed(self.marker.name, text)))
+        if self.usable:
+            self._keep_index()
 
     def versions(self):
         """The cached roles' versions an earlier replay kept ({} when none is, or not verified)."""
@@ -183,6 +239,7 @@ class ResultCache:
         if not path.exists():
             return None
         from irtrace.store import LazyValues
+        before = None  # a memory-mapped answer's identity
         try:
             if path.stat().st_size <= SMALL:  # a copy is cheaper than mapping and validating a small file
                 from safetensors import safe_open
@@ -191,10 +248,13 @@ class ResultCache:
                     meta = json.loads(metadata["irtrace"])
                     out = [f.get_tensor(str(k)) if k not in meta["none"] else None for k in range(meta["n"])]
             else:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
+                before = _identity(path)
                 f = LazyValues(path)
                 metadata = f.metadata
                 meta = json.loads(metadata["irtrace"])
                 out = [f[str(k)] if k not in meta["none"] else None for k in range(meta["n"])]
+                if self.seen.get(path.name) == before == _identity(path):  # verified before, unchanged since
+                    return _answer(meta, out)
             signed = _answer_signer(path.name, metadata["irtrace"], out)
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
             log.info("%s: unreadable cache entry (%s); computing it again", path, e)
@@ -203,8 +263,9 @@ class ResultCache:
             log.info("%s: cache entry not signed by this user's key (edited, or written elsewhere); computing "
                      "it again", path)
             return None
-        status = meta["status"] if meta["status"] == "ok" else compare.Verdict(meta["status"])
-        return status, meta["reply"], out
+        if before is not None and _settled(before) and _identity(path) == before:
+            self.newly[path.name] = before
+        return _answer(meta, out)
 
     def put(self, call, role, status, reply, out):
         if role not in self.keys or not self.writable or status not in KEPT:
