@@ -41,9 +41,22 @@ def run_replay(bundle_path, backend, modes, out=None, quiet=False, resume=False,
 def _run_replay(bundle_path, opts, out, quiet, resume):
     bundle = load(bundle_path)
     out = out if out else report_writer.default_out(bundle)
+    import os
+    from pathlib import Path
+    here, inside = Path(os.path.realpath(out)), Path(os.path.realpath(bundle.path))
+    if here == inside or inside in here.parents:  # reports in the bundle make it no bundle (export --force)
+        raise IrtraceError(f"output folder {out}: it is the bundle {bundle.path} or inside it; give another -o")
     # before the replay: its results are never lost to an unwritable -o, and the reports this run replaces
     # are removed now, so that a run that fails leaves none of an earlier run's to be read as its own
-    report_writer.prepare_out(out, report_writer.REPORT_FILES)
+    held = report_writer.prepare_out(out, report_writer.REPORT_FILES, claim=True)
+    try:
+        return _replay_into(bundle, opts, out, quiet, resume)
+    finally:
+        if held is not None:
+            held.close()
+
+
+def _replay_into(bundle, opts, out, quiet, resume):
     progress, bar = None, None
     if sys.stderr.isatty() and not quiet:
         from rich.progress import Progress
@@ -74,7 +87,7 @@ def _run_replay(bundle_path, opts, out, quiet, resume):
         report = report_writer.write(outcome, out)
     except OSError as e:  # a full disk or quota: the journal holds every node; nothing half written stays
         report_writer.remove(out, report_writer.REPORT_FILES)
-        raise IrtraceError(f"output folder {out}: cannot write the report ({e.strerror}: {e.filename}); the "
+        raise IrtraceError(f"output folder {out}: cannot write the report ({e.strerror or e}); the "
                            f"results are in {journal.path}: free space, then run the same command with "
                            f"--resume") from e
     if not quiet:

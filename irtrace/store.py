@@ -424,6 +424,18 @@ def _is_bundle(path):
     return isinstance(schema, str) and schema.startswith(SCHEMA.split("/")[0] + "/")
 
 
+def write_failure(error):
+    """What the system said when a write failed (an OSError, or safetensors' error wrapping one: "I/O
+    error: No space left on device (os error 28)"), or None for anything else."""
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    if type(error).__name__ == "SafetensorError":
+        import re
+        m = re.search(r"I/O error: (.*?) \(os error \d+\)", str(error))
+        return m.group(1) if m else None
+    return None
+
+
 def write(path, model, values, manifest, force=False):
     """Write a bundle atomically: into a temporary sibling folder, then rename.
 
@@ -482,8 +494,9 @@ def write_while(path, values, build, force=False):
             os.replace(old, path)  # the new one never arrived: the old one goes back
             old = None
         shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(e, OSError):  # a full disk, a quota, a folder made read-only meanwhile: not a bug
-            raise IrtraceError(f"cannot write {path}: {e.strerror or e} ({e.filename or parent}); "
+        why = write_failure(e)
+        if why:  # a full disk, a quota, a folder made read-only meanwhile: not a bug
+            raise IrtraceError(f"cannot write {path}: {why} ({getattr(e, 'filename', None) or parent}); "
                                f"nothing was changed") from e
         raise
     finally:

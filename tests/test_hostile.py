@@ -496,3 +496,56 @@ def test_diff_never_calls_different_models_equivalent(tmp_path):
     lines = out.splitlines()
     assert rc == 1 and lines[-2].startswith("the graph outputs of") and "although the 1 aligned node(s) agree" in lines[-2]
     assert any(ln.startswith("output   y (onnx) ~ y (onnx): diverge") for ln in lines), out
+
+
+def test_a_second_replay_into_the_same_out_is_refused_while_the_first_runs(tmp_path):
+    """Two replays into one OUT at once mixed their journals and left one's report.json under the
+    other's "wrote" line. The first holds OUT (a lock on OUT/.irtrace.lock); the second is one line,
+    exit 2, and removes nothing of the first's."""
+    from irtrace.report.write import prepare_out
+    b = conv_bundle(tmp_path / "b.irt", "conv")
+    out = tmp_path / "r"
+    rc, _, err = run_cli(["replay", b.path, "--backend", "torch", "--modes", "fwd", "-o", out])
+    assert rc == 0, err
+    before = snapshot_tree(out)
+    held = prepare_out(out, claim=True)  # what a running replay holds
+    try:
+        rc, _, err = run_cli(["replay", b.path, "--backend", "torch", "--modes", "fwd", "-o", out])
+        one_line(rc, err, rf"output folder {re.escape(str(out))}: another irtrace replay is writing there "
+                          rf"\(pid {os.getpid()}\); wait for it to end, or give another -o")
+        assert snapshot_tree(out) == before
+    finally:
+        held.close()
+    assert run_cli(["replay", b.path, "--backend", "torch", "--modes", "fwd", "-o", out])[0] == 0
+
+
+def test_a_full_disk_while_writing_the_report_is_one_line_and_resumes(tmp_path, monkeypatch):
+    """No space for report.json: one line, exit 2 (not a traceback), no half report, and the journal
+    holds every node: --resume writes the report once there is room."""
+    from irtrace.report import json_report
+    b = conv_bundle(tmp_path / "b.irt", "conv")
+    out = tmp_path / "r"
+    real = json_report.dump_atomic
+
+    def full(path, *args, **kwargs):
+        raise OSError(28, "No space left on device", str(path))
+    monkeypatch.setattr(json_report, "dump_atomic", full)
+    argv = ["replay", b.path, "--backend", "torch", "--modes", "fwd", "-o", out]
+    rc, _, err = run_cli(argv)
+    one_line(rc, err, r"cannot write the report \(No space left on device\); the results are in .*journal.jsonl: "
+                      r"free space, then run the same command with --resume")
+    assert not any((out / n).exists() for n in ("report.json", "report.html", "timings.json"))
+    monkeypatch.setattr(json_report, "dump_atomic", real)
+    rc, _, err = run_cli(argv + ["--resume"])
+    assert rc == 0 and "resuming: 1 node(s) already in" in err and (out / "report.json").exists(), err
+
+
+def test_a_replay_never_writes_into_its_bundle(tmp_path):
+    """-o the bundle's own folder (or one inside it) would put reports among the bundle's files (and
+    make it a folder that export --force no longer replaces): refused before anything is written."""
+    b = conv_bundle(tmp_path / "b.irt", "conv")
+    before = snapshot_tree(b.path)
+    for out in (b.path, b.path / "reports", tmp_path / "b.irt" / ".." / "b.irt"):
+        rc, _, err = run_cli(["replay", b.path, "--backend", "torch", "--modes", "fwd", "-o", out])
+        one_line(rc, err, r": it is the bundle .* or inside it; give another -o")
+    assert snapshot_tree(b.path) == before

@@ -294,7 +294,11 @@ class ResultCache:
             trust.shared_mode(tmp, folder=False)  # safetensors writes 0600: the umask decides, as for any file
             os.replace(tmp, path)
             return True
-        except (OSError, ValueError, TypeError) as e:
+        except Exception as e:  # noqa: BLE001 - a full disk (safetensors wraps ENOSPC in its own error), a
+            # read-only folder, a value safetensors refuses: the cache is an optimisation, the replay goes on
+            from irtrace.store import write_failure
+            if not (write_failure(e) or isinstance(e, (OSError, ValueError, TypeError))):
+                raise
             log.info("%s: cannot write %s (%s)", self.dir, path.name, e)
             try:
                 tmp.unlink()
