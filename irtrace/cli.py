@@ -4,7 +4,7 @@ import logging
 import sys
 import traceback
 
-from irtrace.errors import IrtraceError, interrupt_in, printable
+from irtrace.errors import IrtraceError, interrupt_in, printable, strip_ansi
 
 log = logging.getLogger("irtrace")
 
@@ -121,7 +121,7 @@ def main(argv=None):
         if interrupt_in(e) is not None:
             return _interrupted(interrupt_in(e))
         traceback.print_exc()
-        print(f"irtrace: internal error: {printable(type(e).__name__)}: {printable(str(e)[:300])} -- a bug in "
+        print(f"irtrace: internal error: {printable(type(e).__name__)}: {printable(strip_ansi(e)[:300])} -- a bug in "
               f"irtrace; please report it with the traceback above (exit {INTERNAL_ERROR})", file=sys.stderr)
         return INTERNAL_ERROR
     finally:
