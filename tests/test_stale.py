@@ -268,3 +268,27 @@ def test_a_large_answer_verified_once_is_verified_again_after_any_edit(tmp_path,
     os.utime(large, ns=(st.st_atime_ns, st.st_mtime_ns))
     rc, err = run(*argv, "-o", tmp_path / "edited")
     assert rc == 0 and verdicts(tmp_path / "edited") == verdicts(tmp_path / "none"), err
+
+
+def test_a_key_others_can_read_signs_nothing(tmp_path, monkeypatch):
+    """The key is the user's alone: one that others can read (or that is not a file of this user's) is
+    not used. The replay runs, keeps nothing beside the bundle, says why once; --resume is refused."""
+    root = tmp_path / "cache-root"
+    root.mkdir()
+    (root / trust.KEY_NAME).write_bytes(os.urandom(trust.KEY_BYTES))
+    os.chmod(root / trust.KEY_NAME, 0o644)
+    monkeypatch.setenv("IRTRACE_CACHE", str(root))
+    for fn in (trust.key, trust.fingerprint, trust._warn_once):
+        fn.cache_clear()
+    try:
+        assert trust.key()[0] is None and "can be read or written by others (mode 644)" in trust.key()[1]
+        b = make_base(tmp_path / "b.irt")
+        rc, err = run("replay", b, *ARGV, "-o", tmp_path / "out")
+        assert rc == 1, err
+        assert not Path(str(b) + ".cache").exists()
+        rc, err = run("replay", b, *ARGV, "-o", tmp_path / "out", "--resume")
+        assert rc == 2 and "cannot resume without the signing key" in err, err
+    finally:
+        monkeypatch.delenv("IRTRACE_CACHE")
+        for fn in (trust.key, trust.fingerprint, trust._warn_once):
+            fn.cache_clear()

@@ -22,8 +22,8 @@ from irtrace.replay import backends as registry
 from backends._runtime.wire import Status
 from irtrace.replay.batch import Batches
 from irtrace.replay.cache import ResultCache
-from irtrace.replay.select import search_names
 from irtrace.replay.call import bundle_gradient_path, from_bundle, undifferentiated_inputs
+from irtrace.replay.select import search_names
 from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt, start_wait
 
 log = logging.getLogger(__name__)
