@@ -2,8 +2,9 @@
 import argparse
 import logging
 import sys
+import traceback
 
-from irtrace.errors import IrtraceError, printable
+from irtrace.errors import IrtraceError, interrupt_in, printable, strip_ansi
 
 log = logging.getLogger("irtrace")
 
@@ -109,16 +110,32 @@ def main(argv=None):
         logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
                             format="%(levelname)s %(name)s: %(message)s")
         return args.func(args)
+    except KeyboardInterrupt as e:
+        return _interrupted(e)
     except IrtraceError as e:
+        if interrupt_in(e) is not None:  # torch.export wraps a Ctrl-C in its own error, which we wrap again
+            return _interrupted(interrupt_in(e))
         print(f"irtrace: error: {printable(e)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as e:
-        terminated = isinstance(e, Terminated)
-        print(f"irtrace: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
-        return 143 if terminated else 130
+    except Exception as e:  # noqa: BLE001 - an internal bug: its own exit code, never 1 (findings)
+        if interrupt_in(e) is not None:
+            return _interrupted(interrupt_in(e))
+        traceback.print_exc()
+        print(f"irtrace: internal error: {printable(type(e).__name__)}: {printable(strip_ansi(e)[:300])} -- a bug in "
+              f"irtrace; please report it with the traceback above (exit {INTERNAL_ERROR})", file=sys.stderr)
+        return INTERNAL_ERROR
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
+
+
+INTERNAL_ERROR = 3  # exit codes: 0 clean, 1 findings, 2 bad input, 3 a bug in irtrace, 130/143 interrupted
+
+
+def _interrupted(e):
+    terminated = isinstance(e, Terminated)
+    print(f"irtrace: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+    return 143 if terminated else 130
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """Subcommands beyond export/inspect: replay, backends, demo. Parsing only; the work is the API."""
 import argparse
 import math
+import os
+import threading
 
-from irtrace.errors import IrtraceError
+from irtrace.errors import IrtraceError, printable
 
 
 def seconds(text):
@@ -10,6 +12,9 @@ def seconds(text):
     value = _number(text)
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite, positive number of seconds")
+    if value > threading.TIMEOUT_MAX:  # a lock's wait refuses it (OverflowError)
+        raise argparse.ArgumentTypeError(f"{text!r} is over the longest wait this platform allows "
+                                         f"({threading.TIMEOUT_MAX:.4g} s)")
     return value
 
 
@@ -32,6 +37,16 @@ def count(text):
     return value
 
 
+def jobs(text):
+    """An integer from 1 to MAX_JOBS_PER_CPU x the CPUs here (each job runs a worker per backend)."""
+    from irtrace.replay.api import max_jobs
+    value = count(text)
+    if value > max_jobs():
+        raise argparse.ArgumentTypeError(f"{text!r} is more than {max_jobs()} ({max_jobs() // os.cpu_count()} per "
+                                         f"CPU; each job starts a worker per backend)")
+    return value
+
+
 def _number(text):
     try:
         return float(text)
@@ -47,13 +62,18 @@ def add_commands(sub):
                         "against the float64 oracle, which arbitrates every comparison); see `irtrace backends`")
     r.add_argument("--modes", default="fwd,vjp,vjp2", help="fwd, vjp, vjp2 (default all three)")
     r.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.replay)")
-    r.add_argument("--jobs", type=count, default=1, help="parallel workers per backend (default 1)")
-    r.add_argument("--nodes", help="only nodes whose name matches this regex")
+    r.add_argument("--jobs", type=jobs, default=1,
+                   help="parallel workers per backend (default 1; at most 4 per CPU)")
+    r.add_argument("--nodes", help="only nodes whose name matches this regex (Python's re, searched in each "
+                                   "name; a pattern that takes more than 10 s on the graph's names is refused)")
     r.add_argument("--ops", help="only these op types, comma-separated (e.g. Conv,Pad)")
-    r.add_argument("--timeout", type=seconds, default=60.0, help="seconds per node and backend before TIMEOUT (60)")
+    r.add_argument("--timeout", type=seconds, default=60.0,
+                   help="seconds per node and backend before TIMEOUT (60); a worker's start-up (its framework's "
+                        "import) is waited on as long, but at least 30 s")
     r.add_argument("--atol", type=tolerance, help="fixed absolute tolerance (overrides the oracle)")
     r.add_argument("--rtol", type=tolerance, help="fixed relative tolerance (overrides the oracle)")
-    r.add_argument("--strict", action="store_true", help="UNSUPPORTED fails too")
+    r.add_argument("--strict", action="store_true",
+                   help="UNSUPPORTED fails too, and so does a node no backend could judge (as when $CI is set)")
     r.add_argument("--form", default="canonical", choices=["canonical", "original"],
                    help="original: onnxruntime/onnxref get each node's attributes as before canonicalization "
                         "(e.g. auto_pad), to test their own handling of them")
@@ -152,7 +172,12 @@ def _replay(args):
     if args.repro and report["findings"]:
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)
-    return exit_code(report)
+    return exit_code(report, ci=ci_mode())
+
+
+def ci_mode():
+    """Whether $CI is set (to anything but '', 0, false or no): warnings then fail the run (exit 1)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def _repro(args):
@@ -190,11 +215,14 @@ def _diff(args):
 
     from irtrace.diff import diff
     from irtrace.report import diff as diff_report
+    from irtrace.report.write import prepare_out
     from irtrace.store import load
-    d = diff(load(args.a), load(args.b))
-    for line in diff_report.lines(d):
-        print(line)
+    a, b = load(args.a), load(args.b)
     out = Path(args.out) if args.out else Path(str(Path(args.b)).rstrip("/") + ".diff")
+    prepare_out(out, ("diff.json", "diff.html"))  # before the work: a bad -o is one line, and no stale diff stays
+    d = diff(a, b)
+    for line in diff_report.lines(d):
+        print(printable(line))
     diff_report.write(d, out)
     print(f"wrote {out / 'diff.json'} and {out / 'diff.html'}")
     return 1 if d["differ"] else 0

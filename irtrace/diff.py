@@ -230,22 +230,75 @@ def diff(a_bundle, b_bundle):
     first = next((p for p in out_pairs if p.chained == "diverge"), None)
     fa = a_bundle.manifest["source"]["framework"]
     fb = b_bundle.manifest["source"]["framework"]
-    if first is None:
-        structural = [p for p in out_pairs if p.attr_diffs]
-        verdict = (f"no numeric divergence between {a_bundle.manifest.get('name')} ({fa}) and "
-                   f"{b_bundle.manifest.get('name')} ({fb}) over {len(out_pairs)} aligned nodes"
-                   + (f"; structural differences at {len(structural)} node(s) and {len(only_a) + len(only_b)} "
-                      f"one-side-only op(s) are numerically equivalent" if structural or only_a or only_b else ""))
-    else:
+    outputs = compare_outputs(a_bundle, b_bundle)
+    # isolated: B's node on A's inputs; anything but "equal" (diverge, diverge (shape), error: ...) is a difference
+    isolated = next((p for p in out_pairs if p.isolated not in ("", "-", "equal")), None)
+    bad_output = next((o for o in outputs if o["values"] != "equal"), None)
+    names = f"{a_bundle.manifest.get('name')} ({fa}) and {b_bundle.manifest.get('name')} ({fb})"
+    # the verdict names the first cause; "equivalent" only when nothing above it says otherwise
+    if first is not None:
         why = "; ".join(f"{k} {vb} vs {va}" for k, (va, vb) in first.attr_diffs.items())
         iso = f"; isolated, {fb}'s node on {fa}'s inputs: {first.isolated}" if first.isolated not in ("", "-") else ""
         verdict = (f"{first.b_module or first.b} ({fb}) ~ {first.a_module or first.a} ({fa}): "
                    f"{why or 'same attributes'} — values diverge from here (max abs {first.chained_max_abs:.3g}){iso}")
+    elif not out_pairs:
+        verdict = (f"not the same model: no compute node of {names} aligns with one of the other (op class, weight "
+                   f"shape and value shape); graph outputs: {_outputs_text(outputs)}")
+    elif isolated is not None:
+        why = "; ".join(f"{k} {vb} vs {va}" for k, (va, vb) in isolated.attr_diffs.items())
+        verdict = (f"{isolated.b_module or isolated.b} ({fb}) ~ {isolated.a_module or isolated.a} ({fa}): "
+                   f"{why or 'same attributes'} — isolated, {fb}'s node on {fa}'s recorded inputs: {isolated.isolated}"
+                   + (f" (max abs {isolated.isolated_max_abs:.3g})" if isolated.isolated_max_abs is not None else "")
+                   + " although the recorded values agree")
+    elif bad_output is not None:
+        verdict = (f"the graph outputs of {names} differ ({_outputs_text(outputs)}) although the "
+                   f"{len(out_pairs)} aligned node(s) agree: the difference is in what is not aligned")
+    else:
+        structural = [p for p in out_pairs if p.attr_diffs]
+        verdict = (f"no numeric divergence between {names} over {len(out_pairs)} aligned nodes and "
+                   f"{len(outputs)} graph output(s)"
+                   + (f"; structural differences at {len(structural)} node(s) and {len(only_a) + len(only_b)} "
+                      f"one-side-only op(s) are numerically equivalent" if structural or only_a or only_b else ""))
+    differ = first is not None or not out_pairs or isolated is not None or bad_output is not None
     return {"schema": "irtrace.diff/1", "a": {"path": str(a_bundle.path), "framework": fa},
             "b": {"path": str(b_bundle.path), "framework": fb}, "pairs": [asdict(p) for p in out_pairs],
             "only_a": [{"node": s.name, "op_type": s.op_type, "module": a_bundle.node_source(s.name).get("module", "")}
                        for s in only_a],
             "only_b": [{"node": s.name, "op_type": s.op_type, "module": b_bundle.node_source(s.name).get("module", "")}
                        for s in only_b],
-            "first_divergence": asdict(first) if first else None, "verdict": verdict,
-            "differ": first is not None}
+            "outputs": outputs, "first_divergence": asdict(first) if first else None, "verdict": verdict,
+            "differ": differ}
+
+
+def compare_outputs(a_bundle, b_bundle):
+    """The graph outputs of A and B, in order, compared by their recorded values (up to a layout
+    transpose): [{"a", "b", "values": equal / diverge / incomparable / missing, "max_abs"}]. Two bundles
+    with a different number of outputs have a "missing" entry for each output one side lacks."""
+    a_out, b_out = list(a_bundle.manifest["outputs"]), list(b_bundle.manifest["outputs"])
+    out = []
+    for k in range(max(len(a_out), len(b_out))):
+        a = a_out[k] if k < len(a_out) else None
+        b = b_out[k] if k < len(b_out) else None
+        entry = {"a": a, "b": b, "values": "missing", "max_abs": None}
+        if a is not None and b is not None:
+            va = np.asarray(a_bundle.values[a])
+            x = _adapt(b_bundle.values[b], va)
+            if x is None or x.dtype.kind != va.dtype.kind:
+                entry["values"] = "incomparable"
+            else:
+                ok, d = close(x, va) if va.dtype.kind == "f" else (bool(np.array_equal(x, va)), None)
+                entry["values"], entry["max_abs"] = ("equal" if ok else "diverge"), d
+        out.append(entry)
+    return out
+
+
+def _outputs_text(outputs):
+    if not outputs:
+        return "none"
+    bad = [o for o in outputs if o["values"] != "equal"]
+    if not bad:
+        return f"all {len(outputs)} equal"
+    o = bad[0]
+    what = {"missing": "on one side only", "incomparable": "of another shape or type"}.get(o["values"], o["values"])
+    return (f"{len(bad)} of {len(outputs)} differ, first {o['b'] or o['a']} {what}"
+            + (f" (max abs {o['max_abs']:.3g})" if o["max_abs"] is not None else ""))

@@ -43,9 +43,8 @@ class ManagedEnv:
         return out
 
     def cache_root(self):
-        base = os.environ.get("IRTRACE_CACHE") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "irtrace")
-        return Path(base) / "envs"
+        from irtrace.trust import cache_root
+        return cache_root() / "envs"
 
     def interpreter(self):
         """The base interpreter to build the env with, or IrtraceError saying how to get one."""

@@ -4,10 +4,20 @@
 Anything else is an internal bug: full traceback.
 """
 import difflib
+import re
 
 
 class IrtraceError(Exception):
     """Bad user input or environment: one line, names what and where, and the fix."""
+
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def strip_ansi(text):
+    """`text` without terminal colour and control sequences (CSI, OSC): what a framework colours its own
+    messages with (torch.export's) is not part of what irtrace says."""
+    return _ANSI.sub("", str(text))
 
 
 def printable(text):
@@ -21,3 +31,16 @@ def suggest(name, choices, n=3):
     """' Did you mean: a, b?' for close matches of `name` among `choices`, or ''."""
     close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=n, cutoff=0.5)
     return f" Did you mean: {', '.join(close)}?" if close else ""
+
+
+def interrupt_in(error):
+    """The KeyboardInterrupt (Ctrl-C, or the CLI's SIGTERM) in `error`'s chain of causes and contexts, or
+    None: a library that catches an interrupt and raises its own error (torch.export does) must not turn
+    it into an error message."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None

@@ -221,19 +221,70 @@ class Bundle:
 
     @functools.cached_property
     def content_key(self):
-        """The bundle's identity for what is computed from it (a journal, the reference cache): a hash
-        of its graph and manifest and of its value store's header, size and modification time. Read
-        once per opened bundle."""
+        """The bundle's identity for what is computed from it (a journal, the reference cache): a SHA-256
+        of its manifest, its graph and every byte of its value store (values_digest). Read once per
+        opened bundle."""
         h = hashlib.sha256()
         for name in (MANIFEST, GRAPH):
-            h.update((Path(self.path) / name).read_bytes())
-        values = Path(self.path) / VALUES
-        with open(values, "rb") as f:
-            n = int.from_bytes(f.read(8), "little")
-            h.update(f.read(min(n, 1 << 27)))
-        st = values.stat()
-        h.update(f"{st.st_size} {st.st_mtime_ns}".encode())
+            data = (Path(self.path) / name).read_bytes()
+            h.update(len(data).to_bytes(8, "little"))
+            h.update(data)
+        h.update(values_digest(Path(self.path) / VALUES).encode())
         return h.hexdigest()
+
+
+DIGESTS = "digests"      # the user's cache folder: the value stores' remembered digests
+_SETTLED_NS = 2 * 10**9  # a file changed this recently is hashed again next time (see values_digest)
+
+
+def values_digest(path):
+    """SHA-256 (hex) of every byte of the file at `path` (a value store: 538 MB for ResNet-50, 0.8 s to
+    hash here). Remembered, signed with the user's key (irtrace/trust.py), in the user's cache folder
+    under the file's identity: device, inode, size, modification time and change time. Any write to the
+    file, and any os.utime that puts its modification time back (cp -p, tar x), sets its change time to
+    the clock's now, which no user can choose: an edited file is hashed again. A file changed less than
+    2 s before it is hashed is not remembered (a write in the same clock tick would keep its identity)."""
+    import time
+    from irtrace import trust
+    path = Path(os.path.abspath(path))
+
+    def identity():
+        st = os.stat(path)
+        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    before = identity()
+    memo = trust.cache_root() / DIGESTS / (hashlib.sha256(os.fsencode(path)).hexdigest()[:40] + ".json")
+    try:
+        saved = json.loads(memo.read_text())
+        if saved["identity"] == before and trust.verify(saved["sig"], "values digest", str(path),
+                                                        json.dumps(before), saved["sha256"]):
+            return saved["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    h = hashlib.sha256()
+    buf = bytearray(8 << 20)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            h.update(view[:n])
+    digest = h.hexdigest()
+    settled = time.time_ns() - max(before[3], before[4]) > _SETTLED_NS
+    if settled and identity() == before and trust.available():
+        text = json.dumps({"identity": before, "sha256": digest,
+                           "sig": trust.sign("values digest", str(path), json.dumps(before), digest)})
+        tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text)
+            os.replace(tmp, memo)
+        except OSError:  # a read-only cache folder: hashed again next time
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+    return digest
 
 
 def _read_graph(path, values):
@@ -288,6 +339,7 @@ def load(path):
                            f"(first " + (f"not in the manifest: {store_check.quote(extra[0])}" if extra else
                                          f"not in the graph: {store_check.quote(lost[0])}") +
                            "); the graph is truncated or from another bundle")
+    store_check.check_claims(where, manifest, model)
     return Bundle(path, manifest, values, model)
 
 
@@ -315,6 +367,75 @@ def _alive(pid):
     return True
 
 
+BUNDLE_FILES = (GRAPH, VALUES, MANIFEST)
+
+
+def check_destination(path, force=False):
+    """Refuse, before any work, a bundle path that export may not write; returns the folder it goes in.
+    `force` replaces only what is surely a bundle: a folder holding nothing but bundle files whose
+    manifest.json names an irtrace bundle schema, or an empty folder. Anything else (a folder of other
+    files, a file, a symbolic link, the current folder or one holding it) is an IrtraceError, and stays
+    as it is."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    at = f"cannot write {path}"
+    if not parent.is_dir():
+        above = next((p for p in [parent, *parent.parents] if os.path.lexists(p)), None)
+        if above is not None and not above.is_dir():
+            raise IrtraceError(f"{at}: {above} is a file, not a folder")
+        raise IrtraceError(f"{at}: folder {parent} does not exist")
+    if not os.path.lexists(path):
+        if path.name in ("", ".", ".."):
+            raise IrtraceError(f"{at}: give the bundle a name (e.g. -o model.irt)")
+        return parent
+    keep = "; give another -o (--force replaces only an irtrace bundle or an empty folder)"
+    if path.is_symlink():
+        raise IrtraceError(f"{at}: it is a symbolic link{keep}")
+    if not path.is_dir():
+        raise IrtraceError(f"{at}: it exists and is a file, not a bundle{keep}")
+    here, cwd = Path(os.path.abspath(path)), Path(os.path.abspath(os.getcwd()))
+    if here == cwd or here in cwd.parents:
+        raise IrtraceError(f"{at}: it is the current folder or holds it{keep}")
+    try:
+        entries = sorted(os.listdir(path))
+    except OSError as e:
+        raise IrtraceError(f"{at}: cannot list it ({e.strerror})") from None
+    foreign = [e for e in entries if e not in BUNDLE_FILES]
+    if foreign:
+        raise IrtraceError(f"{at}: it holds {store_check.quote(foreign[0])}, which is not part of an irtrace "
+                           f"bundle{keep}")
+    if entries and not _is_bundle(path):
+        raise IrtraceError(f"{at}: its manifest.json does not name an irtrace bundle{keep}")
+    if not force:
+        raise IrtraceError(f"{path} already exists; pass --force to overwrite it")
+    return parent
+
+
+def _is_bundle(path):
+    """Whether `path`/manifest.json is a JSON object whose schema is an irtrace bundle's (any version)."""
+    try:
+        where = Path(path) / MANIFEST
+        if where.is_symlink() or where.stat().st_size > store_check.MAX_MANIFEST_BYTES:
+            return False
+        manifest = store_check.parse_json(where.read_bytes(), where)
+    except (OSError, IrtraceError):
+        return False
+    schema = manifest.get("schema") if isinstance(manifest, dict) else None
+    return isinstance(schema, str) and schema.startswith(SCHEMA.split("/")[0] + "/")
+
+
+def write_failure(error):
+    """What the system said when a write failed (an OSError, or safetensors' error wrapping one: "I/O
+    error: No space left on device (os error 28)"), or None for anything else."""
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    if type(error).__name__ == "SafetensorError":
+        import re
+        m = re.search(r"I/O error: (.*?) \(os error \d+\)", str(error))
+        return m.group(1) if m else None
+    return None
+
+
 def write(path, model, values, manifest, force=False):
     """Write a bundle atomically: into a temporary sibling folder, then rename.
 
@@ -336,11 +457,7 @@ def write_while(path, values, build, force=False):
     from safetensors.numpy import save_file
 
     path = Path(path)
-    if path.exists() and not force:
-        raise IrtraceError(f"{path} already exists; pass --force to overwrite it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise IrtraceError(f"cannot write {path}: folder {parent} does not exist")
+    parent = check_destination(path, force)
     _clean_leftovers(path)
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".partial", dir=parent))
@@ -360,6 +477,10 @@ def write_while(path, values, build, force=False):
             except ValueError as e:  # strict JSON, as load() reads it: refused before the bundle is in place
                 raise IrtraceError(f"cannot write {path}: the manifest holds a value JSON cannot ({e})") from None
             written.result()  # the writer's error, raised here
+        # a team on a shared machine reads the bundle as the user's umask allows (mkdtemp: 0700; safetensors: 0600)
+        from irtrace.trust import shared_mode
+        shared_mode(tmp, folder=True)
+        shared_mode(tmp / VALUES, folder=False)
         _, header, start = store_check.read_header(tmp / VALUES)
         # weights are stored once: graph.onnx refers to their bytes in values.safetensors
         onnx.save(_externalize(model, values, header, start), str(tmp / GRAPH))
@@ -368,11 +489,15 @@ def write_while(path, values, build, force=False):
             old = tmp.with_name(tmp.name[:-len(".partial")] + ".old")
             os.replace(path, old)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if old is not None and not path.exists():
             os.replace(old, path)  # the new one never arrived: the old one goes back
             old = None
         shutil.rmtree(tmp, ignore_errors=True)
+        why = write_failure(e)
+        if why:  # a full disk, a quota, a folder made read-only meanwhile: not a bug
+            raise IrtraceError(f"cannot write {path}: {why} ({getattr(e, 'filename', None) or parent}); "
+                               f"nothing was changed") from e
         raise
     finally:
         if old is not None:

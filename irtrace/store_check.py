@@ -9,6 +9,7 @@ may come from anyone, and a corrupt value must not pass as a recorded one (a zer
 overlapping range would otherwise read zeros or another tensor's bytes).
 """
 import json
+import keyword
 import os
 
 import numpy as np
@@ -296,6 +297,7 @@ def parse_graph(path, data, values=None):
         _check_message(where, model, "model", values)
     except RecursionError:
         raise IrtraceError(f"{where}: subgraphs nested too deeply") from None
+    check_opsets(where, model)
     seen = set()
     for i, n in enumerate(model.graph.node):
         if not n.name:
@@ -303,7 +305,57 @@ def parse_graph(path, data, values=None):
         if n.name in seen:
             raise IrtraceError(f"{where}: two nodes are named {quote(n.name)}; bundles name every node uniquely")
         seen.add(n.name)
+        for a in n.attribute:
+            # a repro script passes attributes by name: a name that is not an identifier is not ONNX's
+            if not a.name.isidentifier() or keyword.iskeyword(a.name):
+                raise IrtraceError(f"{where}: node {quote(n.name)} ({quote(n.op_type)}) has an attribute named "
+                                   f"{quote(a.name)}, not an identifier; ONNX attribute names are identifiers")
     return model
+
+
+def check_opsets(where, model):
+    """The default ONNX domain's opset is one this onnx knows: a newer one names ops and semantics no
+    backend can be trusted to read (the graph is from a newer exporter)."""
+    import onnx
+    newest = onnx.defs.onnx_opset_version()
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx") and o.version > newest:
+            raise IrtraceError(f"{where}: opset {o.version} of the ONNX domain is newer than this onnx "
+                               f"({onnx.__version__}) knows (up to {newest}); re-export it at opset {newest} or "
+                               f"below, or update onnx")
+        if o.version < 1:
+            raise IrtraceError(f"{where}: opset {o.version} of domain {quote(o.domain)} is not a version")
+
+
+def check_claims(where, manifest, model):
+    """The manifest's claims about the graph (docs/bundle.md): `parameters` and `buffers` name graph
+    initializers; `differentiable` names graph inputs or initializers, and holds every float graph
+    input and every parameter (what the model differentiates: a gradient not on a path from one of them
+    is not judged, so a list that drops a weight would silently stop judging its gradients)."""
+    from irtrace.ir.graph import gradient_sources
+    inits = {t.name: t for t in model.graph.initializer}
+    inputs = {i.name for i in model.graph.input}
+    for field in ("parameters", "buffers"):
+        for name in manifest.get(field) or []:
+            if name not in inits:
+                raise IrtraceError(f"{where}: {field} names {quote(name)}, which is not an initializer of "
+                                   f"graph.onnx")
+    declared = manifest.get("differentiable")
+    if declared is None:
+        return
+    for name in declared:
+        if name not in inits and name not in inputs:
+            raise IrtraceError(f"{where}: differentiable names {quote(name)}, which is not an input or an "
+                               f"initializer of graph.onnx")
+    params = manifest.get("parameters")
+    needed = gradient_sources(model, params if params is not None else [])
+    missing = sorted(needed - set(declared))
+    if missing:
+        what = "parameter" if params is not None and missing[0] in params else "float graph input"
+        raise IrtraceError(f"{where}: differentiable omits the {what} {quote(missing[0])}"
+                           + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "") +
+                           "; the model differentiates every parameter and float input, and their gradients "
+                           "would go unjudged")
 
 
 EXTERNAL_KEYS = ("location", "offset", "length")

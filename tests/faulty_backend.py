@@ -12,6 +12,7 @@ mode; MODE "many": when a batch with OP is computed in one go, run_many) or a st
   startkill SIGKILL while starting, once (IRTRACE_FAULT_ONCE: a file that marks it done)
   startimport  the worker's own import fails, every time
   slow      the op takes IRTRACE_FAULT_DELAY seconds (default 0.1) more; OP "*": every op
+  starthang SIGKILL-free hang while starting (its hello never comes), once (IRTRACE_FAULT_ONCE)
 """
 import ctypes
 import importlib
@@ -75,6 +76,9 @@ def make_adapter():
     if "startkill" in kinds and once and not os.path.exists(once):
         open(once, "w").close()
         os.kill(os.getpid(), signal.SIGKILL)
+    if "starthang" in kinds and once and not os.path.exists(once):
+        open(once, "w").close()
+        time.sleep(3600)
     adapter = importlib.import_module(BASE).make_adapter()
     for mode in ("fwd", "vjp", "vjp2"):
         if hasattr(adapter, mode):

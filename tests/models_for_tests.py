@@ -280,3 +280,26 @@ def conv_bn_head():
 
 def conv_bn_head_inputs():
     return (torch.randn(4, 3, 6, 6, generator=torch.Generator().manual_seed(1)),)
+
+
+class FailsWhileExported(nn.Module):
+    """Raises only while torch.export traces it, the way torch wraps what it meets there: an error whose
+    cause is a KeyboardInterrupt (Ctrl-C during the export), or one whose message is coloured."""
+    def __init__(self, interrupt):
+        super().__init__()
+        self.interrupt = interrupt
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            if self.interrupt:
+                raise RuntimeError("\x1b[31mtracing stopped\x1b[0m") from KeyboardInterrupt()
+            raise RuntimeError("\x1b[1;31mboom\x1b[0m while tracing")
+        return torch.relu(x)
+
+
+def interrupted_while_exported():
+    return FailsWhileExported(interrupt=True)
+
+
+def coloured_export_error():
+    return FailsWhileExported(interrupt=False)

@@ -141,17 +141,32 @@ elif BUG:
     TABLE.replace(op, since, *domain)(fn)
 
 
+ALTERNATIVES = None
+if os.environ.get("IRTRACE_PLANTED_WORKAROUND") and BUG == "lrelu":
+    from backends._table import Alternatives
+    ALTERNATIVES = Alternatives(TABLE)
+
+    @ALTERNATIVES.register("LeakyRelu", since=6)
+    def leaky_relu_functional(x, *, alpha=0.01):
+        """torch's own functional.leaky_relu, whose backward is differentiated."""
+        return functional.leaky_relu(x, alpha)
+
+
 def make_adapter():
     a = TorchAdapter(table=TABLE)
     a.name = f"planted-{BUG}"
+    a.workarounds = ALTERNATIVES
     return a
 
 
-def register(bug):
-    """Register backend 'planted-<bug>' with the host (tests call this)."""
+def register(bug, workaround=False):
+    """Register backend 'planted-<bug>' with the host (tests call this). `workaround` ('planted-<bug>-w'):
+    the backend also declares an alternative formulation that fixes the bug (lrelu only)."""
     from pathlib import Path
 
     from irtrace.replay import backends
-    return backends.register(backends.BackendInfo(f"planted-{bug}", "planted_backend", ("torch",), "(test only)",
-                                    f"torch with a planted bug: {bug}", extra_path=(Path(__file__).parent,),
-                                    env={"IRTRACE_PLANTED": bug}))
+    env = {"IRTRACE_PLANTED": bug, **({"IRTRACE_PLANTED_WORKAROUND": "1"} if workaround else {})}
+    return backends.register(backends.BackendInfo(f"planted-{bug}" + ("-w" if workaround else ""), "planted_backend",
+                                                  ("torch",), "(test only)", f"torch with a planted bug: {bug}",
+                                                  extra_path=(Path(__file__).parent,), env=env,
+                                                  modes=("fwd", "vjp", "vjp2")))

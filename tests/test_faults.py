@@ -7,6 +7,7 @@ of the replay completes.
 """
 import json
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -208,4 +209,25 @@ def test_a_worker_that_dies_with_batches_in_flight_fails_its_own_node_only(batch
     others = {k: r.verdict for k, r in got.items() if k not in crashed}
     assert len(others) == 2 * len(LONG) - 1 and set(others.values()) <= {"MATCH", "NOISE"}, others
     assert outcome.replay.restarts["planted-crash"] == 1
+    assert leftover_workers(str(tmp_path)) == []
+
+
+def test_a_worker_that_hangs_at_start_up_is_waited_on_as_the_timeout_says(chain, faulty, tmp_path, monkeypatch,
+                                                                          capsys):
+    """The wait for a worker's hello was a fixed 120 s, whatever --timeout said (issue 27): it is the
+    timeout now, but at least START_MIN_S (a framework's import; --help says so). With the minimum
+    lowered, a worker hanging at start-up is killed after the 3 s timeout and started again."""
+    from irtrace.cli import build_parser
+    from irtrace.replay import worker
+    assert worker.start_wait(5) == worker.START_MIN_S == 30.0 and worker.start_wait(100.0) == 100.0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["replay", "--help"])
+    assert "at least 30 s" in " ".join(capsys.readouterr().out.split())
+    monkeypatch.setattr(worker, "START_MIN_S", 1.0)
+    faulty("onnxruntime", "starthang", name="faulty")
+    t = time.monotonic()
+    report, _ = run_replay(chain.path, "torch,faulty", "fwd", tmp_path / "r", quiet=True, timeout=TIMEOUT)
+    assert time.monotonic() - t < 60
+    verdicts = {r["verdict"] for (op, b, m, o), r in rows(report).items() if b == "faulty"}
+    assert verdicts and verdicts <= {"MATCH", "NOISE"} and report["restarts"]["faulty"] == 1
     assert leftover_workers(str(tmp_path)) == []

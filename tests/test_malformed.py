@@ -276,6 +276,20 @@ MANIFEST_CASES = [
     ("manifest duplicate key", raw_manifest(b'{"schema": "irtrace.bundle/1", "schema": "x"}'),
      r"manifest.json: not valid JSON \(duplicate key 'schema'\)"),
     ("manifest huge int", raw_manifest(b'{"seed": ' + b"9" * 5000 + b"}"), r"manifest.json: not valid JSON"),
+    # the manifest's claims about the graph (issue 27): names that exist, and a differentiable list that
+    # keeps every parameter and float input (one that drops a weight would stop judging its gradients)
+    ("manifest differentiable ghost", set_path(("differentiable",), ["conv.bias", "conv.weight", "x", "ghost"]),
+     r"manifest.json: differentiable names 'ghost', which is not an input or an initializer of graph.onnx"),
+    ("manifest parameters ghost", set_path(("parameters",), ["conv.weight", "conv.bias", "ghost"]),
+     r"manifest.json: parameters names 'ghost', which is not an initializer of graph.onnx"),
+    ("manifest buffers ghost", set_path(("buffers",), ["running_ghost"]),
+     r"manifest.json: buffers names 'running_ghost', which is not an initializer"),
+    ("manifest differentiable without a weight", set_path(("differentiable",), ["conv.bias", "x"]),
+     r"manifest.json: differentiable omits the parameter 'conv.weight'; .* their gradients would go unjudged"),
+    ("manifest differentiable without the input", set_path(("differentiable",), ["conv.bias", "conv.weight"]),
+     r"manifest.json: differentiable omits the float graph input 'x'"),
+    ("manifest differentiable empty", set_path(("differentiable",), []),
+     r"manifest.json: differentiable omits the parameter 'conv.bias' \(and 2 more\)"),
 ]
 
 
@@ -372,6 +386,20 @@ def _drop_node(model):
     del model.graph.node[-1]
 
 
+def _opset(version):
+    def edit(model):
+        for o in model.opset_import:
+            if o.domain in ("", "ai.onnx"):
+                o.version = version
+    return edit
+
+
+def _attribute_name(name):
+    def edit(model):
+        next(n for n in model.graph.node if n.op_type == "Conv").attribute[0].name = name
+    return edit
+
+
 GRAPH_CASES = [
     ("graph empty file", graph_bytes(lambda b: b""), r"graph.onnx: the ONNX model has no graph"),
     ("graph garbage", graph_bytes(lambda b: b"\xff\xfe garbage " * 40), r"graph.onnx: not an ONNX model"),
@@ -425,6 +453,15 @@ GRAPH_CASES = [
     ("graph node dropped", graph_edit(_drop_node), r"graph.onnx: 1 nodes, manifest.json lists 2 \(first not in the "
                                                    r"graph: 'node_relu'\)"),
     ("graph node renamed", graph_edit(_rename("node_relu", "other")), r"first not in the manifest: 'other'"),
+    # issue 27: an opset from the future is a malformed bundle (not 5 ERROR findings blamed on onnxruntime)
+    ("graph opset from the future", graph_edit(_opset(99)),
+     r"graph.onnx: opset 99 of the ONNX domain is newer than this onnx \([\d.]+\) knows \(up to \d+\)"),
+    ("graph opset 0", graph_edit(_opset(0)), r"graph.onnx: opset 0 of domain '' is not a version"),
+    # issue 27: attribute names reach repro scripts; an ONNX attribute name is an identifier
+    ("graph attribute name code", graph_edit(_attribute_name("pads=0);__import__('os').system('id');f(x")),
+     r"graph.onnx: node 'node_conv2d' \('Conv'\) has an attribute named \"pads=0\);__import__.*not an identifier"),
+    ("graph attribute name keyword", graph_edit(_attribute_name("lambda")),
+     r"graph.onnx: node 'node_conv2d' \('Conv'\) has an attribute named 'lambda', not an identifier"),
 ]
 
 
@@ -504,6 +541,15 @@ ARG_CASES = [  # (argv after the bundle path, pattern); {tmp} is the test's fold
     (["-o", "{tmp}/afile/sub"], r"output folder .*afile/sub: cannot write there \(Not a directory"),
     (["-o", UNWRITABLE], r"output folder /proc/irtrace-out: cannot write there"),
     (["-o", UNWRITABLE + "/deeper"], r"output folder /proc/irtrace-out/deeper: cannot write there"),
+    # issue 27: one rule for "nothing would be tested", and the limits of --ops, --timeout, --jobs
+    (["--backend", "oracle"], r"--backend oracle --modes fwd,vjp,vjp2 \(and no --chained\): nothing would be "
+                              r"tested \(oracle arbitrates, it is not tested\)"),
+    (["--backend", "oracle", "--modes", "fwd"], r"nothing would be tested"),
+    (["--backend", "onnxruntime", "--modes", "vjp,vjp2"], r"nothing would be tested \(onnxruntime computes fwd\)"),
+    (["--ops", ",,,"], r"--ops names no op type"),
+    (["--ops", ""], r"--ops names no op type"),
+    (["--timeout", "1e10"], r"argument --timeout: '1e10' is over the longest wait this platform allows"),
+    (["--jobs", "100000"], r"argument --jobs: '100000' is more than \d+ \(4 per CPU"),
 ]
 OTHER_ARGV = [  # whole command lines; {bundle} and {tmp} filled in
     (["inspect"], r"the following arguments are required: bundle"),
@@ -518,6 +564,7 @@ OTHER_ARGV = [  # whole command lines; {bundle} and {tmp} filled in
     (["export", "m:f", "-o", "{tmp}/x.irt", "--seed", "x"], r"argument --seed: invalid int value: 'x'"),
     (["export", "m:f", "-o", "{tmp}/x.irt", "--loss", "mse"], r"argument --loss: invalid choice: 'mse'"),
     (["export", "m:f", "-o", "{tmp}/x.irt", "--from", "jax"], r"argument --from: invalid choice: 'jax'"),
+    (["diff", "{bundle}", "{bundle}", "-o", "{tmp}/afile"], r"output folder .*afile: exists and is not a folder"),
 ]
 CLI_CASES = [(["replay", "{bundle}", *a], p) for a, p in ARG_CASES] + OTHER_ARGV
 

@@ -203,7 +203,7 @@ def test_onnx_reference_grouped_conv_transpose_repro(example_bundle, tmp_path):
     finding = json.loads((folder / "finding.json").read_text())
     assert finding["framework"] == "onnx"
     text, finding, r = _filed_as_is(folder)
-    assert "helper.make_node('ConvTranspose'" in text and "group=2" in text  # shrunk to two groups
+    assert "helper.make_node('ConvTranspose'" in text and "'group': 2" in text  # shrunk to two groups
     assert (folder / "issue.md").read_text().startswith("# [onnx.reference] ConvTranspose: raises ValueError")
 
 

@@ -21,6 +21,7 @@ def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_esti
     `trained`: the graph inputs and initializers a training step on the model differentiates (None: its
     weights, and its float inputs too with a gradient-penalty loss or when it has no weights; a graph
     whose inputs stand for activations, as the op-case tables', names its inputs)."""
+    store.check_destination(path, force)
     # the source's own float initializers are its weights; initializers that canonicalization makes
     # from Constant nodes are constants no gradient is taken of
     weights = [t.name for t in model.graph.initializer if t.data_type in (1, 10, 11, 16)]

@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 
 from irtrace.compare import close
-from irtrace.errors import IrtraceError
+from irtrace.errors import IrtraceError, strip_ansi
 from irtrace.export.onnx_bundle import bundle_from_onnx
 from irtrace.inputs import make_inputs
 
@@ -33,7 +33,7 @@ def load_onnx(path):
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
-        raise IrtraceError(f"{path}: fails onnx.checker: {str(e).strip().splitlines()[0]}") from e
+        raise IrtraceError(f"{path}: fails onnx.checker: {strip_ansi(e).strip().splitlines()[0]}") from e
     return model
 
 
@@ -44,7 +44,7 @@ def _to_opset(model, path):
     try:
         return onnx.version_converter.convert_version(model, OPSET)
     except Exception as e:
-        raise IrtraceError(f"{path}: cannot convert opset {current} to {OPSET}: {str(e).splitlines()[0]}") from e
+        raise IrtraceError(f"{path}: cannot convert opset {current} to {OPSET}: {(strip_ansi(e).splitlines() or [type(e).__name__])[0]}") from e
 
 
 def _input_arrays(model, specs, arrays, seed, path):
@@ -125,6 +125,8 @@ def _specialize(model, feeds):
 
 
 def export_onnx(path, out, specs=(), arrays=None, seed=0, loss="dot", force=False):
+    from irtrace.store import check_destination
+    check_destination(out, force)
     model = load_onnx(path)
     model = _to_opset(model, path)
     feeds = _input_arrays(model, specs, arrays, seed, path)

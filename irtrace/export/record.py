@@ -3,7 +3,7 @@ inputs; record every value, then backpropagate the loss and record every cotange
 the seeds of the double-backward pass."""
 import numpy as np
 
-from irtrace.errors import IrtraceError
+from irtrace.errors import IrtraceError, strip_ansi
 from irtrace.ir.spec import node_specs
 from irtrace.store import SEED_PREFIX, grad_name, initializers, u_name  # noqa: F401 - re-exported names
 
@@ -36,7 +36,7 @@ def record(model, inputs, outputs, loss="dot", seed=0, sources=None):
     try:
         env = run_graph(specs, feeds, leaves=sources)
     except Unsupported as e:
-        raise IrtraceError(f"cannot record values: {e}") from e
+        raise IrtraceError(f"cannot record values: {strip_ansi(e)}") from e
     rng = np.random.default_rng(seed + 1)
     total = None
     seeds = {}

@@ -35,6 +35,7 @@ def _layer(node_name, layers):
 
 
 def export_tf(source, out, specs=(), arrays=None, seed=0, loss="dot", force=False):
+    store.check_destination(out, force)
     python = envs.get("tensorflow").python()
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)

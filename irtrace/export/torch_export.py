@@ -26,7 +26,7 @@ import irtrace
 from irtrace import store
 from irtrace.store import grad_name, seed_name
 from irtrace.compare import close
-from irtrace.errors import IrtraceError
+from irtrace.errors import IrtraceError, interrupt_in, strip_ansi
 from irtrace.export import dropout as dropout_mod
 from irtrace.export import random as random_mod
 from irtrace.export.record import LOSSES, record
@@ -307,6 +307,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     loss = loss or "dot"
     if loss not in LOSSES:
         raise IrtraceError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    store.check_destination(path, force)  # refused before the export's work, not after it
     inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     t0 = time.perf_counter()
     model.train(bool(train))
@@ -319,7 +320,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     except IrtraceError:
         raise
     except Exception as e:
-        raise IrtraceError(f"the model raised on the example inputs: {type(e).__name__}: {e}") from e
+        raise IrtraceError(f"the model raised on the example inputs: {type(e).__name__}: {strip_ansi(e)}") from e
     model.load_state_dict(state)
 
     # the recorder hands the reference run's draws back in order; a model that drew nothing runs without
@@ -332,7 +333,11 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
         if draws:
             random_mod.check_all_used(draws, rec)
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        # torch.export wraps a Ctrl-C in its own error: an interrupt stays one (the CLI exits 130)
+        if interrupt_in(e) is not None:
+            raise interrupt_in(e) from None
+        text = strip_ansi(e).strip()  # torch colours its messages; a terminal or a log gets the words only
+        first = text.splitlines()[0] if text else type(e).__name__
         raise IrtraceError(f"torch.onnx.export could not export {type(model).__name__}: {first}") from e
     finally:
         model.load_state_dict(state)

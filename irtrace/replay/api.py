@@ -1,4 +1,7 @@
 """The replay API: options in, an Outcome out. The CLI, the demo, tests and benchmarks call this."""
+import math
+import os
+import threading
 from dataclasses import dataclass, field
 
 from irtrace import compare
@@ -37,18 +40,62 @@ class ReplayOptions:
                               rtol=self.rtol if self.rtol is not None else 0.0, fixed=True)
 
     def check(self):
+        """The options, refused (IrtraceError) before anything runs when they cannot give a replay: an
+        unknown backend, --jobs below 1 or over max_jobs(), a timeout that is not a positive number a lock
+        can wait, and a replay that would test nothing (nothing_tested)."""
         for n in self.backends:
             registry.get(n)
         if not self.backends:
             raise IrtraceError("no backend to replay on")
         if self.jobs < 1:
             raise IrtraceError(f"--jobs {self.jobs}: must be at least 1")
+        if self.jobs > max_jobs():
+            raise IrtraceError(f"--jobs {self.jobs}: more than {max_jobs()} (4 per CPU; each job starts a worker "
+                               f"per backend)")
+        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout)
+                and 0 < self.timeout <= threading.TIMEOUT_MAX):
+            raise IrtraceError(f"--timeout {self.timeout!r}: not a positive number of seconds up to "
+                               f"{threading.TIMEOUT_MAX:.4g}")
+        if self.ops is not None and not self.ops:
+            raise IrtraceError("--ops names no op type; give one or more, comma-separated (e.g. Conv,Pad), "
+                               "or leave --ops out for every op")
+        why = nothing_tested(self)
+        if why:
+            raise IrtraceError(why)
         if self.workarounds and not self.chained:
             raise IrtraceError("--workarounds applies the verified workarounds in the chained run: add --chained")
         if self.workarounds and not self.verify_workarounds:
             raise IrtraceError("--workarounds applies the workarounds the replay verifies: "
                                "it cannot go with --no-verify-workarounds")
         return self
+
+
+MAX_JOBS_PER_CPU = 4
+
+
+def max_jobs():
+    """The most --jobs a replay takes: MAX_JOBS_PER_CPU per CPU (each job starts a worker per backend)."""
+    return MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
+
+
+def nothing_tested(options):
+    """Why a replay with `options` would judge nothing, or None. One rule: a replay must name a backend
+    that is judged (the reference, or one under test; the float64 oracle arbitrates every comparison
+    and is not itself tested) in a mode it computes, or run --chained with a backend under test."""
+    modes = list(options.modes)
+    tested = [b for b in options.backends if registry.get(b).role != registry.ORACLE
+              and set(modes) & set(registry.get(b).modes)]
+    chained = options.chained and any(registry.get(b).role == registry.UNDER_TEST for b in options.backends)
+    if tested or chained:
+        return None
+    said = []
+    for b in options.backends:
+        info = registry.get(b)
+        said.append(f"{b} arbitrates, it is not tested" if info.role == registry.ORACLE else
+                    f"{b} computes {','.join(info.modes) or 'no mode'}")
+    return (f"--backend {','.join(options.backends)} --modes {','.join(modes) or repr('')}"
+            f"{'' if options.chained else ' (and no --chained)'}: nothing would be tested ({'; '.join(said)}); "
+            f"name the reference or a backend under test, and a mode it computes (see `irtrace backends`)")
 
 
 @dataclass
@@ -76,7 +123,8 @@ def run(bundle, options, progress=None, done=None, on_node=None):
     if options.chained:
         from irtrace.replay.chained import chained_replay
         from irtrace.replay.engine import WorkerPool
-        pool = WorkerPool()
+        from irtrace.replay.worker import start_wait
+        pool = WorkerPool(start_wait(options.timeout))
         try:
             # the oracle arbitrates the chains; it is not one of the backends under test there
             # and the reference is what every chain is compared with: a chained torch row would be torch vs torch

@@ -14,9 +14,22 @@ and the host's judging code: they are kept too (a JSON file per call, and one mo
 rounding estimate was asked for, named by a hash of the answer files' sizes and modification times,
 the policy, every irtrace source file and the rest of what decides them), so a replay of the
 reference reads them instead of judging again (engine.judge_all).
+
+Nothing in BUNDLE.cache/ is trusted as it is (irtrace/trust.py): every file is signed with an HMAC under
+this user's key (an answer over its status, reply and every byte of its arrays; judged rows over their
+text), and an entry whose signature does not verify is computed again. File names carry the key's
+fingerprint, so a cache copied from another bundle, user or machine is never read; the bundle's content
+key hashes every byte of its value store, so an edit that keeps the file's size and modification time
+is another key. Verifying a large answer reads every byte of it (ResNet-50's answers are 1.5 GB): once
+a memory-mapped answer verified, its identity (device, inode, size, modification and change time) is
+remembered, signed, in the user's cache folder (`verified/`), and a later replay that finds the file
+with that identity does not read it twice. Any write to it, and any os.utime after one, sets its change
+time to the clock's now, which no user can choose; an answer changed less than 2 s before it was
+verified is verified again next time (a write in the same clock tick keeps its identity).
 """
 import functools
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -27,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from irtrace import compare
+from irtrace import compare, trust
 from irtrace.replay import backends as registry
 from irtrace.version import __version__
 
@@ -74,6 +87,23 @@ def _worker_key(name):
 
 
 SMALL = 1 << 20  # bytes: a cache entry up to this size is read whole, not memory-mapped
+VERIFIED = "verified"  # in the user's cache folder: per cache, the answers already verified, by identity
+_SETTLED_NS = 2 * 10**9  # an answer changed this recently is verified again next time
+
+
+def _identity(path):
+    st = os.stat(path)
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _settled(identity):
+    import time
+    return time.time_ns() - max(identity[3], identity[4]) > _SETTLED_NS
+
+
+def _answer(meta, out):
+    status = meta["status"] if meta["status"] == "ok" else compare.Verdict(meta["status"])
+    return status, meta["reply"], out
 
 
 class ResultCache:
@@ -82,35 +112,76 @@ class ResultCache:
 
     def __init__(self, bundle, roles):
         self.dir = Path(str(bundle.path).rstrip("/") + ".cache")
-        base = hashlib.sha256((bundle.content_key + _code_key()).encode())
+        # without a key nothing can be verified: nothing is read or kept
+        self.usable = trust.available()
+        base = hashlib.sha256((bundle.content_key + _code_key() + trust.fingerprint()).encode())
         self.marker = self.dir / f"{base.hexdigest()[:40]}.replayed"
         self.keys = {}
         for role in roles:
             h = base.copy()
             h.update(_worker_key(role).encode())
             self.keys[role] = h
-        self.writable = True
+        self.writable = self.usable
+        # answers whose every byte was verified, by identity: name -> [dev, ino, size, mtime_ns, ctime_ns]
+        self.index = trust.cache_root() / VERIFIED / (
+            hashlib.sha256(os.fsencode(os.path.abspath(self.dir))).hexdigest()[:40] + ".json")
+        self.seen = self._read_index() if self.usable else {}
+        self.newly = {}
+
+    def _read_index(self):
+        text = _verified(self.index)
+        try:
+            seen = json.loads(text) if text is not None else {}
+        except ValueError:
+            return {}
+        return seen if isinstance(seen, dict) else {}
+
+    def _keep_index(self):
+        """Add the answers verified in this replay to the index (read again first: another replay may
+        have added its own meanwhile; one lost in a race is only verified once more)."""
+        if not self.newly:
+            return
+        text = json.dumps({**self._read_index(), **self.newly}, sort_keys=True)
+        tmp = self.index.with_name(f".{self.index.name}.{os.getpid()}.tmp")
+        try:
+            self.index.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(_signed(self.index.name, text))
+            os.replace(tmp, self.index)
+            self.newly = {}
+        except OSError as e:  # a read-only cache folder: verified again next time
+            log.info("%s: cannot keep the verified answers (%s)", self.index, e)
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
 
     def warm(self):
         """Whether an earlier replay of this bundle with this code left its answers here (then the
         reference and the oracle start only when one is missing)."""
-        return self.marker.exists()
+        return self._kept() is not None
 
     def replayed(self, versions):
         """Mark the end of a replay that kept its answers; keep the cached roles' versions (a later
         replay that starts neither reports them)."""
         if self.writable and self.dir.is_dir():
+            # each versions dict in the order its worker gave it: a cached report is the same bytes
             kept = {role: versions[role] for role in self.keys if role in versions}
-            try:
-                self.marker.write_text(json.dumps(kept, sort_keys=True))
-            except OSError:
-                pass
+            text = json.dumps(kept)
+            self._write(self.marker, lambda tmp: tmp.write_text(_signed(self.marker.name, text)))
+        if self.usable:
+            self._keep_index()
 
     def versions(self):
+        """The cached roles' versions an earlier replay kept ({} when none is, or not verified)."""
+        return self._kept() or {}
+
+    def _kept(self):
+        text = _verified(self.marker) if self.usable else None
         try:
-            return json.loads(self.marker.read_text()) if self.marker.exists() else {}
-        except (OSError, ValueError):
-            return {}
+            kept = json.loads(text) if text is not None else None
+        except ValueError:
+            return None
+        return kept if isinstance(kept, dict) else None
 
     def _path(self, call, role, h=None, suffix="safetensors"):
         h = self.keys[role].copy() if h is None else h
@@ -140,12 +211,12 @@ class ResultCache:
         path = self._judged_path(call, policy, basis)
         if path is None:
             return None
-        try:
-            rows = json.loads(path.read_bytes())
-            return [compare.Result.from_json(r) for r in rows]
-        except FileNotFoundError:
+        text = _verified(path)
+        if text is None:  # absent, torn, edited or another user's: judged again
             return None
-        except Exception as e:  # noqa: BLE001 - a torn or foreign file: judged again
+        try:
+            return [compare.Result.from_json(r) for r in json.loads(text)]
+        except Exception as e:  # noqa: BLE001 - signed but unreadable (another irtrace's schema): judged again
             log.info("%s: unreadable judged rows (%s); judging again", path, e)
             return None
 
@@ -158,31 +229,43 @@ class ResultCache:
         except (TypeError, ValueError) as e:
             log.info("%s: not keeping the judged rows of %s %s (%s)", self.dir, call.spec.name, call.mode, e)
             return
-        if not self._write(path, lambda tmp: tmp.write_text(text)):
+        if not self._write(path, lambda tmp: tmp.write_text(_signed(path.name, text))):
             log.info("%s: not keeping the judged rows of %s %s", self.dir, call.spec.name, call.mode)
 
     def get(self, call, role):
-        if role not in self.keys:
+        if role not in self.keys or not self.usable:
             return None
         path = self._path(call, role)
         if not path.exists():
             return None
         from irtrace.store import LazyValues
+        before = None  # a memory-mapped answer's identity
         try:
             if path.stat().st_size <= SMALL:  # a copy is cheaper than mapping and validating a small file
                 from safetensors import safe_open
                 with safe_open(str(path), framework="numpy") as f:
-                    meta = json.loads(f.metadata()["irtrace"])
+                    metadata = f.metadata()
+                    meta = json.loads(metadata["irtrace"])
                     out = [f.get_tensor(str(k)) if k not in meta["none"] else None for k in range(meta["n"])]
             else:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
+                before = _identity(path)
                 f = LazyValues(path)
-                meta = json.loads(f.metadata["irtrace"])
+                metadata = f.metadata
+                meta = json.loads(metadata["irtrace"])
                 out = [f[str(k)] if k not in meta["none"] else None for k in range(meta["n"])]
+                if self.seen.get(path.name) == before == _identity(path):  # verified before, unchanged since
+                    return _answer(meta, out)
+            signed = _answer_signer(path.name, metadata["irtrace"], out)
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
             log.info("%s: unreadable cache entry (%s); computing it again", path, e)
             return None
-        status = meta["status"] if meta["status"] == "ok" else compare.Verdict(meta["status"])
-        return status, meta["reply"], out
+        if signed is None or not hmac.compare_digest(signed.hexdigest(), str(metadata.get("sig"))):
+            log.info("%s: cache entry not signed by this user's key (edited, or written elsewhere); computing "
+                     "it again", path)
+            return None
+        if before is not None and _settled(before) and _identity(path) == before:
+            self.newly[path.name] = before
+        return _answer(meta, out)
 
     def put(self, call, role, status, reply, out):
         if role not in self.keys or not self.writable or status not in KEPT:
@@ -191,9 +274,13 @@ class ResultCache:
         path = self._path(call, role)
         # np.array, not np.ascontiguousarray: that makes a 0-d result 1-d
         tensors = {str(k): np.array(a, order="C") for k, a in enumerate(out) if a is not None}
-        meta = {"status": str(status), "reply": reply, "n": len(out),
-                "none": [k for k, a in enumerate(out) if a is None]}
-        if not self._write(path, lambda tmp: save_file(tensors, str(tmp), metadata={"irtrace": json.dumps(meta)})):
+        meta = json.dumps({"status": str(status), "reply": reply, "n": len(out),
+                           "none": [k for k, a in enumerate(out) if a is None]})
+        signed = _answer_signer(path.name, meta, [tensors.get(str(k)) for k in range(len(out))])
+        if signed is None:
+            return
+        metadata = {"irtrace": meta, "sig": signed.hexdigest()}
+        if not self._write(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata)):
             self.writable = False
             log.info("%s: not caching the reference and oracle results", self.dir)
 
@@ -204,12 +291,48 @@ class ResultCache:
         try:
             self.dir.mkdir(exist_ok=True)
             write(tmp)
+            trust.shared_mode(tmp, folder=False)  # safetensors writes 0600: the umask decides, as for any file
             os.replace(tmp, path)
             return True
-        except (OSError, ValueError, TypeError) as e:
+        except Exception as e:  # noqa: BLE001 - a full disk (safetensors wraps ENOSPC in its own error), a
+            # read-only folder, a value safetensors refuses: the cache is an optimisation, the replay goes on
+            from irtrace.store import write_failure
+            if not (write_failure(e) or isinstance(e, (OSError, ValueError, TypeError))):
+                raise
             log.info("%s: cannot write %s (%s)", self.dir, path.name, e)
             try:
                 tmp.unlink()
             except OSError:
                 pass
             return False
+
+
+def _answer_signer(name, meta, arrays):
+    """The HMAC of an answer entry: its file name, its metadata text and each array's dtype, shape and
+    bytes (None: no array at that position); None without a key."""
+    h = trust.signer("answer", name, meta)
+    if h is None:
+        return None
+    for k, a in enumerate(arrays):
+        if a is None:
+            h.update(f"{k} none;".encode())
+            continue
+        a = np.asarray(a)
+        h.update(f"{k} {a.dtype.str} {list(a.shape)};".encode())
+        h.update(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+    return h
+
+
+def _signed(name, text):
+    """A small cache file's content: the signature of (its name, `text`), a newline, then `text`."""
+    return f"{trust.sign('cache file', name, text)}\n{text}"
+
+
+def _verified(path):
+    """The text of a small cache file written by _signed, or None (absent, torn, or not signed by this
+    user's key under this name)."""
+    try:
+        sig, _, text = path.read_text().partition("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if trust.verify(sig, "cache file", path.name, text) else None

@@ -23,7 +23,8 @@ from backends._runtime.wire import Status
 from irtrace.replay.batch import Batches
 from irtrace.replay.cache import ResultCache
 from irtrace.replay.call import bundle_paths, differentiated, from_bundle
-from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt
+from irtrace.replay.select import search_names
+from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt, start_wait
 
 log = logging.getLogger(__name__)
 MODES = ("fwd", "vjp", "vjp2")
@@ -76,10 +77,10 @@ def _select(specs, nodes_regex, ops):
     out = list(enumerate(specs))
     if nodes_regex:
         try:
-            rx = re.compile(nodes_regex)
+            re.compile(nodes_regex)
         except re.error as e:
             raise IrtraceError(f"bad --nodes regex {nodes_regex!r}: {e}") from e
-        out = [(i, s) for i, s in out if rx.search(s.name)]
+        out = [out[k] for k in search_names(nodes_regex, [s.name for _, s in out])]
     if ops:
         known = {s.op_type for s in specs}
         for o in ops:
@@ -99,11 +100,18 @@ class WorkerPool:
     """One worker per backend per thread (thread-local), all closed at the end. A worker that fails
     to start is not an error here: its calls fail with the reason (WorkerProxy.ensure)."""
 
-    def __init__(self):
+    def __init__(self, start_timeout=None):
         self.local = threading.local()
         self.all = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.start_timeout = start_timeout  # seconds a worker's start may take (None: WorkerProxy's default)
+
+    def _proxy(self, info):
+        w = adopt(info) or WorkerProxy(info)
+        if self.start_timeout is not None:
+            w.start_timeout = self.start_timeout
+        return w
 
     def _mine(self):
         d = getattr(self.local, "workers", None)
@@ -117,7 +125,7 @@ class WorkerPool:
         d = self._mine()
         if name not in d:
             info = registry.get(name)
-            w = d[name] = adopt(info) or WorkerProxy(info)
+            w = d[name] = self._proxy(info)
             with self.lock:
                 self.all.append(w)
             _start(w)
@@ -126,7 +134,7 @@ class WorkerPool:
     def prestart(self, names):
         """Start this thread's workers for `names` concurrently (each start imports a framework)."""
         d = self._mine()
-        workers = {n: adopt(registry.get(n)) or WorkerProxy(registry.get(n)) for n in names if n not in d}
+        workers = {n: self._proxy(registry.get(n)) for n in names if n not in d}
         d.update(workers)
         with self.lock:
             self.all.extend(workers.values())
@@ -285,7 +293,7 @@ def replay(bundle, backends, modes=MODES, nodes_regex=None, ops=None, jobs=1, ti
     path = bundle_paths(bundle)
     shapes_only = shape_arithmetic(model, bundle.state)
     use_oracle = registry.get(ORACLE).unavailable() is None
-    pool = WorkerPool()
+    pool = WorkerPool(start_wait(timeout))
     results = ResultCache(bundle, [REFERENCE] + ([ORACLE] if use_oracle else [])) if cache else None
 
     def on_backends(spec):

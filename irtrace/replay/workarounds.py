@@ -52,6 +52,14 @@ def code_of(pool, backend, spec, name, timeout):
     return "".join(f"{line}\n" for line in reply["imports"]) + ("\n\n" if reply["imports"] else "") + reply["op"]
 
 
+def declared(pool, backend, spec, timeout):
+    """{name: description} of the alternatives `backend` itself declares for the op of `spec` (its
+    workers' "alternatives" reply; {} when it declares none or cannot answer)."""
+    reply = _ask(pool, backend, {"kind": "alternatives", "spec": spec.to_json()}, timeout)
+    return {a["name"]: a["description"] for a in (reply or {}).get("alternatives", [])
+            if isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("description"), str)}
+
+
 def worst(verdicts):
     return max(verdicts, key=lambda v: compare.SEVERITY.get(v, 0))
 

@@ -77,6 +77,15 @@ def discard_early():
         _EARLY.popitem()[1].kill()
 
 
+START_MIN_S = 30.0  # the shortest wait for a worker's hello: a framework's import (TensorFlow: 4.6 s here, idle)
+
+
+def start_wait(timeout):
+    """How long a replay with per-call `timeout` waits for a worker to start: as long, but at least
+    START_MIN_S (a framework's import is not a node's call)."""
+    return max(float(timeout), START_MIN_S)
+
+
 class WorkerProxy:
     """One backend's worker process, restarted when it dies. Every request carries an id that its reply
     echoes (`send` returns it, `receive` asks for it): a reply is credited to the request it answers or to

@@ -17,7 +17,7 @@ body{{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;font-size:12px}} .legend span{{margin-right:10px}}
 </style></head><body>
 <h1>irtrace replay of {title}</h1>
-<p>{summary}</p>
+<p>{summary}</p>{warnings}
 <div class="legend">{legend}</div>
 <h2>Findings</h2>{findings}
 {extra}
@@ -105,7 +105,10 @@ def _emit(report, extra_html, out):
     colors = json.dumps({str(k) if k else "null": v for k, v in _COLORS.items()})
     columns = json.dumps([[key, title] for key, title, _ in compare.DISPLAY])
     before, after = _PAGE.split("{data}")
+    warnings = "".join(f'<p style="color:#b00"><b>warning:</b> {html.escape(w["message"])}</p>'
+                       for w in report.get("warnings", []))
     fields = dict(title=html.escape(str(report["bundle"]["name"])), summary=html.escape(summary), legend=legend,
+                  warnings=warnings,
                   findings=findings, extra=extra_html, colors=colors, columns=columns)
     out(before.format(**fields))
     head = json.dumps({k: v for k, v in report.items() if k != "nodes"}, allow_nan=True)

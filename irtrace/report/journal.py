@@ -4,12 +4,20 @@ Each line is one write() of a whole line to a file opened for appending, so a ki
 most a truncated last line, which a resume drops. Line 1 says which replay it belongs to (the bundle's
 content and the options that decide verdicts); `irtrace replay --resume` reads the journal, keeps its
 nodes and runs only the others (docs/report.md).
+
+Every line ends with `"sig": "<HMAC>"}`, its signature under this user's key (irtrace/trust.py), a
+node's bound to its journal's header: a line that does not verify (edited, spliced in from another
+journal, written by another user or machine) is dropped and its node runs again; a header that does not
+verify starts the journal over. The header's "bundle" hashes every byte of the bundle, so a bundle
+edited since (even keeping its files' sizes and modification times) is another replay, refused.
 """
 import json
 import os
+import re
 from dataclasses import asdict
 from pathlib import Path
 
+from irtrace import trust
 from irtrace.errors import IrtraceError
 from irtrace.replay.engine import NodeReport
 from irtrace.report.json_report import clean, write_atomic
@@ -31,21 +39,28 @@ class Journal:
     def __init__(self, out, head, resume=False):
         self.path = Path(out) / NAME
         self.done = {}
+        self.dropped = 0        # lines (nodes) of the old journal that did not verify: run again
+        self.restarted = False  # the old journal's header did not verify: started over
+        self.head_text = json.dumps(head, sort_keys=True)
+        self.head_sig = trust.sign("journal header", self.head_text)
+        if resume and not trust.available():
+            raise IrtraceError(f"{self.path}: cannot resume without the signing key that proves the journal "
+                               f"is this user's (see the warning above)")
         if resume and self.path.exists():
             self.done = self._read(head)
         else:
-            self._write_new(head)
+            self._write_new()
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
-    def _write_new(self, head):  # an old journal is replaced whole, never mixed with this run
-        write_atomic(self.path, json.dumps(head, sort_keys=True) + "\n")
+    def _write_new(self, lines=()):  # an old journal is replaced whole, never mixed with this run
+        write_atomic(self.path, "".join(f"{ln}\n" for ln in [_sign(self.head_text, self.head_sig), *lines]))
 
     def _read(self, head):
         raw = self.path.read_bytes()
         complete = raw[:raw.rfind(b"\n") + 1]  # a run killed mid-write leaves a partial last line: dropped
         lines = complete.decode("utf-8", errors="replace").splitlines()
         if not lines:
-            self._write_new(head)
+            self._write_new()
             return {}
         try:
             first = json.loads(lines[0])
@@ -53,28 +68,65 @@ class Journal:
             first = None
         if not isinstance(first, dict) or first.get("schema") != SCHEMA:
             raise IrtraceError(f"{self.path}: line 1 is not an irtrace journal header; cannot resume from it")
+        first.pop("sig", None)
         if first != head:
             what = "bundle" if first.get("bundle") != head["bundle"] else "options " + ", ".join(
                 k for k in sorted(set(head["options"]) | set(first.get("options", {})))
                 if head["options"].get(k) != first.get("options", {}).get(k))
             raise IrtraceError(f"{self.path}: written by another replay ({what} differ); "
                                f"run without --resume, or give another -o")
-        done = {}
+        text, sig = _split(lines[0])
+        if text is None or not trust.verify(sig, "journal header", text):  # edited, or another user's: nothing kept
+            self.restarted = True
+            self._write_new()
+            return {}
+        # equal to this replay's header (above), if not as text (120 and 120.0): its lines are signed under it
+        self.head_text, self.head_sig = text, sig
+        done, kept = {}, []
         for k, line in enumerate(lines[1:], start=2):
             try:
                 node = NodeReport.from_json(json.loads(line))
             except (ValueError, KeyError, TypeError) as e:
                 raise IrtraceError(f"{self.path}: line {k} is not a node's results ({type(e).__name__}: {e}); "
                                    f"cannot resume from it") from None
+            text, sig = _split(line)
+            if text is None or not trust.verify(sig, "journal line", self.head_sig, text) or node.name in done:
+                self.dropped += 1
+                continue
             done[node.name] = node
-        if len(complete) != len(raw):
+            kept.append(line)
+        if self.dropped:
+            self._write_new(kept)  # without the lines that did not verify: their nodes are appended again
+        elif len(complete) != len(raw):
             with open(self.path, "r+b") as f:
                 f.truncate(len(complete))
         return done
 
     def append(self, node):
         # keys in their own order (not sorted): a resumed report.json must be the same bytes
-        os.write(self.fd, (json.dumps(clean(node.to_json()), allow_nan=False) + "\n").encode())
+        text = json.dumps(clean(node.to_json()), allow_nan=False)
+        line = (_sign(text, trust.sign("journal line", self.head_sig, text)) + "\n").encode()
+        try:
+            if os.write(self.fd, line) != len(line):
+                raise OSError(28, "short write (the disk is full)")
+        except OSError as e:  # a full disk or quota: the nodes already appended are whole; resume later
+            raise IrtraceError(f"{self.path}: cannot append node {node.name!r} ({e.strerror}); free space, then "
+                               f"finish with the same command and --resume") from e
 
     def close(self):
         os.close(self.fd)
+
+
+_SIGNED = re.compile(r'(\{.+), "sig": "([0-9a-f]{64})"\}')
+
+
+def _sign(text, sig):
+    """A JSON object's text with its signature as a last key (a line any JSON reader still reads)."""
+    return f'{text[:-1]}, "sig": "{sig}"}}' if sig is not None else text
+
+
+def _split(line):
+    """(the text that was signed: the line without its "sig" key, the signature), or (None, None)."""
+    m = _SIGNED.fullmatch(line)
+    return (f"{m.group(1)}}}", m.group(2)) if m else (None, None)
+

@@ -70,9 +70,35 @@ def build(replay, findings, strict=False):
         "elapsed_s": round(replay.elapsed_s, 3),
         "nodes": [{**n.to_json(), "worst": _worst(n)} for n in replay.nodes],
         "findings": [_with_workarounds(replay, asdict(f)) for f in findings],
+        "warnings": warnings(replay),
         "speed": speed(replay),
         "summary": {**summary, "nodes": len(replay.nodes), "findings": len(findings), "strict": strict},
     })
+
+
+def warnings(replay):
+    """What leaves part of the model untested without being a finding (docs/report.md, "Warnings"): the
+    nodes no backend could judge because the reference itself cannot run their op (every comparison is
+    with the reference, so nothing there was compared). A run with a warning fails under $CI or --strict."""
+    ref = registry.reference()
+    by_op = {}
+    for node in replay.nodes:
+        modes = [r.mode for r in node.results if r.backend == ref and r.output == "*"
+                 and r.verdict == compare.UNSUPPORTED]
+        if modes:
+            by_op.setdefault((node.domain, node.op_type), []).append(node.name)
+    out = []
+    for (domain, op), names in by_op.items():
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        out.append({"kind": "unjudged", "op_type": op, "domain": domain, "nodes": names,
+                    "message": f"no backend could judge {len(names)} node(s) of op {(domain + '.') if domain else ''}"
+                               f"{op} ({shown}): the reference ({ref}) cannot run it, so nothing there is "
+                               f"compared; this fails the run under $CI or --strict"})
+    if replay.nodes and not any(node.results for node in replay.nodes):
+        out.append({"kind": "nothing judged", "op_type": None, "domain": None, "nodes": [],
+                    "message": f"no result was judged on the {len(replay.nodes)} node(s) selected (see each node's "
+                               f"skipped entries); this fails the run under $CI or --strict"})
+    return out
 
 
 def _with_workarounds(replay, finding):
@@ -170,6 +196,8 @@ def chained_failures(report):
     return out
 
 
-def exit_code(report):
-    """0 nothing failing, 1 a finding (isolated, or chained: see chained_failures)."""
-    return 1 if report["findings"] or chained_failures(report) else 0
+def exit_code(report, ci=False):
+    """0 nothing failing, 1 a finding (isolated, or chained: see chained_failures), or a warning (a part of
+    the model nothing judged) where `ci` ($CI set) or the replay was --strict."""
+    failing_warning = bool(report.get("warnings")) and (ci or report["summary"].get("strict"))
+    return 1 if report["findings"] or chained_failures(report) or failing_warning else 0

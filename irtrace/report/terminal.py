@@ -96,5 +96,11 @@ def summary_line(report):
 def show(report, stream=None):
     import sys
     stream = stream or sys.stdout
-    for line in finding_lines(report, color=stream.isatty()) + speed_lines(report) + [summary_line(report)]:
+    for line in finding_lines(report, color=stream.isatty()) + speed_lines(report) + warning_lines(report) + \
+            [summary_line(report)]:
         print(line, file=stream)
+
+
+def warning_lines(report):
+    """One line per warning (json_report.warnings), just above the summary line."""
+    return [printable(f"warning: {w['message']}") for w in report.get("warnings", [])]

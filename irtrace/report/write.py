@@ -38,15 +38,67 @@ def default_out(bundle):
     return Path(str(bundle.path).rstrip("/") + ".replay")
 
 
-def prepare_out(out):
-    """Create the output folder `out` (and its parents) and prove it writable, before a replay runs."""
+REPORT_FILES = ("report.json", "report.html", "timings.json", "chained.png")
+
+
+LOCK = ".irtrace.lock"
+
+
+def prepare_out(out, replaced=(), claim=False):
+    """Create the output folder `out` (and its parents) and prove it writable, before a replay (or a
+    diff) runs; then remove the files of `replaced` there (an earlier run's reports), so that a run that
+    fails or is killed leaves nothing that reads as its own result. `claim`: hold `out` for this process
+    (an exclusive lock on OUT/.irtrace.lock, released when the returned file is closed or the process
+    ends): a second replay into the same folder at the same time is refused instead of mixing its
+    journal and reports with the first's."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise IrtraceError(f"output folder {out}: exists and is not a folder")
+    held = None
     try:
         out.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".irtrace-probe-", dir=out)
         os.close(fd)
         os.unlink(probe)
+        if claim:
+            held = _claim(out)
+        remove(out, replaced, strict=True)
     except OSError as e:
+        if held is not None:
+            held.close()
         raise IrtraceError(f"output folder {out}: cannot write there ({e.strerror}: {e.filename})") from None
+    return held
+
+
+def _claim(out):
+    import fcntl
+    held = open(Path(out) / LOCK, "a+")
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        held.seek(0)
+        who = held.read().strip()[:40]
+        held.close()
+        raise IrtraceError(f"output folder {out}: another irtrace replay is writing there"
+                           + (f" (pid {who})" if who else "") + "; wait for it to end, or give another -o") from None
+    except OSError:  # a filesystem without locks: nothing to hold, as before
+        return held
+    held.seek(0)
+    held.truncate()
+    held.write(str(os.getpid()))
+    held.flush()
+    return held
+
+
+def remove(out, names, strict=False):
+    """Remove the files `names` from folder `out` where they are (and their temporary siblings);
+    `strict`: an OSError other than "not there" is raised."""
+    for name in names:
+        for p in (Path(out) / name, Path(out) / f".{name}.tmp"):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                if strict:
+                    raise

@@ -316,8 +316,9 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
         write_npz(folder / "data.npz", npz)
         run = standalone.run_script(info, folder, text)
     got_w = data.get("backend_result")
+    workarounds = own_workarounds(pool, backend, spec, f.get("workarounds"), timeout)
     ctx.update(form=form, output=run.output, exit_code=run.code, anonymize=anonymize, api=standalone.api_of(text),
-               has_data=(folder / "data.npz").exists(), workarounds=f.get("workarounds"),
+               has_data=(folder / "data.npz").exists(), workarounds=workarounds,
                all_zero=got_w is not None and got_w.size > 0 and not np.any(got_w) and "reference" in data
                and bool(np.any(data["reference"])))
     if verdict not in (compare.CRASH, compare.TIMEOUT):
@@ -325,9 +326,9 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
                                                         script.safe(ctx["title"], 200))
     (folder / "issue.md").write_text(script.render_issue(ctx, text))
     write_npz(folder / "case.npz", data)  # every array of the shrunk case, for tools and tests
-    matching = [w for w in f.get("workarounds") or [] if isinstance(w, dict) and w.get("matches")]
-    if matching:  # the first matching workaround's code, as the report has it
-        (folder / "workaround.py").write_text(str(matching[0].get("code", "")).rstrip() + "\n")
+    matching = [w for w in workarounds if w["matches"] and w["code"]]
+    if matching:  # the first matching workaround's code, as the backend declares it
+        (folder / "workaround.py").write_text(matching[0]["code"].rstrip() + "\n")
     (folder / "finding.json").write_text(json.dumps(clean({
         "id": f["id"], "backend": backend, "mode": mode, "verdict": verdict, "label": label, "node": spec.name,
         "numbers": numbers, "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),
@@ -349,6 +350,30 @@ def _nondiff(own, wrt, inputs):
     if wrt is None:
         return list(own)
     return [k for k in range(len(inputs)) if k not in wrt]
+
+
+def own_workarounds(pool, backend, spec, claimed, timeout):
+    """The workarounds report.json lists for a finding, each with its name, description and code as the
+    backend itself declares them (backends/<name>/workarounds.py, through its worker's "alternatives"
+    and "source" replies), never as report.json holds them: a report is user input, and what issue.md
+    shows and workaround.py holds is read and run by people. Only the verdicts come from the report; an
+    entry the backend does not declare for this op is left out."""
+    from irtrace.replay.workarounds import code_of, declared
+    claimed = [w for w in claimed or [] if isinstance(w, dict) and isinstance(w.get("name"), str)]
+    if not claimed:
+        return []
+    offered = declared(pool, backend, spec, timeout)
+    out = []
+    for w in claimed:
+        if w["name"] not in offered:
+            log.warning("%s: the report lists a workaround %r that %s does not declare for %s; left out",
+                        spec.name, w["name"][:80], backend, spec.op_type)
+            continue
+        verdicts = w.get("verdicts") if isinstance(w.get("verdicts"), dict) else {}
+        out.append({"name": w["name"], "description": offered[w["name"]], "matches": w.get("matches") is True,
+                    "verdicts": {str(m): str(v) for m, v in verdicts.items()},
+                    "code": code_of(pool, backend, spec, w["name"], timeout)})
+    return out
 
 
 def _plain_attrs(attrs):

@@ -105,8 +105,14 @@ def _call_form(block, imports, names, inputs, attrs):
     args = [n if a is not None else "None" for n, a in zip(names, inputs)]
     while args and args[-1] == "None":
         args.pop()
-    kw = [f"{k}={straight.literal_source(v)}" for k, v in attrs.items()]
+    kw = [_keywords(attrs)] if attrs else []
     return [], f"op({', '.join(args + kw)})", [block], list(imports)
+
+
+def _keywords(attrs):
+    """`**{'name': value, ...}`: attribute names from a bundle are written as string literals, never as
+    source (store_check refuses names that are not identifiers; this holds whatever reaches here)."""
+    return "**{" + ", ".join(f"{str(k)!r}: {straight.literal_source(v)}" for k, v in attrs.items()) + "}"
 
 
 def _node_form(spec_json, names, inputs):
@@ -128,7 +134,7 @@ def _node_form(spec_json, names, inputs):
         ins.pop()
     n_out = len(spec_json["outputs"])
     outs = [f"y{j}" for j in range(n_out)]
-    kw = "".join(f", {k}={straight.literal_source(v)}" for k, v in attrs.items())
+    kw = f", {_keywords(attrs)}" if attrs else ""
     vi = ", ".join(f"helper.make_tensor_value_info({n!r}, {int(helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype))}, "
                    f"{list(np.shape(a))})" for n, a in zip(names, inputs) if a is not None)
     lines = [f"node = helper.make_node({node.op_type!r}, {ins!r}, {outs!r}{kw}"
