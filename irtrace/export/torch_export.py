@@ -365,20 +365,24 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     outputs = [o.name for o in graph.graph.output if o.name not in state_outputs.values()]
     differentiable = gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params])
     values, specs, _ = record(graph, feeds, outputs, loss=loss, seed=seed, sources=differentiable)
-    try:
-        _gradient_check(model, inputs, masks, draws, values, outputs, loss, graph, graph_inputs)
-    finally:
-        model.load_state_dict(state)
     # the checks and the manifest run while the recorded values are written (store.write_while)
+    def gradients():  # after the forward's check: a graph whose outputs differ is named for that first
+        try:
+            _gradient_check(model, inputs, masks, draws, values, outputs, loss, graph, graph_inputs)
+        finally:
+            model.load_state_dict(state)
     return store.write_while(path, values, lambda: _finish(
         graph, values, specs, outputs, ref_out, submodule_out, sources, state_outputs, state_after, feeds,
-        graph_inputs, original_attrs, params, state, model_name, model, train, seed, loss, t_export), force=force)
+        graph_inputs, original_attrs, params, state, model_name, model, train, seed, loss, t_export, gradients),
+        force=force)
 
 
 def _finish(graph, values, specs, outputs, ref_out, submodule_out, sources, state_outputs, state_after, feeds,
-            graph_inputs, original_attrs, params, state, model_name, model, train, seed, loss, t_export):
-    """(graph, manifest) of an export: the export check against the module, value info, the IR check."""
+            graph_inputs, original_attrs, params, state, model_name, model, train, seed, loss, t_export, gradients):
+    """(graph, manifest) of an export: the export check against the module (outputs, then parameter
+    gradients), value info, the IR check."""
     _export_check(graph, values, outputs, ref_out, submodule_out, sources, state_outputs, state_after)
+    gradients()
     canonical.set_value_info(graph, specs)
     canonical.check(graph)
 
