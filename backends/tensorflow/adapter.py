@@ -26,6 +26,7 @@ class TensorFlowAdapter(AutodiffAdapter):
     recipe = repro.RECIPE
     table = OPS
     autodiff = autodiff
+    port = "backends.tensorflow.port"  # runs a user's TensorFlow port (irtrace port)
 
     def _run(self, fn, *args, **kw):
         try:

@@ -236,7 +236,11 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
                                 "create_graph / outside the outer GradManager)")
     report.first_forward = next((r for r in report.modules if r["verdict"] in compare.FAILING), None)
     report.first_backward = next((r for r in report.grads if r["verdict"] in compare.FAILING), None)
-    report.port_modules = described.get("modules", [])
+    # what the step showed of a module (a padding that depends on its input's size, a padding layer before it)
+    # completes what its description said
+    seen = reply.get("attributes") or {}
+    report.port_modules = [{**mod, "attributes": {**(mod.get("attributes") or {}), **seen.get(mod["path"], {})}}
+                           for mod in described.get("modules", [])]
     return report
 
 
