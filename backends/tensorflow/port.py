@@ -54,6 +54,7 @@ import keras
 from keras.src.models.functional import Functional  # what keras.Model(inputs, outputs) makes
 
 from backends._runtime.port import check_outputs
+from backends.tensorflow.adapter import readable
 
 _CONV = (keras.layers.Conv1D, keras.layers.Conv2D, keras.layers.Conv3D)
 _CONV_T = (keras.layers.Conv1DTranspose, keras.layers.Conv2DTranspose, keras.layers.Conv3DTranspose)
@@ -386,8 +387,8 @@ class _Capture:
             elif callable(getattr(type(m), "__call__", None)) and type(m).__call__ is not object.__call__:
                 cls = type(m)
                 wrapped = self._wrapper(path, m, lambda *a, _m=m, _c=cls, **k: _c.__call__(_m, *a, **k))
-                sub = type(cls.__name__, (cls,), {"__call__": lambda self_, *a, **k: wrapped(*a, **k),
-                                                  "__module__": cls.__module__})
+                sub = type(cls.__name__, (cls,), {"__call__": lambda self_, *a, _w=wrapped, **k: _w(*a, **k),
+                                                  "__module__": cls.__module__, "__qualname__": cls.__qualname__})
                 object.__setattr__(m, "__class__", sub)
                 self.undo.append((m, cls))
         return self
@@ -419,7 +420,15 @@ def _call(module, xs, train):
 def run(module, inputs, seeds, loss, train, capture=True):
     """One step: outputs, every submodule's first output, d loss / d each (the dot loss only), d loss /
     d each parameter, and the buffers after it; all in the bundle's layout but the parameter gradients
-    (the host puts those back)."""
+    (the host puts those back). TensorFlow's errors in TensorFlow's words, as the replay quotes them (one
+    line, the op named), so the host can find the isolated findings that fail the same way."""
+    try:
+        return _run(module, inputs, seeds, loss, train, capture)
+    except tf.errors.OpError as e:
+        raise type(e)(e.node_def, e.op, readable(e.message)).with_traceback(e.__traceback__) from None
+
+
+def _run(module, inputs, seeds, loss, train, capture):
     layout, why = boundary(module, inputs)
     xs = [tf.constant(_port(a, layout)) for a in inputs]
     floats = [x for x in xs if x.dtype.is_floating]

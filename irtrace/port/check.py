@@ -440,7 +440,8 @@ def _attribute_differences(bundle, report, path, nodes):
                 theirs = attrs[key]
                 theirs = theirs.tolist() if hasattr(theirs, "tolist") else theirs
                 if not _same(mine[key], theirs):
-                    out.append(f"{key} {mine[key]} in the port vs {theirs} in the bundle's {spec.op_type} ({name})")
+                    out.append(f"{key} {_shown(mine[key])} in the port vs {_shown(theirs)} in the bundle's {spec.op_type} "
+                               f"({name})")
     return out
 
 
@@ -469,6 +470,12 @@ def _effective_pads(bundle, specs, spec):
         return pads
     begins, ends = w[n - r:n], w[2 * n - r:]
     return [p + b for p, b in zip(pads[:r], begins)] + [p + e for p, e in zip(pads[r:], ends)]
+
+
+def _shown(v):
+    """An attribute as a reader wrote it: a float to float32's precision (the bundle's 1e-5 is stored as
+    9.999999747378752e-06)."""
+    return f"{v:.7g}" if isinstance(v, float) else v
 
 
 def _same(a, b):
