@@ -305,3 +305,60 @@ def test_tensorflow_wideresnet_example_ports_match(example_bundle, tmp_path, nam
     assert r["unaligned"] == ["block2.layer.0.pad1", "block3.layer.0.pad1"]
     if name == "wideresnet-train":
         assert len(r["state"]) == 14 and any("handed to the port's factory (recorded=)" in n for n in r["notes"])
+
+
+@pytest.mark.slow
+@only("tensorflow")
+def test_tensorflow_stylegan2_grouped_convs_are_the_framework_s_fault_and_the_workaround_port_matches(
+        example_bundle, tmp_path):
+    """backends/tensorflow/ports/stylegan2.py under the gradient penalty: written as the torch reference (the
+    batch as conv groups, the FIR filter as a depthwise conv), the step fails where TensorFlow's CPU kernels refuse
+    grouped convolutions, and the isolated Conv finding that fails the same way is named; written without grouped
+    convolutions (styles on the activations, channels folded into the batch), it matches end to end."""
+    b = example_bundle("stylegan2")
+
+    def check(factory):
+        out = tmp_path / factory
+        code = main(["port", str(b.path), "--port", f"backends.tensorflow.ports.stylegan2:{factory}", "--backend",
+                     "tensorflow", "--loss", "grad-penalty", "-o", str(out)])
+        return code, json.loads((out / "report.json").read_text())
+    code, r = check("synthesis")
+    (step,) = r["outputs"]
+    assert code == 1 and step["verdict"] == "ERROR"
+    assert "Gradients for grouped convolutions are not supported on CPU" in step["message"]
+    c = r["explanation"]["culprits"][0]
+    assert (c["op_type"], c["mode"], c["verdict"]) == ("Conv", "vjp", "ERROR")
+    assert "the framework's fault" in r["explanation"]["text"]
+    code, r = check("synthesis_workarounds")
+    assert code == 0 and not r["diverges"] and len(r["parameters"]) == 28 and len(r["modules"]) == 14
+
+
+@pytest.mark.slow
+@only("tensorflow")
+def test_tensorflow_capture_of_a_tf_module_does_not_change_its_results():
+    """The per-instance subclasses that wrap a tf.Module's __call__ change nothing (StyleGAN2's port, both losses)."""
+    info = backends.get("tensorflow")
+    code = """
+import numpy as np
+from backends.tensorflow import port
+from backends.tensorflow.ports import stylegan2
+rng = np.random.default_rng(0)
+xs = [rng.standard_normal(s).astype('float32') for s in [(2, 8), (2, 1, 4, 4), (2, 1, 8, 8), (2, 1, 8, 8)]]
+seed = rng.standard_normal((2, 3, 8, 8)).astype('float32')
+for loss in ('dot', 'grad-penalty'):
+    runs = []
+    for capture in (True, False):
+        m = stylegan2.synthesis_workarounds()
+        port.load(m, {n: np.random.default_rng(2).standard_normal(np.shape(v)).astype('float32') * 0.3
+                      for n, v, k in port.parameters(m)})
+        runs.append(port.run(m, xs, [seed], loss, True, capture=capture))
+    a, b = runs
+    same = all(np.array_equal(p, q) for p, q in zip(a['outputs'], b['outputs']))
+    same &= all(np.array_equal(a['params'][k], b['params'][k]) for k in a['params'])
+    restored = type(m.mapping) is stylegan2.MappingNetwork and type(m.synthesis.b8.conv0) is stylegan2.SynthesisLayer
+    print(loss, 'captured', len(a['modules']), len(a.get('grads', {})), 'same', same, 'restored', restored)
+"""
+    env = {**os.environ, **info.variables(), "PYTHONPATH": str(HERE.parent)}
+    r = subprocess.run([info.interpreter(), "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert "dot captured 14 14 same True restored True" in r.stdout, r.stdout + r.stderr
+    assert "grad-penalty captured 14 0 same True restored True" in r.stdout, r.stdout + r.stderr
