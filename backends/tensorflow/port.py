@@ -78,7 +78,7 @@ def not_ready(module):
     if unbuilt:
         return (f"the port's Keras model is not built ({', '.join(unbuilt[:3])}{', ...' if len(unbuilt) > 3 else ''} "
                 f"has no variables yet): call it once in the factory on inputs of the bundle's shape, "
-                f"e.g. model(tf.zeros((2, 16, 16, 3)))")
+                f"channels-last for an NHWC port: model(tf.zeros((N, H, W, C)))")
     return None
 
 
