@@ -148,11 +148,12 @@ def test_a_gradient_penalty_step_that_drops_the_penalty_is_named(head, tmp_path,
 
 
 @pytest.mark.slow
-@only("megengine")
-def test_megengine_batchnorm_double_backward_is_the_framework_s_fault_under_a_penalty(head, tmp_path):
-    """The correct port under the gradient penalty: MegEngine's train-mode BatchNorm double backward is off,
-    so the gradients of everything upstream of it diverge, and the cross-reference says so."""
-    code, r = port(head, "head", tmp_path, "--loss", "grad-penalty")
+@pytest.mark.parametrize("fw", each())
+def test_batchnorm_double_backward_is_the_framework_s_fault_under_a_penalty(head, tmp_path, fw):
+    """The correct port under the gradient penalty: MegEngine's train-mode BatchNorm double backward is off, and so
+    is TensorFlow's (tf.nn.moments takes the variance around stop_gradient(mean): right first derivatives, wrong
+    second ones), so the gradients of everything upstream of it diverge, and the cross-reference says so."""
+    code, r = port(head, "head", tmp_path, "--loss", "grad-penalty", fw=fw)
     assert code == 1 and not r["penalty_dropped"]
     c = r["explanation"]["culprits"][0]
     assert (c["op_type"], c["mode"], c["verdict"]) == ("TrainBatchNormalization", "vjp2", "DIVERGENT")
