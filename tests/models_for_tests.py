@@ -227,11 +227,11 @@ def weight_standardised_inputs():
     return (torch.randn(2, 3, 5, 5, generator=torch.Generator().manual_seed(1)),)
 
 
-def same_pad_wrn():
+def same_pad_wrn(fixed=True):
     """../shared/seeds/004's model: a WideResNet written for TensorFlow, whose stride-2 convolutions pad
-    'SAME' (nothing before, one after), seeded."""
+    'SAME' (nothing before, one after), seeded; `fixed=False`: padding 1 on every side, as torch's WideResNet."""
     torch.manual_seed(0)
-    m = KerasWRN(fixed=True)
+    m = KerasWRN(fixed=fixed)
     for mod in m.modules():
         if isinstance(mod, nn.BatchNorm2d):
             mod.weight.data.uniform_(0.5, 1.5)

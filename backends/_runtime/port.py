@@ -9,8 +9,11 @@ numpy and that framework only, with:
   modules(module)     -> [(path, class name, {attribute: value})]   attributes in ONNX's words (pads, strides,
                          epsilon, momentum, running_var_estimator): what the host compares with the bundle's nodes
   load(module, {name: numpy array in the port's layout})
+  not_ready(module)   -> None, or why the module cannot be described yet (optional: a Keras model not built)
   run(module, inputs, seeds, loss, train) -> {"outputs": [...], "modules": {path: array},
-                         "grads": {path: array}, "params": {name: array}, "buffers": {name: array}}
+                         "grads": {path: array}, "params": {name: array}, "buffers": {name: array},
+                         optionally "notes": [str] and "attributes": {path: {attribute: value}} (what the step
+                         showed, e.g. the pads a 'same' padding took at the input's size)}
 A factory that takes a `recorded` keyword gets the bundle's recorded random values (dropout masks by
 `<module>.dropout_mask`, draws by `<module>.random_<op>`): a port that uses them draws what torch drew.
 """
@@ -31,6 +34,9 @@ def handle(adapter, kind, msg, arrays):
         if not driver.is_module(module):
             raise _FactoryFailed(f"the port factory {msg['factory']!r} returned a {type(module).__name__}, not a "
                                  f"{adapter.framework} module")
+        why = driver.not_ready(module) if hasattr(driver, "not_ready") else None
+        if why:
+            raise _FactoryFailed(f"the port factory {msg['factory']!r}: {why}")
     except _FactoryFailed as e:
         return {"status": wire.Status.ERROR, "message": str(e), "stage": "factory"}, []
     try:
@@ -68,7 +74,8 @@ def _answer(driver, module, kind, msg, arrays):
     for k, v in enumerate(got.get("outputs", [])):
         names.append(["outputs", str(k)])
         out.append(np.asarray(v))
-    return {"status": wire.Status.OK, "names": names, "notes": got.get("notes", [])}, out
+    return {"status": wire.Status.OK, "names": names, "notes": got.get("notes", []),
+            "attributes": got.get("attributes", {})}, out
 
 
 class _FactoryFailed(Exception):

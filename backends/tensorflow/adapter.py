@@ -11,7 +11,7 @@ from backends.tensorflow import autodiff, repro  # enables op determinism on imp
 from backends.tensorflow.ops import OPS
 
 
-def _readable(message):
+def readable(message):
     """TensorFlow's error text without the eager wrapper's function name and the NodeDef dump, with
     the op it names kept: `... not supported on CPU. [Op:Conv2DBackpropInput]`."""
     text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", message.strip())
@@ -26,12 +26,13 @@ class TensorFlowAdapter(AutodiffAdapter):
     recipe = repro.RECIPE
     table = OPS
     autodiff = autodiff
+    port = "backends.tensorflow.port"  # runs a user's TensorFlow port (irtrace port)
 
     def _run(self, fn, *args, **kw):
         try:
             return super()._run(fn, *args, **kw)
         except tf.errors.OpError as e:  # the same error class, TensorFlow's own words, one line
-            raise type(e)(e.node_def, e.op, _readable(e.message)).with_traceback(e.__traceback__) from e
+            raise type(e)(e.node_def, e.op, readable(e.message)).with_traceback(e.__traceback__) from e
 
     def versions(self):
         """The framework and the settings that shape its numerics, as the report states them."""

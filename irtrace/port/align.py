@@ -144,9 +144,12 @@ def match(bundle_values, port_params, layouts, mapping):
                 continue
         elif p["name"] in mapping.reshape:
             how = "reshape"
-        elif tuple(shape) != want:
+        else:
+            # a layout its framework declares is how the port stores the value wherever it fits, also where the
+            # bundle's shape is the port's too (a square Dense kernel is [in, out] all the same); a reshape only
+            # where the shapes differ (it is the identity otherwise)
             for candidate in layouts.get(p["name"], ()):
-                if candidate == "reshape" and reshapes_cleanly(shape, want) or \
+                if candidate == "reshape" and tuple(shape) != want and reshapes_cleanly(shape, want) or \
                         candidate == "transpose" and len(shape) == 2 and tuple(shape[::-1]) == want or \
                         candidate == "hwio" and len(shape) >= 3 and tuple(shape[2:]) + (shape[1], shape[0]) == want:
                     how = candidate
@@ -165,6 +168,7 @@ def match(bundle_values, port_params, layouts, mapping):
         lines.append(f"{len(unused)} bundle parameter(s) with no port parameter: {', '.join(unused[:8])}"
                      + (", ..." if len(unused) > 8 else ""))
     if missing:
+        missing.sort()  # the port's own order is its framework's (definition or alphabetical): one message for all
         lines.append(f"{len(missing)} port parameter(s) with no bundle value: {', '.join(missing[:8])}"
                      + (", ..." if len(missing) > 8 else ""))
     if problems:

@@ -236,7 +236,11 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
                                 "create_graph / outside the outer GradManager)")
     report.first_forward = next((r for r in report.modules if r["verdict"] in compare.FAILING), None)
     report.first_backward = next((r for r in report.grads if r["verdict"] in compare.FAILING), None)
-    report.port_modules = described.get("modules", [])
+    # what the step showed of a module (a padding that depends on its input's size, a padding layer before it)
+    # completes what its description said
+    seen = reply.get("attributes") or {}
+    report.port_modules = [{**mod, "attributes": {**(mod.get("attributes") or {}), **seen.get(mod["path"], {})}}
+                           for mod in described.get("modules", [])]
     return report
 
 
@@ -358,12 +362,11 @@ def explain(bundle, report, backend, timeout):
 def _explain_failed_step(bundle, report, backend, step, timeout):
     """A step that raised, crashed or hung: the isolated findings of the backend, anywhere in the bundle,
     that fail the same way (for an ERROR, the same message once numbers and names are taken out)."""
-    from irtrace.report.findings import normalised
     modes = ("fwd", "vjp") + (("vjp2",) if report.loss == "grad-penalty" else ())
-    said = normalised(step["message"].split(" in the port: ", 1)[-1])
+    said = _failure(step["message"].split(" in the port: ", 1)[-1])
     found = [c for c in _isolated(bundle, backend, [n.name for n in bundle.model.graph.node], timeout)
              if c["mode"] in modes and c["verdict"] == step["verdict"]
-             and (step["verdict"] != compare.ERROR or normalised(c["message"]) == said or said in normalised(c["message"]))]
+             and (step["verdict"] != compare.ERROR or _failure(c["message"]) == said or said in _failure(c["message"]))]
     out = {"module": None, "where": "the step", "nodes": len(bundle.model.graph.node), "modes": list(modes),
            "culprits": found, "attributes": []}
     if found:
@@ -379,6 +382,14 @@ def _explain_failed_step(bundle, report, backend, step, timeout):
         out["text"] = (f"the port's step failed ({step['verdict']}) and no op of the bundle fails that way in isolation on "
                        f"{backend} ({', '.join(modes)}): the port's own code")
     return out
+
+
+def _failure(message):
+    """A failure's text as its cause: normalised (findings.normalised: numbers and names out, 200 characters), without
+    the raising file:line a replay worker adds, from the whole message (one cut at 200 characters before normalising
+    is no longer a prefix of the other)."""
+    from irtrace.report.findings import normalised
+    return normalised(re.sub(r"\s*\([\w./-]+\.py:\d+\)\s*$", "", (message or "").strip().split("\n")[0]))
 
 
 def _downstream(model, names):
@@ -411,7 +422,7 @@ def _isolated(bundle, backend, nodes, timeout):
             continue
         names = sorted({w["name"] for node in f.nodes for w in tried.get(node, []) if w.get("matches")})
         out.append({"id": f.id, "op_type": f.op_type, "mode": f.mode, "verdict": str(f.verdict),
-                    "node": f.first_node, "workarounds": names, "message": f.message[:200]})
+                    "node": f.first_node, "workarounds": names, "message": f.message})
     return out
 
 
@@ -436,8 +447,8 @@ def _attribute_differences(bundle, report, path, nodes):
                 theirs = attrs[key]
                 theirs = theirs.tolist() if hasattr(theirs, "tolist") else theirs
                 if not _same(mine[key], theirs):
-                    out.append(f"{key} {_shown(mine[key])} in the port vs {_shown(theirs)} in the bundle's "
-                               f"{spec.op_type} ({name})")
+                    out.append(f"{key} {_shown(mine[key])} in the port vs {_shown(theirs)} in the bundle's {spec.op_type} "
+                               f"({name})")
     return out
 
 
@@ -469,8 +480,9 @@ def _effective_pads(bundle, specs, spec):
 
 
 def _shown(v):
-    """An attribute as a reader writes it (a float32 attribute's 1e-06, not 9.999999974752427e-07)."""
-    return f"{v:.6g}" if isinstance(v, float) else v
+    """An attribute as a reader wrote it: a float to float32's precision (the bundle's 1e-5 is stored as
+    9.999999747378752e-06)."""
+    return f"{v:.7g}" if isinstance(v, float) else v
 
 
 def _same(a, b):

@@ -49,9 +49,9 @@ def lines(report, top=8):
     for note in r.get("notes", []):
         out.append(f"  ({printable(note)})")
     if r.get("unaligned"):
-        out.append(f"  ({len(r['unaligned'])} port module(s) with no module of that path in the bundle: "
+        out.append(f"  ({len(r['unaligned'])} port module(s) with no module of that path in the bundle, not compared: "
                    f"{printable(', '.join(r['unaligned'][:5]))}{', ...' if len(r['unaligned']) > 5 else ''}; "
-                   f"rename them with --map)")
+                   f"one that is a bundle module under another name: rename it with --map)")
     verdict = "the port diverges" if r["diverges"] else "the port matches (every comparison MATCH or NOISE)"
     out.append(f"irtrace port: {verdict}  {r['time_s']:.1f} s" if r.get("time_s") is not None else
                f"irtrace port: {verdict}")
