@@ -328,18 +328,21 @@ def check_opsets(where, model):
 
 
 def check_claims(where, manifest, model):
-    """The manifest's claims about the graph (docs/bundle.md): `parameters` and `buffers` name graph
-    initializers; `differentiable` names graph inputs or initializers, and holds every float graph
-    input and every parameter (what the model differentiates: a gradient not on a path from one of them
+    """The manifest's claims about the graph (docs/bundle.md): `parameters` name graph initializers and
+    `buffers` initializers or graph inputs that stand for buffers (an op case's running statistics);
+    `differentiable` names graph inputs or initializers, and holds every float graph input that is not a
+    buffer and every parameter (what the model differentiates: a gradient not on a path from one of them
     is not judged, so a list that drops a weight would silently stop judging its gradients)."""
     from irtrace.ir.graph import gradient_sources
     inits = {t.name: t for t in model.graph.initializer}
     inputs = {i.name for i in model.graph.input}
-    for field in ("parameters", "buffers"):
-        for name in manifest.get(field) or []:
-            if name not in inits:
-                raise IrtraceError(f"{where}: {field} names {quote(name)}, which is not an initializer of "
-                                   f"graph.onnx")
+    for name in manifest.get("parameters") or []:
+        if name not in inits:
+            raise IrtraceError(f"{where}: parameters names {quote(name)}, which is not an initializer of graph.onnx")
+    for name in manifest.get("buffers") or []:
+        if name not in inits and name not in inputs:
+            raise IrtraceError(f"{where}: buffers names {quote(name)}, which is not an input or an initializer "
+                               f"of graph.onnx")
     declared = manifest.get("differentiable")
     if declared is None:
         return
@@ -349,7 +352,7 @@ def check_claims(where, manifest, model):
                                f"initializer of graph.onnx")
     params = manifest.get("parameters")
     needed = gradient_sources(model, params if params is not None else [])
-    missing = sorted(needed - set(declared))
+    missing = sorted(needed - set(declared) - set(manifest.get("buffers") or []))
     if missing:
         what = "parameter" if params is not None and missing[0] in params else "float graph input"
         raise IrtraceError(f"{where}: differentiable omits the {what} {quote(missing[0])}"

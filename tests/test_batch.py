@@ -1,8 +1,9 @@
 """Batches (irtrace/replay/batch.py) change how calls travel, never what is judged: each backend in its
 own environment replays an example one call at a time and in batches, and every verdict, metric,
-message and restart count is the same. The GPT block on MegEngine is the hard case: a batched MatMul
-double backward segfaults the worker (3 nodes) and a 3-D MatMul raises an AsyncError, in the middle
-of batches."""
+message and restart count is the same. The GPT block on MegEngine has errors in the middle of batches
+(GELU's double backward is unimplemented, in both parts of a gradient penalty); a worker that dies
+with a batch in flight is tests/test_faults.py's (a real MegEngine no longer crashes on these examples
+now that replay differentiates only what a training step does)."""
 import json
 
 import pytest
@@ -34,6 +35,6 @@ def test_batched_replay_judges_what_one_call_at_a_time_judges(backend, example, 
     tested = [r for r in rows(one) if r[1] == backend]
     assert len(tested) > 100
     if (backend, example) == ("megengine", "gpt"):  # the failures the batches must not blur
-        verdicts = {(r[0], r[2]): r[4] for r in tested if r[3] == "*"}
-        assert list(verdicts.values()).count("CRASH") == 3 and one["restarts"]["megengine"] == 3, verdicts
-        assert "ERROR" in verdicts.values()
+        whole = {(r[0], r[2], r[3]): r[4] for r in tested if r[3].endswith("*")}
+        assert whole == {("node_gelu", "vjp2", "d2x:*"): "ERROR", ("node_gelu", "vjp2", "d2g:*"): "ERROR"}, whole
+        assert one["restarts"]["megengine"] == 0

@@ -46,6 +46,9 @@ def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_esti
         "inputs": [{"name": n, "dtype": str(np.asarray(inputs[n]).dtype), "shape": list(np.shape(inputs[n]))}
                    for n in names],
         "outputs": outputs, "state_outputs": {}, "parameters": weights, "timings": {},
+        # the float inputs a named `trained` leaves out stand for buffers (an op case's running statistics)
+        "buffers": sorted(n for n in names if trained is not None and n not in trained
+                          and np.asarray(inputs[n]).dtype.kind == "f"),
         # named `trained` sources are all the graph differentiates (an op case's running statistics are
         # graph inputs that stand for buffers: no gradient penalty takes their gradient either)
         "differentiable": sorted(gradient_sources(graph, weights)) if trained is None else sorted(trained),
