@@ -66,7 +66,8 @@ def _overrides():
         def _run(self, data, mask, ratio=None):
             return ((data * mask.astype(data.dtype) / (1.0 - ratio)).astype(data.dtype),)
 
-    return [ConvTranspose, MaxPool, TrainBatchNormalization, RecordedDropout]
+    from backends.oracle.reference_fixes import FIXES
+    return [ConvTranspose, MaxPool, TrainBatchNormalization, RecordedDropout, *FIXES]
 
 
 def max_pool(x, kernel, strides, pads, dilations, ceil_mode):
@@ -123,7 +124,8 @@ class OracleAdapter(ReferenceAdapter):
 
     def new_ops(self, spec):
         # onnx.reference wants op names unique across domains: pass only this node's override
-        return [c for c in self._new_ops if c.__name__ == spec.op_type and getattr(c, "op_domain", "") == spec.domain]
+        return [c for c in self._new_ops if c.__name__ == spec.op_type and getattr(c, "op_domain", "") == spec.domain
+                and spec.opset >= getattr(c, "oracle_since", 1)]
 
     def lookup(self, spec):
         if spec.domain == "ai.irtrace":

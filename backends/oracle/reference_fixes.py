@@ -1,0 +1,106 @@
+"""Where onnx.reference (1.23) is wrong, or raises on a valid node that torch and onnxruntime run,
+the oracle uses these float64 numpy implementations instead (found by auditing the ops real models
+use with negative axes, indices shorter than the data, 0-size and 0-d tensors; each case is in
+tests/op_cases.py and tests/test_oracle_fixes.py).
+
+- GatherElements: onnx.reference requires indices as large as the data on every axis but `axis`
+  (ONNX and torch.gather only bound them: DeBERTa-v2's relative attention gathers a smaller block),
+  and its np.choose cannot pick among more than 32 (numpy 1) or 64 (numpy 2) positions along `axis`.
+- Pad: negative pads (a crop, what F.pad does with negative widths) reach np.pad and raise; a 0-d
+  input with no pads raises.
+- Resize: negative entries of `axes` raise ("axes don't match array").
+- CumSum: a 0-d input comes back with shape (1,); a 1-element `axis` (onnxruntime and torch take
+  it) raises.
+"""
+import numpy as np
+from onnx.reference.op_run import OpRun
+from onnx.reference.ops.op_resize import Resize as RefResize
+
+
+def gather_elements(data, indices, axis):
+    """out[i...] = data[i with i[axis] replaced by indices[i...]]: out has the shape of `indices`,
+    which may be smaller than `data` on every axis (not larger, except along `axis`); negative
+    indices count from the end."""
+    axis = axis + data.ndim if axis < 0 else axis
+    if indices.ndim != data.ndim:
+        raise ValueError(f"GatherElements: indices have rank {indices.ndim}, data {data.ndim}")
+    too_big = [d for d in range(data.ndim) if d != axis and indices.shape[d] > data.shape[d]]
+    if too_big:
+        raise ValueError(f"GatherElements: indices {list(indices.shape)} are larger than data {list(data.shape)} "
+                         f"on axes {too_big} (only axis {axis} may be)")
+    n = data.shape[axis]
+    idx = np.asarray(indices, np.int64)
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"GatherElements: an index is outside [-{n}, {n - 1}] along axis {axis}")
+    idx = np.where(idx < 0, idx + n, idx)
+    block = data[tuple(slice(None) if d == axis else slice(0, indices.shape[d]) for d in range(data.ndim))]
+    return np.take_along_axis(block, idx, axis=axis)
+
+
+class GatherElements(OpRun):
+    def _run(self, data, indices, axis=None):
+        return (gather_elements(data, indices, axis if axis is not None else 0),)
+
+
+def pad(data, pads, mode="constant", value=0.0, axes=None):
+    """ONNX Pad: pads = [begins..., ends...] over `axes` (all by default, negative counted from the
+    end); a negative width removes that many elements first, as torch's F.pad does."""
+    r = data.ndim
+    axes = list(range(r)) if axes is None else [int(a) + r if a < 0 else int(a) for a in np.ravel(axes)]
+    pads = [int(p) for p in np.ravel(pads)]
+    if len(pads) != 2 * len(axes):
+        raise ValueError(f"Pad: {len(pads)} pads for {len(axes)} axes")
+    if r == 0:
+        return data.copy()
+    width = [[0, 0] for _ in range(r)]
+    for i, a in enumerate(axes):
+        width[a] = [pads[i], pads[i + len(axes)]]
+    crop = tuple(slice(max(-b, 0), data.shape[d] - max(-e, 0)) for d, (b, e) in enumerate(width))
+    x = data[crop]
+    grow = [(max(b, 0), max(e, 0)) for b, e in width]
+    if mode == "constant":
+        return np.pad(x, grow, mode="constant", constant_values=value).astype(data.dtype)
+    return np.pad(x, grow, mode=mode).astype(data.dtype)
+
+
+class Pad(OpRun):
+    # opset >= 11 (pads, constant_value and axes are inputs); the oracle uses it from there on
+    def _run(self, data, pads, constant_value=None, axes=None, mode=None):
+        value = constant_value if constant_value is not None else 0
+        return (pad(data, pads, mode if mode is not None else "constant", value, axes),)
+
+
+class Resize(RefResize):
+    def _run(self, X, roi, scales=None, sizes=None, axes=None, **kwargs):
+        if axes is not None:
+            axes = [int(a) + X.ndim if a < 0 else int(a) for a in axes]
+        return super()._run(X, roi, scales, sizes, axes=axes, **kwargs)
+
+
+def cumsum(x, axis, exclusive=0, reverse=0):
+    """ONNX CumSum; `axis` a 0-d or 1-element tensor; a 0-d x is its own sum (exclusive: 0)."""
+    axis = np.asarray(axis).reshape(-1)
+    if axis.size != 1:
+        raise ValueError(f"CumSum: axis must hold one value, got {axis.tolist()}")
+    if x.ndim == 0:
+        return np.zeros_like(x) if exclusive else x.copy()
+    a = int(axis[0]) + x.ndim if int(axis[0]) < 0 else int(axis[0])
+    y = np.flip(x, a) if reverse else x
+    out = np.cumsum(y, axis=a, dtype=x.dtype)
+    if exclusive:  # shifted by one, not out - y: the sums themselves, as the op defines them
+        head = [slice(None)] * x.ndim
+        head[a] = slice(0, 1)
+        out = np.concatenate([np.zeros_like(y[tuple(head)]), np.delete(out, -1, axis=a)], axis=a) \
+            if x.shape[a] else out
+    return np.ascontiguousarray(np.flip(out, a) if reverse else out)
+
+
+class CumSum(OpRun):
+    def _run(self, x, axis, exclusive=None, reverse=None):
+        return (cumsum(x, axis, exclusive if exclusive is not None else 0, reverse if reverse is not None else 0),)
+
+
+# every class stands in for its op from opset 11 on (inputs, not attributes, carry pads, axes, roi)
+for _fix in (GatherElements, Pad, Resize, CumSum):
+    _fix.oracle_since = 11
+FIXES = (GatherElements, Pad, Resize, CumSum)
