@@ -135,6 +135,36 @@ def test_cumsum(oracle, x, axis, exclusive, reverse, want):
     assert y.shape == want.shape and np.array_equal(y, want)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["border", "reflection", "zeros"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_float64_and_cubic_taps_are_clamped_not_the_location(oracle, mode, padding_mode, align_corners):
+    """GridSample near and past the border: onnx.reference computed locations in float32 (errors of
+    1e-7 in every mode) and, for cubic, clamped (reflected) the location before taking the taps (off
+    by up to 14 % of the output's scale with border padding). The answer is torch's grid_sample, an
+    implementation of its own, in float64 (onnxruntime agrees); 3-D for linear and nearest."""
+    import torch
+    x = RNG.standard_normal((2, 3, 4, 5))
+    grid = RNG.uniform(-1.3, 1.3, (2, 6, 7, 2))
+    if mode != "cubic":  # torch's 5-D grid_sample has no bicubic
+        x, grid = RNG.standard_normal((2, 3, 4, 5, 3)), RNG.uniform(-1.3, 1.3, (2, 6, 7, 2, 3))
+    spec = _spec("GridSample", 2, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    (y,) = oracle.fwd(oracle.lookup(spec), [x, grid], spec)
+    torch_mode = {"linear": "bilinear", "cubic": "bicubic", "nearest": "nearest"}[mode]
+    want = torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(grid), mode=torch_mode,
+                                           padding_mode=padding_mode, align_corners=bool(align_corners)).numpy()
+    assert np.allclose(y, want, rtol=0, atol=1e-12), float(np.abs(y - want).max())
+
+
+def test_grid_sample_opset16_mode_names(oracle):
+    x, grid = RNG.standard_normal((1, 2, 4, 5)), RNG.uniform(-1, 1, (1, 3, 3, 2))
+    got = {}
+    for opset, mode in ((16, "bilinear"), (20, "linear")):
+        spec = _spec("GridSample", 2, opset=opset, mode=mode, padding_mode="zeros", align_corners=0)
+        got[opset] = oracle.fwd(oracle.lookup(spec), [x, grid], spec)[0]
+    assert np.array_equal(got[16], got[20])
+
+
 def test_fixes_stand_in_only_where_written_for(oracle):
     """An older opset keeps onnx.reference's own versioned op (Pad-2 takes pads as an attribute)."""
     assert [c.__name__ for c in oracle.new_ops(_spec("Pad", 3))] == ["Pad"]
