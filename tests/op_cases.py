@@ -3,8 +3,11 @@
 Each case is one ONNX node; `all_cases_model()` puts them side by side in one graph so a
 single replay per backend covers the table. Inputs: ("x", shape) a float N(0, 1) input,
 ("pos", shape) a positive float, ("int", values) / ("f", values) / ("bool", values) a
-constant, ("idx", shape, high) random integers in [0, high). Scalars () and empty shapes are
-among the samples."""
+constant, ("idx", shape, high) random integers in [0, high), ("u", shape, lo, hi) a float uniform
+in [lo, hi), ("idx", shape, high, dtype) of another integer type, ("i0", (v,)) a 0-d int64
+constant. Scalars () and empty
+shapes are among the samples. New cases go at the end: each draw moves the seeded inputs of every
+case after it."""
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +32,8 @@ X = lambda *s: ("x", s)  # noqa: E731
 POS = lambda *s: ("pos", s)  # noqa: E731
 INT = lambda *v: ("int", v)  # noqa: E731
 F = lambda *v: ("f", v)  # noqa: E731
+U = lambda lo, hi, *s: ("u", s, lo, hi)  # noqa: E731
+I0 = lambda v: ("i0", (v,))  # noqa: E731
 
 CASES = [
     # convolution: groups (incl. groups = batch-style and depthwise), stride, dilation, asymmetric pads
@@ -143,6 +148,51 @@ CASES = [
     C("depthtospace_dcr", "DepthToSpace", X(1, 8, 2, 3), blocksize=2, mode="DCR"),
     C("depthtospace_crd", "DepthToSpace", X(1, 8, 2, 3), blocksize=2, mode="CRD"),
     C("einsum", "Einsum", X(2, 3), X(3, 4), equation="ij,jk->ik"),
+    # where onnx.reference 1.23 raised or was wrong on valid nodes (the oracle's own implementations,
+    # backends/oracle/reference_fixes.py): indices smaller than the data (DeBERTa-v2's relative
+    # attention), more positions than np.choose takes, negative pads, negative axes, cubic sampling
+    C("gatherelements_smaller_indices", "GatherElements", X(2, 3, 5), ("idx", (2, 2, 3), 5), axis=-1),
+    C("gatherelements_long_axis", "GatherElements", X(2, 70), ("idx", (2, 9), 70), axis=1),
+    C("pad_negative_crop", "Pad", X(2, 5, 4), INT(0, -1, 1, 0, 2, -2), F(0.5), mode="constant"),
+    C("cumsum_exclusive_reverse", "CumSum", X(3, 4), INT(-1), exclusive=1, reverse=1),
+    C("resize_negative_axes", "Resize", X(1, 2, 3, 4), ("none",), ("none",), INT(5, 7), mode="linear",
+      coordinate_transformation_mode="pytorch_half_pixel", axes=[-2, -1]),
+    C("gridsample_linear", "GridSample", X(1, 2, 4, 5), U(-1.2, 1.2, 1, 3, 3, 2), mode="linear",
+      padding_mode="zeros", align_corners=0),
+    C("gridsample_cubic_border", "GridSample", X(1, 2, 4, 5), U(-1.2, 1.2, 1, 3, 3, 2), mode="cubic",
+      padding_mode="border", align_corners=0),
+    # ops torch.onnx emits (opset 20) for aten ops real models use that the torch table lacked
+    C("atan", "Atan", X(2, 3)),
+    C("asin", "Asin", U(-0.9, 0.9, 2, 3)),
+    C("acos", "Acos", U(-0.9, 0.9, 2, 3)),
+    C("sinh", "Sinh", X(2, 3)),
+    C("cosh", "Cosh", X(2, 3)),
+    C("asinh", "Asinh", X(2, 3)),
+    C("acosh", "Acosh", U(1.2, 3.0, 2, 3)),
+    C("atanh", "Atanh", U(-0.9, 0.9, 2, 3)),
+    C("mish", "Mish", X(2, 3)),
+    C("celu", "Celu", X(2, 3), alpha=0.7),
+    C("bitwise_and", "BitwiseAnd", ("idx", (2, 3), 16), ("idx", (2, 3), 16)),
+    C("bitwise_or", "BitwiseOr", ("idx", (2, 3), 16), ("idx", (2, 3), 16)),
+    C("bitwise_xor", "BitwiseXor", ("idx", (2, 3), 16), ("idx", (2, 3), 16)),
+    C("bitwise_not", "BitwiseNot", ("idx", (2, 3), 16)),
+    C("bitshift_left", "BitShift", ("idx", (2, 3), 16, "uint8"), ("idx", (2, 3), 4, "uint8"), direction="LEFT"),
+    C("det", "Det", X(2, 3, 3)),
+    C("eyelike", "EyeLike", X(3, 5), k=1),
+    C("nonzero", "NonZero", ("f", (0.0, 1.5, 0.0, -2.0, 3.0))),
+    C("unique", "Unique", ("f", (2.0, 1.0, 1.0, 3.0, 4.0, 3.0)), outputs=4, sorted=1),
+    C("nll_loss", "NegativeLogLikelihoodLoss", X(3, 4), ("idx", (3,), 4), reduction="mean"),
+    C("softmax_cross_entropy", "SoftmaxCrossEntropyLoss", X(3, 4), ("idx", (3,), 4), outputs=2, reduction="mean"),
+    C("col2im", "Col2Im", X(1, 4, 12), INT(3, 4), INT(2, 2), pads=[1, 0, 0, 1]),
+    C("dft", "DFT", X(2, 8, 1)),
+    C("stft", "STFT", X(1, 16, 1), I0(4), X(8), I0(8), onesided=1),
+    C("hannwindow", "HannWindow", I0(8)),
+    C("lstm", "LSTM", X(5, 2, 4), X(1, 12, 4), X(1, 12, 3), X(1, 24), ("none",), X(1, 2, 3), X(1, 2, 3), outputs=3,
+      hidden_size=3),
+    C("gru", "GRU", X(5, 2, 4), X(2, 9, 4), X(2, 9, 3), X(2, 18), outputs=2, hidden_size=3,
+      direction="bidirectional", linear_before_reset=1),
+    # ONNX TopK: of equal values the lower index first (torch.sort(stable=True) exports as it)
+    C("topk_ties", "TopK", ("f", (1.0, 2.0, 1.0, 3.0, 2.0, 1.0)), INT(4), outputs=2, axis=-1),
 ]
 
 
@@ -153,6 +203,8 @@ def _constant(kind, spec, rng):
         return np.array(spec, np.float32).reshape(() if len(spec) == 1 else (len(spec),))
     if kind == "bool":
         return np.array(spec, bool)
+    if kind == "i0":
+        return np.array(spec[0], np.int64)
     raise ValueError(kind)
 
 
@@ -175,10 +227,15 @@ def all_cases_model(cases=CASES, seed=0):
                     a = np.abs(a) + 0.5
                 feeds[name] = a
                 g_inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape)))
-            elif kind == "idx":
-                a = rng.integers(0, inp[2], inp[1]).astype(np.int64)
+            elif kind == "u":
+                a = rng.uniform(inp[2], inp[3], inp[1]).astype(np.float32)
                 feeds[name] = a
-                g_inputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, list(a.shape)))
+                g_inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape)))
+            elif kind == "idx":
+                a = rng.integers(0, inp[2], inp[1]).astype(inp[3] if len(inp) > 3 else np.int64)
+                feeds[name] = a
+                g_inputs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype),
+                                                              list(a.shape)))
             else:
                 a = _constant(kind, inp[1], rng)
                 if c.op in ("Range", "CumSum") and kind == "int":

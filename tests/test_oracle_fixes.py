@@ -1,8 +1,8 @@
 """The float64 oracle is not weaker than the reference: where onnx.reference 1.23 raises on a valid
 node torch runs (or is wrong), the oracle's own implementation (backends/oracle/reference_fixes.py)
 gives the answer, checked here against answers computed element by element in plain Python; its
-gradients (torch float64) pass its finite-difference check. The same cases run through replay in
-tests/op_cases.py (test_op_cases_clean_on_the_host_backends)."""
+gradients (torch float64) pass its finite-difference check. The same cases run through replay from
+tests/op_cases.py (tests/test_op_cases.py)."""
 import base64
 import itertools
 
@@ -163,6 +163,19 @@ def test_grid_sample_opset16_mode_names(oracle):
         spec = _spec("GridSample", 2, opset=opset, mode=mode, padding_mode="zeros", align_corners=0)
         got[opset] = oracle.fwd(oracle.lookup(spec), [x, grid], spec)[0]
     assert np.array_equal(got[16], got[20])
+
+
+@pytest.mark.parametrize("op, inputs, n_out", [
+    ("Pad", [RNG.standard_normal((2, 5, 4)), np.array([0, -1, 1, 0, 2, -2]), np.array(0.5)], (2, 6, 3)),
+    ("Clip", [RNG.standard_normal((3, 4)), np.array(-0.5), np.array(0.5)], (3, 4)),
+])
+def test_finite_differences_move_only_differentiable_inputs(oracle, op, inputs, n_out):
+    """The oracle's gradient check moved Pad's value too, which the schema marks NonDifferentiable and
+    torch's Pad reads as a number (no gradient): the check failed on a right gradient, the oracle did
+    not arbitrate, and replay dropped torch's vjp row of every Pad without a word."""
+    spec = _spec(op, len(inputs), mode="constant") if op == "Pad" else _spec(op, len(inputs))
+    oracle.vjp(oracle.lookup(spec), inputs, spec, [RNG.standard_normal(n_out)])
+    assert oracle.last_check["verified"] is True, oracle.last_check
 
 
 def test_fixes_stand_in_only_where_written_for(oracle):

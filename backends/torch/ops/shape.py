@@ -3,7 +3,7 @@ import torch
 from torch.nn import functional
 
 from backends.torch.ops import OPS
-from backends.torch.ops._util import axis, ints, torch_pad_list
+from backends.torch.ops._util import ONNX_TO_TORCH, axis, ints, torch_pad_list
 
 
 @OPS.register("Reshape", since=14)
@@ -165,6 +165,13 @@ def space_to_depth(x, *, blocksize):
     b = blocksize
     y = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
     return y.reshape(n, c * b * b, h // b, w // b)
+
+
+@OPS.register("EyeLike", since=9)
+def eye_like(x, *, dtype=None, k=0):
+    n, m = x.shape
+    out = torch.arange(m).reshape(1, m) - torch.arange(n).reshape(n, 1) == k
+    return out.to(ONNX_TO_TORCH[dtype] if dtype is not None else x.dtype)
 
 
 @OPS.register("Trilu", since=14)
