@@ -66,6 +66,13 @@ KNOWN = {('batchnorm_train', 'vjp2', 'd2x:batchnorm_train.in0'): ('DIVERGENT',
                                    '(registry.py:95')}
 
 
+# The cases added for issue 26 at the end of tests/op_cases.py (the ones TensorFlow's table has): the
+# bilinear resize's second derivative again (as resize_linear_half_pixel)
+KNOWN.update({
+    ('resize_negative_axes', 'vjp2', 'd2g:resize_negative_axes.out0'): ('DIVERGENT', 'tensorflow computes no gradient '
+                                                                                     'for g:resize_negative_axes.out0'),
+})
+
 # Distinct findings (op type, mode, verdict) on the example models, as observed. Every node of every
 # example is compared (none UNSUPPORTED). stylegan2's modulated convs are grouped (groups = batch), so
 # their gradients raise on CPU; resnet's MaxPool has explicit pads, so its double backward raises.

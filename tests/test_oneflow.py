@@ -96,10 +96,17 @@ def _extra_cases():
 
 
 @pytest.fixture(scope="module")
-def cases_bundle(tmp_path_factory):
+def answered():
+    """The cases oneflow answers (tests/op_cases.py's OPTIONAL ones only where its table has the op)."""
+    import op_cases
+    return op_cases.cases_of("oneflow", _extra_cases())
+
+
+@pytest.fixture(scope="module")
+def cases_bundle(tmp_path_factory, answered):
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    model, feeds, _ = op_cases.all_cases_model(_extra_cases())
+    model, feeds, _ = op_cases.all_cases_model([c for c in _extra_cases() if c.id in answered])
     return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases")
 
 
@@ -132,13 +139,13 @@ FWD_ONLY = {"cast_int", "equal", "greater", "less"}  # no float output: nothing 
 SHAPE_ARITHMETIC = {"shape", "range"}  # computed from shapes and constants: a port does it in Python, not judged
 
 
-def test_every_case_has_fwd_vjp_and_vjp2(oneflow_replay):
+def test_every_case_has_fwd_vjp_and_vjp2(oneflow_replay, answered):
     """Every case has a forward result, and every case with a float output that depends on a float
     input has vjp and vjp2 results too: nothing is fwd-only by omission; what is not judged says why."""
     import op_cases
     by_node = {n.name: {r.mode for r in n.results if r.backend == "oneflow"} for n in oneflow_replay.nodes}
     skipped = {n.name: [s for s in n.skipped if s.get("backend", "oneflow") == "oneflow"] for n in oneflow_replay.nodes}
-    for c in op_cases.CASES:
+    for c in (c for c in op_cases.CASES if c.id in answered):
         want = set() if c.id in SHAPE_ARITHMETIC else {"fwd"} if c.id in FWD_ONLY else {"fwd", "vjp", "vjp2"}
         assert by_node[c.id] == want, (c.id, by_node[c.id])
         assert bool(skipped[c.id]) == (c.id in SHAPE_ARITHMETIC), (c.id, skipped[c.id])

@@ -186,10 +186,18 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
            mode="nearest", nearest_mode="round_prefer_floor"):
     spatial = x.dim() - 2
     kwargs = {}
+    given = ints(sizes) if sizes is not None and sizes.numel() else [float(s) for s in scales.reshape(-1).tolist()]
+    if axes is not None:  # sizes/scales name only these dims: the others keep their size (scale 1)
+        full = list(x.shape) if sizes is not None and sizes.numel() else [1.0] * x.dim()
+        for a, v in zip(axes, given):
+            full[axis(a, x.dim())] = v
+        if full[:2] != (list(x.shape[:2]) if sizes is not None and sizes.numel() else [1.0, 1.0]):
+            raise NotImplementedError(f"Resize of the batch or channel dim (axes {axes})")
+        given = full
     if sizes is not None and sizes.numel():
-        kwargs["size"] = ints(sizes)[-spatial:]
+        kwargs["size"] = given[-spatial:]
     else:
-        kwargs["scale_factor"] = [float(s) for s in scales.reshape(-1).tolist()][-spatial:]
+        kwargs["scale_factor"] = given[-spatial:]
     if mode == "nearest":
         if coordinate_transformation_mode == "asymmetric" and nearest_mode == "floor":
             return functional.interpolate(x, mode="nearest", **kwargs)

@@ -18,6 +18,8 @@ def dft(x, dft_length=None, axis=None, *, inverse=0, onesided=0):
     a = ints(axis)[0] if axis is not None else -2
     a = a + x.dim() if a < 0 else a  # counted on the input, whose last dim is the (real, imaginary) pair
     n = ints(dft_length)[0] if dft_length is not None else None
+    if inverse and onesided:  # the inverse of a one-sided spectrum: a real signal of length n
+        return torch.fft.irfft(z, n=n, dim=a).unsqueeze(-1)
     y = torch.fft.ifft(z, n=n, dim=a) if inverse else torch.fft.fft(z, n=n, dim=a)
     if onesided:
         y = y.narrow(a, 0, y.shape[a] // 2 + 1)
