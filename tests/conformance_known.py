@@ -154,13 +154,6 @@ KNOWN = {'onnxref': {'test_attention_3d_causal_bf16': "error: ValueError: Unable
                                                                                            "torch's avg_pool has no "
                                                                                            'dilation',
            'test_averagepool_3d_dilations_small': "error: NotImplementedError: torch's avg_pool has no dilation",
-           'test_bitshift_left_uint16': 'error: NotImplementedError: "lshift_cpu" not implemented for \'UInt16\'',
-           'test_bitshift_left_uint32': 'error: NotImplementedError: "lshift_cpu" not implemented for \'UInt32\'',
-           'test_bitshift_left_uint64': 'error: NotImplementedError: "lshift_cpu" not implemented for \'UInt64\'',
-           'test_bitshift_right_uint16': 'error: NotImplementedError: "rshift_cpu" not implemented for \'UInt16\'',
-           'test_bitshift_right_uint32': 'error: NotImplementedError: "rshift_cpu" not implemented for \'UInt32\'',
-           'test_bitshift_right_uint64': 'error: NotImplementedError: "rshift_cpu" not implemented for \'UInt64\'',
-           'test_bitwise_not_3d': 'error: NotImplementedError: "bitwise_not_cpu" not implemented for \'UInt16\'',
            'test_celu_bfloat16': "error: TypeError: can't convert np.ndarray of type numpy.void. The only supported "
                                  'types are: float64, float32, float16, complex64, complex128, int64, int32, int',
            'test_dft_inverse': 'fail: output 0: max abs 9.54e-07 (rtol 0.001, atol 1e-07)',
@@ -207,15 +200,11 @@ KNOWN = {'onnxref': {'test_attention_3d_causal_bf16': "error: ValueError: Unable
            'test_resize_downsample_scales_cubic_A_n0p5_exclude_outside': 'fail: output 0: max abs 0.146 (rtol 0.001, '
                                                                          'atol 1e-07)',
            'test_resize_downsample_scales_cubic_align_corners': 'fail: output 0: max abs 1.05 (rtol 0.001, atol 1e-07)',
-           'test_resize_downsample_scales_cubic_antialias': 'fail: output 0: max abs 0.357 (rtol 0.001, atol 1e-07)',
            'test_resize_downsample_scales_linear_align_corners': 'fail: output 0: max abs 0.857 (rtol 0.001, atol '
                                                                  '1e-07)',
-           'test_resize_downsample_scales_linear_antialias': 'fail: output 0: max abs 0.208 (rtol 0.001, atol 1e-07)',
            'test_resize_downsample_scales_linear_half_pixel_symmetric': 'error: NotImplementedError: linear Resize '
                                                                         'with '
                                                                         'coordinate_transformation_mode=half_pixel_symmetric',
-           'test_resize_downsample_sizes_cubic_antialias': 'fail: output 0: max abs 0.144 (rtol 0.001, atol 1e-07)',
-           'test_resize_downsample_sizes_linear_antialias': 'fail: output 0: max abs 0.53 (rtol 0.001, atol 1e-07)',
            'test_resize_downsample_sizes_linear_pytorch_half_pixel': 'fail: output 0: max abs 1.5 (rtol 0.001, atol '
                                                                      '1e-07)',
            'test_resize_downsample_sizes_nearest': 'fail: output 0: max abs 5 (rtol 0.001, atol 1e-07)',

@@ -266,8 +266,8 @@ def all_cases_model(cases=CASES, seed=0):
 
 
 # Cases added after the table's first version (issue 26): each draws its inputs from its own generator
-OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_negative_crop", "cumsum_exclusive_reverse",
-            "resize_negative_axes", "topk_ties"}
+OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_negative_crop",
+            "cumsum_exclusive_reverse", "resize_negative_axes", "topk_ties"}
 
 
 # The cases of ops the torch table gained for issue 26 (what torch.onnx emits for atan2, LSTM,

@@ -178,6 +178,26 @@ def test_finite_differences_move_only_differentiable_inputs(oracle, op, inputs, 
     assert oracle.last_check["verified"] is True, oracle.last_check
 
 
+def test_max_pool_indices(oracle):
+    """MaxPool's Indices: onnx.reference gave 0 where a 1x1 window's index is (n C + c) H W + h W + w
+    (torch.onnx's max_pool2d_with_indices uses such a node for each plane's offset). By hand: kernel 1,
+    and 2x2 windows, row-major and column-major (storage_order=1)."""
+    x = RNG.standard_normal((2, 3, 4, 6))
+    spec = _spec("MaxPool", 1, 2, kernel_shape=[1, 1], strides=[1, 1], pads=[0, 0, 0, 0], dilations=[1, 1],
+                 ceil_mode=0, storage_order=0)
+    y, i = oracle.fwd(oracle.lookup(spec), [x], spec)
+    assert np.array_equal(y, x) and np.array_equal(i, np.arange(x.size).reshape(x.shape))
+    win = x.reshape(2, 3, 2, 2, 3, 2).transpose(0, 1, 2, 4, 3, 5).reshape(2, 3, 2, 3, 4)
+    k = win.argmax(-1)
+    rows, cols = np.arange(2)[:, None] * 2 + k // 2, np.arange(3)[None, :] * 2 + k % 2
+    plane = (np.arange(6) * 24).reshape(2, 3, 1, 1)
+    for order, flat in ((0, rows * 6 + cols), (1, cols * 4 + rows)):
+        spec = _spec("MaxPool", 1, 2, kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 0], dilations=[1, 1],
+                     ceil_mode=0, storage_order=order)
+        y, i = oracle.fwd(oracle.lookup(spec), [x], spec)
+        assert np.array_equal(y, win.max(-1)) and np.array_equal(i, flat + plane), order
+
+
 def test_fixes_stand_in_only_where_written_for(oracle):
     """An older opset keeps onnx.reference's own versioned op (Pad-2 takes pads as an attribute)."""
     assert [c.__name__ for c in oracle.new_ops(_spec("Pad", 3))] == ["Pad"]

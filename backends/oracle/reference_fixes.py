@@ -11,12 +11,17 @@ tests/op_cases.py and tests/test_oracle_fixes.py).
 - Resize: negative entries of `axes` raise ("axes don't match array").
 - CumSum: a 0-d input comes back with shape (1,); a 1-element `axis` (onnxruntime and torch take
   it) raises.
-- GridSample: mode cubic with padding_mode border (or reflection) clamps (reflects) the sampling
-  location into the image before taking the 4 taps around it, which moves their weights (by up to
-  14 % of the output's largest value for border, 1e-6 for reflection, on random 4x5 images); torch's
-  bicubic grid_sample and onnxruntime keep the location and clamp (reflect) each tap. Opset 16's mode names (bilinear, bicubic) raise.
+- GridSample: the sampling locations are computed in float32 (every mode: the oracle's result had
+  float32 error); mode cubic with padding_mode border (or reflection) clamps (reflects) the location
+  into the image before taking the 4 taps around it, which moves their weights (by up to 14 % of the
+  output's largest value for border, 1e-6 for reflection, on random 4x5 images), where torch's bicubic
+  grid_sample and onnxruntime keep the location and clamp (reflect) each tap. Opset 16's mode names
+  (bilinear, bicubic) raise.
+- MaxPool's Indices output: wrong for a 1x1 window (torch.onnx's max_pool2d_with_indices uses one to
+  make each plane's offsets: 0 where torch and onnxruntime give (n C + c) H W).
 """
 import itertools
+import math
 
 import numpy as np
 from onnx.reference.op_run import OpRun
@@ -180,6 +185,40 @@ class GridSample(RefGridSample):
         mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)  # opset 16's names
         padding_mode = padding_mode if padding_mode is not None else self.padding_mode
         return (grid_sample(X, grid, mode, padding_mode, align_corners),)
+
+
+def max_pool_with_indices(x, kernel, strides, pads, dilations, ceil_mode, storage_order):
+    """MaxPool's Y and Indices (ONNX: flat over the whole unpadded input, N and C included; row-major,
+    column-major over the spatial dims with storage_order=1); the first maximum of a window in row-major
+    order, as torch and onnxruntime take it."""
+    from numpy.lib.stride_tricks import sliding_window_view
+    r = len(kernel)
+    spatial = list(x.shape[2:])
+    eff = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    out = []
+    for i in range(r):
+        o = (spatial[i] + pads[i] + pads[i + r] - eff[i]) / strides[i] + 1
+        o = math.ceil(o) if ceil_mode else math.floor(o)
+        if ceil_mode and (o - 1) * strides[i] >= spatial[i] + pads[i]:
+            o -= 1
+        out.append(int(o))
+    n = int(np.prod(spatial))
+    plane = np.arange(n).reshape(spatial[::-1]).T if storage_order else np.arange(n).reshape(spatial)
+    extra = [max(0, (out[i] - 1) * strides[i] + eff[i] - spatial[i] - pads[i] - pads[i + r]) for i in range(r)]
+    width = [(pads[i], pads[i + r] + extra[i]) for i in range(r)]
+    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    xp = np.pad(x, [(0, 0), (0, 0)] + width, constant_values=fill)
+    pp = np.pad(plane, width, constant_values=-1)
+    pick = tuple(slice(0, (out[i] - 1) * strides[i] + 1, strides[i]) for i in range(r)) + \
+        tuple(slice(None, None, dilations[i]) for i in range(r))
+    win = sliding_window_view(xp, eff, axis=tuple(range(2, 2 + r)))[(slice(None),) * 2 + pick]
+    win = win.reshape(win.shape[:2 + r] + (-1,))
+    pos = sliding_window_view(pp, eff)[pick]
+    pos = np.broadcast_to(pos.reshape(pos.shape[:r] + (-1,)), win.shape)
+    k = np.argmax(win, axis=-1)[..., None]
+    base = (np.arange(x.shape[0] * x.shape[1]) * n).reshape(x.shape[:2] + (1,) * r)
+    return (np.take_along_axis(win, k, -1)[..., 0].astype(x.dtype),
+            (np.take_along_axis(pos, k, -1)[..., 0] + base).astype(np.int64))
 
 
 # every class stands in for its op from opset 11 on (inputs, not attributes, carry pads, axes, roi),

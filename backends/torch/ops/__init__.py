@@ -3,5 +3,5 @@ from backends._table import OpTable
 
 OPS = OpTable("torch")
 
-from backends.torch.ops import (conv, elementwise, index, linalg, loss, norm, pool, reduce, rnn, sample,  # noqa: E402,F401
-                                shape, spectral)
+from backends.torch.ops import (conv, elementwise, index, linalg, loss, norm, pool, reduce, rnn,  # noqa: E402,F401
+                                sample, shape, spectral)
