@@ -385,8 +385,9 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
     all_finite = bool(np.isfinite(diff).all())  # both finite everywhere: no pattern to compare
     if not all_finite and _nonfinite_pattern_differs(a64, r64):
         m = metrics(a64, r64)
-        n = int(np.sum(np.isfinite(a64) != np.isfinite(r64)) + np.sum(np.isnan(a64) != np.isnan(r64)))
-        return NAN_MISMATCH, m, {"message": f"non-finite pattern differs at {n} elements"}
+        n = int(np.sum((np.isnan(a64) != np.isnan(r64)) | (np.isposinf(a64) != np.isposinf(r64))
+                       | (np.isneginf(a64) != np.isneginf(r64))))  # each element once
+        return NAN_MISMATCH, m, {"message": f"non-finite pattern differs at {n} element{'s' if n != 1 else ''}"}
     max_abs = float(diff.max()) if all_finite and diff.size else \
         float(np.max(np.where(np.isfinite(diff), diff, 0.0), initial=0.0))
 

@@ -3,13 +3,7 @@
 Strict: a case that starts passing fails the test (update this table when a fix lands).
 Regenerate the numbers with `irtrace conformance --markdown docs/conformance.md`."""
 
-KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero': 'fail: output 1: shape None vs expected [1, '
-                                                                          '2, 2, 2]',
-             'test_attention_24_fullymasked_qk_matmul_output_mode3_zero': 'fail: output 1: shape None vs expected [1, '
-                                                                          '2, 2, 2]',
-             'test_attention_24_qk_matmul_output_mode3_softmax_precision': 'fail: output 1: shape None vs expected [1, '
-                                                                           '2, 2, 2]',
-             'test_attention_3d_causal_bf16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto "
+KNOWN = {'onnxref': {'test_attention_3d_causal_bf16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto "
                                               'element type.',
              'test_attention_4d_attn_mask_causal_bf16': "error: ValueError: Unable to convert type dtype('V2') into "
                                                         'TensorProto element type.',
@@ -19,11 +13,6 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
                                                         'TensorProto element type.',
              'test_attention_4d_padded_kv_bf16': "error: ValueError: Unable to convert type dtype('V2') into "
                                                  'TensorProto element type.',
-             'test_attention_4d_with_qk_matmul': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-             'test_attention_4d_with_qk_matmul_bias': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-             'test_attention_4d_with_qk_matmul_softcap': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-             'test_attention_4d_with_qk_matmul_softmax': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-             'test_attention_local_window_gqa_rank4_mask': 'fail: output 1: shape None vs expected [2, 4, 4, 6]',
              'test_celu_bfloat16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto element "
                                    'type.',
              'test_compress_bfloat16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto element "
@@ -34,34 +23,15 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
                                          'element type.',
              'test_einsum_transpose_bfloat16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto "
                                                'element type.',
-             'test_gru_defaults': 'fail: output 0: shape None vs expected [1, 3, 5]',
-             'test_gru_seq_length': 'fail: output 0: shape None vs expected [1, 3, 5]',
-             'test_gru_with_initial_bias': 'fail: output 0: shape None vs expected [1, 3, 3]',
-             'test_lstm_bidirectional': 'fail: output 0: shape None vs expected [2, 1, 3]',
-             'test_lstm_defaults': 'fail: output 0: shape None vs expected [1, 3, 3]',
-             'test_lstm_reverse': 'fail: output 0: shape None vs expected [1, 1, 3]',
-             'test_lstm_with_initial_bias': 'fail: output 0: shape None vs expected [1, 3, 4]',
-             'test_lstm_with_peepholes': 'fail: output 0: shape None vs expected [1, 2, 3]',
              'test_maxpool_2d_same_lower': 'fail: output 0: shape [1, 3, 33, 31] vs expected [1, 3, 32, 32]',
              'test_maxpool_2d_same_upper': 'fail: output 0: shape [1, 3, 31, 33] vs expected [1, 3, 32, 32]',
              'test_range_bfloat16_type_positive_delta': "error: ValueError: Unable to convert type dtype('V2') into "
                                                         'TensorProto element type.',
              'test_reversesequence_bfloat16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto "
                                               'element type.',
-             'test_rnn_seq_length': 'fail: output 0: shape None vs expected [1, 3, 5]',
-             'test_simple_rnn_bidirectional': 'fail: output 0: shape None vs expected [2, 1, 4]',
-             'test_simple_rnn_defaults': 'fail: output 0: shape None vs expected [1, 3, 4]',
-             'test_simple_rnn_reverse': 'fail: output 0: shape None vs expected [1, 1, 4]',
-             'test_simple_rnn_with_initial_bias': 'fail: output 0: shape None vs expected [1, 3, 5]',
              'test_unique_bfloat16_sorted_without_axis': "error: ValueError: Unable to convert type dtype('V2') into "
                                                          'TensorProto element type.'},
- 'onnxruntime': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero': 'fail: output 1: shape None vs expected '
-                                                                              '[1, 2, 2, 2]',
-                 'test_attention_24_fullymasked_qk_matmul_output_mode3_zero': 'fail: output 1: shape None vs expected '
-                                                                              '[1, 2, 2, 2]',
-                 'test_attention_24_qk_matmul_output_mode3_softmax_precision': 'fail: output 1: shape None vs expected '
-                                                                               '[1, 2, 2, 2]',
-                 'test_attention_3d_causal_bf16': "error: ValueError: Unable to convert type dtype('V2') into "
+ 'onnxruntime': {'test_attention_3d_causal_bf16': "error: ValueError: Unable to convert type dtype('V2') into "
                                                   'TensorProto element type.',
                  'test_attention_4d_attn_mask_causal_bf16': "error: ValueError: Unable to convert type dtype('V2') "
                                                             'into TensorProto element type.',
@@ -80,11 +50,6 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
                                                                                           '(rtol 0.001, atol 1e-07)',
                  'test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal': 'fail: output 3: max abs inf '
                                                                                           '(rtol 0.001, atol 1e-07)',
-                 'test_attention_4d_with_qk_matmul': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-                 'test_attention_4d_with_qk_matmul_bias': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-                 'test_attention_4d_with_qk_matmul_softcap': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-                 'test_attention_4d_with_qk_matmul_softmax': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-                 'test_attention_local_window_gqa_rank4_mask': 'fail: output 1: shape None vs expected [2, 4, 4, 6]',
                  'test_celu_bfloat16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto element "
                                        'type.',
                  'test_compress_bfloat16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto "
@@ -108,17 +73,9 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
                  'test_gru_batchwise': 'error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception during initialization: '
                                        '/onnxruntime_src/onnxruntime/core/providers/cpu/rnn/deep_cpu_gru.h:56 '
                                        'onnxruntime:',
-                 'test_gru_defaults': 'fail: output 0: shape None vs expected [1, 3, 5]',
-                 'test_gru_seq_length': 'fail: output 0: shape None vs expected [1, 3, 5]',
-                 'test_gru_with_initial_bias': 'fail: output 0: shape None vs expected [1, 3, 3]',
                  'test_lstm_batchwise': 'error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception during initialization: '
                                         '/onnxruntime_src/onnxruntime/core/providers/cpu/rnn/lstm_base.h:53 '
                                         'onnxruntime::LS',
-                 'test_lstm_bidirectional': 'fail: output 0: shape None vs expected [2, 1, 3]',
-                 'test_lstm_defaults': 'fail: output 0: shape None vs expected [1, 3, 3]',
-                 'test_lstm_reverse': 'fail: output 0: shape None vs expected [1, 1, 3]',
-                 'test_lstm_with_initial_bias': 'fail: output 0: shape None vs expected [1, 3, 4]',
-                 'test_lstm_with_peepholes': 'fail: output 0: shape None vs expected [1, 2, 3]',
                  'test_maxunpool_export_with_output_shape': 'fail: output 0: max abs 8 (rtol 0.001, atol 1e-07)',
                  'test_range_bfloat16_type_positive_delta': "error: ValueError: Unable to convert type dtype('V2') "
                                                             'into TensorProto element type.',
@@ -131,26 +88,15 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
                                                                        'atol 1e-07)',
                  'test_reversesequence_bfloat16': "error: ValueError: Unable to convert type dtype('V2') into "
                                                   'TensorProto element type.',
-                 'test_rnn_seq_length': 'fail: output 0: shape None vs expected [1, 3, 5]',
                  'test_simple_rnn_batchwise': 'error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception during '
                                               'initialization: '
                                               '/onnxruntime_src/onnxruntime/core/providers/cpu/rnn/rnn.h:48 '
                                               'onnxruntime::RNN<T>::',
-                 'test_simple_rnn_bidirectional': 'fail: output 0: shape None vs expected [2, 1, 4]',
-                 'test_simple_rnn_defaults': 'fail: output 0: shape None vs expected [1, 3, 4]',
-                 'test_simple_rnn_reverse': 'fail: output 0: shape None vs expected [1, 1, 4]',
-                 'test_simple_rnn_with_initial_bias': 'fail: output 0: shape None vs expected [1, 3, 5]',
                  'test_stft': 'fail: output 0: max abs 8.39e-05 (rtol 0.001, atol 1e-07)',
                  'test_stft_with_window': 'fail: output 0: max abs 6.1e-05 (rtol 0.001, atol 1e-07)',
                  'test_unique_bfloat16_sorted_without_axis': "error: ValueError: Unable to convert type dtype('V2') "
                                                              'into TensorProto element type.'},
- 'oracle': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero': 'fail: output 1: shape None vs expected [1, '
-                                                                         '2, 2, 2]',
-            'test_attention_24_fullymasked_qk_matmul_output_mode3_zero': 'fail: output 1: shape None vs expected [1, '
-                                                                         '2, 2, 2]',
-            'test_attention_24_qk_matmul_output_mode3_softmax_precision': 'fail: output 1: shape None vs expected [1, '
-                                                                          '2, 2, 2]',
-            'test_attention_3d_causal_bf16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto "
+ 'oracle': {'test_attention_3d_causal_bf16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto "
                                              'element type.',
             'test_attention_4d_attn_mask_causal_bf16': "error: ValueError: Unable to convert type dtype('V2') into "
                                                        'TensorProto element type.',
@@ -162,11 +108,6 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
                                                                 '1e-07)',
             'test_attention_4d_padded_kv_bf16': "error: ValueError: Unable to convert type dtype('V2') into "
                                                 'TensorProto element type.',
-            'test_attention_4d_with_qk_matmul': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-            'test_attention_4d_with_qk_matmul_bias': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-            'test_attention_4d_with_qk_matmul_softcap': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-            'test_attention_4d_with_qk_matmul_softmax': 'fail: output 1: shape None vs expected [2, 3, 4, 6]',
-            'test_attention_local_window_gqa_rank4_mask': 'fail: output 1: shape None vs expected [2, 4, 4, 6]',
             'test_bitcast_2d_float32_to_int32': 'error: ValueError: BitCast requires input and output types to have '
                                                 'the same bit-width, but got float64 (64 bits) and int32 (32 bits)',
             'test_bitcast_float32_to_int32': 'error: ValueError: BitCast requires input and output types to have the '
@@ -186,23 +127,10 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
                                         'element type.',
             'test_einsum_transpose_bfloat16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto "
                                               'element type.',
-            'test_gru_defaults': 'fail: output 0: shape None vs expected [1, 3, 5]',
-            'test_gru_seq_length': 'fail: output 0: shape None vs expected [1, 3, 5]',
-            'test_gru_with_initial_bias': 'fail: output 0: shape None vs expected [1, 3, 3]',
-            'test_lstm_bidirectional': 'fail: output 0: shape None vs expected [2, 1, 3]',
-            'test_lstm_defaults': 'fail: output 0: shape None vs expected [1, 3, 3]',
-            'test_lstm_reverse': 'fail: output 0: shape None vs expected [1, 1, 3]',
-            'test_lstm_with_initial_bias': 'fail: output 0: shape None vs expected [1, 3, 4]',
-            'test_lstm_with_peepholes': 'fail: output 0: shape None vs expected [1, 2, 3]',
             'test_range_bfloat16_type_positive_delta': "error: ValueError: Unable to convert type dtype('V2') into "
                                                        'TensorProto element type.',
             'test_reversesequence_bfloat16': "error: ValueError: Unable to convert type dtype('V2') into TensorProto "
                                              'element type.',
-            'test_rnn_seq_length': 'fail: output 0: shape None vs expected [1, 3, 5]',
-            'test_simple_rnn_bidirectional': 'fail: output 0: shape None vs expected [2, 1, 4]',
-            'test_simple_rnn_defaults': 'fail: output 0: shape None vs expected [1, 3, 4]',
-            'test_simple_rnn_reverse': 'fail: output 0: shape None vs expected [1, 1, 4]',
-            'test_simple_rnn_with_initial_bias': 'fail: output 0: shape None vs expected [1, 3, 5]',
             'test_unique_bfloat16_sorted_without_axis': "error: ValueError: Unable to convert type dtype('V2') into "
                                                         'TensorProto element type.'},
  'torch': {'test_add_uint16': 'error: NotImplementedError: "add_stub" not implemented for \'UInt16\'',
@@ -226,6 +154,9 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
                                                                                            "torch's avg_pool has no "
                                                                                            'dilation',
            'test_averagepool_3d_dilations_small': "error: NotImplementedError: torch's avg_pool has no dilation",
+           'test_celu_bfloat16': "error: TypeError: can't convert np.ndarray of type numpy.void. The only supported "
+                                 'types are: float64, float32, float16, complex64, complex128, int64, int32, int',
+           'test_dft_inverse': 'fail: output 0: max abs 9.54e-07 (rtol 0.001, atol 1e-07)',
            'test_div_uint16': 'error: NotImplementedError: "div_trunc_cpu" not implemented for \'UInt16\'',
            'test_div_uint32': 'error: NotImplementedError: "div_trunc_cpu" not implemented for \'UInt32\'',
            'test_div_uint64': 'error: NotImplementedError: "div_trunc_cpu" not implemented for \'UInt64\'',
@@ -269,15 +200,11 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
            'test_resize_downsample_scales_cubic_A_n0p5_exclude_outside': 'fail: output 0: max abs 0.146 (rtol 0.001, '
                                                                          'atol 1e-07)',
            'test_resize_downsample_scales_cubic_align_corners': 'fail: output 0: max abs 1.05 (rtol 0.001, atol 1e-07)',
-           'test_resize_downsample_scales_cubic_antialias': 'fail: output 0: max abs 0.357 (rtol 0.001, atol 1e-07)',
            'test_resize_downsample_scales_linear_align_corners': 'fail: output 0: max abs 0.857 (rtol 0.001, atol '
                                                                  '1e-07)',
-           'test_resize_downsample_scales_linear_antialias': 'fail: output 0: max abs 0.208 (rtol 0.001, atol 1e-07)',
            'test_resize_downsample_scales_linear_half_pixel_symmetric': 'error: NotImplementedError: linear Resize '
                                                                         'with '
                                                                         'coordinate_transformation_mode=half_pixel_symmetric',
-           'test_resize_downsample_sizes_cubic_antialias': 'fail: output 0: max abs 0.144 (rtol 0.001, atol 1e-07)',
-           'test_resize_downsample_sizes_linear_antialias': 'fail: output 0: max abs 0.53 (rtol 0.001, atol 1e-07)',
            'test_resize_downsample_sizes_linear_pytorch_half_pixel': 'fail: output 0: max abs 1.5 (rtol 0.001, atol '
                                                                      '1e-07)',
            'test_resize_downsample_sizes_nearest': 'fail: output 0: max abs 5 (rtol 0.001, atol 1e-07)',
@@ -299,11 +226,9 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
                                                            'coordinate_transformation_mode=asymmetric',
            'test_resize_upsample_scales_linear_half_pixel_symmetric': 'error: NotImplementedError: linear Resize with '
                                                                       'coordinate_transformation_mode=half_pixel_symmetric',
-           'test_resize_upsample_scales_nearest_axes_3_2': 'fail: output 0: shape [1, 1, 6, 4] vs expected [1, 1, 4, '
-                                                           '6]',
            'test_resize_upsample_sizes_nearest': 'fail: output 0: max abs 2 (rtol 0.001, atol 1e-07)',
            'test_resize_upsample_sizes_nearest_axes_2_3': 'fail: output 0: max abs 2 (rtol 0.001, atol 1e-07)',
-           'test_resize_upsample_sizes_nearest_axes_3_2': 'fail: output 0: shape [1, 1, 8, 7] vs expected [1, 1, 7, 8]',
+           'test_resize_upsample_sizes_nearest_axes_3_2': 'fail: output 0: max abs 2 (rtol 0.001, atol 1e-07)',
            'test_resize_upsample_sizes_nearest_ceil_half_pixel': 'error: NotImplementedError: nearest Resize with '
                                                                  'half_pixel/ceil',
            'test_resize_upsample_sizes_nearest_floor_align_corners': 'error: NotImplementedError: nearest Resize with '
@@ -324,7 +249,6 @@ KNOWN = {'onnxref': {'test_attention_23_fullymasked_qk_matmul_output_mode3_zero'
            'test_sub_uint16': 'error: NotImplementedError: "add_stub" not implemented for \'UInt16\'',
            'test_sub_uint32': 'error: NotImplementedError: "add_stub" not implemented for \'UInt32\'',
            'test_sub_uint64': 'error: NotImplementedError: "add_stub" not implemented for \'UInt64\'',
-           'test_top_k_same_values': 'fail: output 1: max abs 2 (rtol 0.001, atol 1e-07)',
-           'test_top_k_same_values_2d': 'fail: output 1: max abs 2 (rtol 0.001, atol 1e-07)',
-           'test_top_k_same_values_largest': 'fail: output 1: max abs 2 (rtol 0.001, atol 1e-07)',
-           'test_top_k_uint64': 'error: NotImplementedError: "topk_cpu" not implemented for \'UInt64\''}}
+           'test_unique_bfloat16_sorted_without_axis': "error: TypeError: can't convert np.ndarray of type numpy.void. "
+                                                       'The only supported types are: float64, float32, float16, '
+                                                       'complex64, complex128, int64, int32, int'}}

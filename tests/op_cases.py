@@ -3,9 +3,14 @@
 Each case is one ONNX node; `all_cases_model()` puts them side by side in one graph so a
 single replay per backend covers the table. Inputs: ("x", shape) a float N(0, 1) input,
 ("pos", shape) a positive float, ("stat", shape) / ("pstat", shape) a float / positive float the
-model does not differentiate (running statistics: a buffer, not an activation), ("int", values) / ("f", values) / ("bool", values) a
-constant, ("idx", shape, high) random integers in [0, high). Scalars () and empty shapes are
-among the samples."""
+model does not differentiate (running statistics: a buffer, not an activation), ("u", shape, lo, hi)
+a float uniform in [lo, hi), ("near_eye", shape) square matrices near the identity, ("fixed", values)
+a float input of these values, ("int", values) / ("f", values) / ("bool", values) a constant, ("i0",
+(v,)) a 0-d int64 constant, ("idx", shape, high[, dtype]) random integers in [0, high). Scalars () and
+empty shapes are among the samples. The first cases draw their inputs in turn from one seeded
+generator; a case in OWN_SEED draws from a generator of its own (seeded with its id), so adding one
+moves no other case's inputs, nor those of the cases a backend's tests append (and it adds no float
+constant: the recorder draws each input's u in value order, initializers first)."""
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +37,8 @@ STAT = lambda *s: ("stat", s)  # noqa: E731
 PSTAT = lambda *s: ("pstat", s)  # noqa: E731
 INT = lambda *v: ("int", v)  # noqa: E731
 F = lambda *v: ("f", v)  # noqa: E731
+U = lambda lo, hi, *s: ("u", s, lo, hi)  # noqa: E731
+I0 = lambda v: ("i0", (v,))  # noqa: E731
 
 CASES = [
     # convolution: groups (incl. groups = batch-style and depthwise), stride, dilation, asymmetric pads
@@ -146,8 +153,54 @@ CASES = [
     C("depthtospace_dcr", "DepthToSpace", X(1, 8, 2, 3), blocksize=2, mode="DCR"),
     C("depthtospace_crd", "DepthToSpace", X(1, 8, 2, 3), blocksize=2, mode="CRD"),
     C("einsum", "Einsum", X(2, 3), X(3, 4), equation="ij,jk->ik"),
+    # where onnx.reference 1.23 raised or was wrong on valid nodes (the oracle's own implementations,
+    # backends/oracle/reference_fixes.py): indices smaller than the data (DeBERTa-v2's relative
+    # attention), more positions than np.choose takes, negative pads, negative axes, cubic sampling
+    C("gatherelements_smaller_indices", "GatherElements", X(2, 3, 5), ("idx", (2, 2, 3), 5), axis=-1),
+    C("gatherelements_long_axis", "GatherElements", X(2, 70), ("idx", (2, 9), 70), axis=1),
+    C("pad_negative_crop", "Pad", X(2, 5, 4), INT(0, -1, 1, 0, 2, -2), ("fixed", (0.5,)), mode="constant"),
+    C("cumsum_exclusive_reverse", "CumSum", X(3, 4), INT(-1), exclusive=1, reverse=1),
+    C("resize_negative_axes", "Resize", X(1, 2, 3, 4), ("none",), ("none",), INT(5, 7), mode="linear",
+      coordinate_transformation_mode="pytorch_half_pixel", axes=[-2, -1]),
+    C("gridsample_linear", "GridSample", X(1, 2, 4, 5), U(-1.2, 1.2, 1, 3, 3, 2), mode="linear",
+      padding_mode="zeros", align_corners=0),
+    C("gridsample_cubic_border", "GridSample", X(1, 2, 4, 5), U(-1.2, 1.2, 1, 3, 3, 2), mode="cubic",
+      padding_mode="border", align_corners=0),
+    # ops torch.onnx emits (opset 20) for aten ops real models use that the torch table lacked
+    C("atan", "Atan", X(2, 3)),
+    C("asin", "Asin", U(-0.9, 0.9, 2, 3)),
+    C("acos", "Acos", U(-0.9, 0.9, 2, 3)),
+    C("sinh", "Sinh", X(2, 3)),
+    C("cosh", "Cosh", X(2, 3)),
+    C("asinh", "Asinh", X(2, 3)),
+    C("acosh", "Acosh", U(1.2, 3.0, 2, 3)),
+    C("atanh", "Atanh", U(-0.9, 0.9, 2, 3)),
+    C("mish", "Mish", X(2, 3)),
+    C("celu", "Celu", X(2, 3), alpha=0.7),
+    C("bitwise_and", "BitwiseAnd", ("idx", (2, 3), 16), ("idx", (2, 3), 16)),
+    C("bitwise_or", "BitwiseOr", ("idx", (2, 3), 16), ("idx", (2, 3), 16)),
+    C("bitwise_xor", "BitwiseXor", ("idx", (2, 3), 16), ("idx", (2, 3), 16)),
+    C("bitwise_not", "BitwiseNot", ("idx", (2, 3), 16)),
+    C("bitshift_left", "BitShift", ("idx", (2, 3), 16, "uint8"), ("idx", (2, 3), 4, "uint8"), direction="LEFT"),
+    # well-conditioned: the float32 error of det's double backward grows with the condition number,
+    # which the Monte Carlo rounding estimate (one perturbation per LU solve) does not follow
+    C("det", "Det", ("near_eye", (2, 3, 3))),
+    C("eyelike", "EyeLike", X(3, 5), k=1),
+    C("nonzero", "NonZero", ("fixed", (0.0, 1.5, 0.0, -2.0, 3.0))),
+    C("unique", "Unique", ("fixed", (2.0, 1.0, 1.0, 3.0, 4.0, 3.0)), outputs=4, sorted=1),
+    C("nll_loss", "NegativeLogLikelihoodLoss", X(3, 4), ("idx", (3,), 4), reduction="mean"),
+    C("softmax_cross_entropy", "SoftmaxCrossEntropyLoss", X(3, 4), ("idx", (3,), 4), outputs=2, reduction="mean"),
+    C("col2im", "Col2Im", X(1, 4, 12), INT(3, 4), INT(2, 2), pads=[1, 0, 0, 1]),
+    C("dft", "DFT", X(2, 8, 1)),
+    C("stft", "STFT", X(1, 16, 1), I0(4), X(8), I0(8), onesided=1),
+    C("hannwindow", "HannWindow", I0(8)),
+    C("lstm", "LSTM", X(5, 2, 4), X(1, 12, 4), X(1, 12, 3), X(1, 24), ("none",), X(1, 2, 3), X(1, 2, 3), outputs=3,
+      hidden_size=3),
+    C("gru", "GRU", X(5, 2, 4), X(2, 9, 4), X(2, 9, 3), X(2, 18), outputs=2, hidden_size=3,
+      direction="bidirectional", linear_before_reset=1),
+    # ONNX TopK: of equal values the lower index first (torch.sort(stable=True) exports as it)
+    C("topk_ties", "TopK", ("fixed", (1.0, 2.0, 1.0, 3.0, 2.0, 1.0)), INT(4), outputs=2, axis=-1),
     # statistics computed in the graph (weight standardisation): differentiated like the other inputs
-    # (last: a case added in the middle would change the seeded values of every case after it)
     C("batchnorm_eval_stats", "BatchNormalization", X(2, 3, 4, 4), X(3), X(3), X(3), POS(3), epsilon=1e-3),
 ]
 
@@ -159,14 +212,18 @@ def _constant(kind, spec, rng):
         return np.array(spec, np.float32).reshape(() if len(spec) == 1 else (len(spec),))
     if kind == "bool":
         return np.array(spec, bool)
+    if kind == "i0":
+        return np.array(spec[0], np.int64)
     raise ValueError(kind)
 
 
 def all_cases_model(cases=CASES, seed=0):
     """(model, feeds, case of node name): every case a node of one graph."""
-    rng = np.random.default_rng(seed)
+    import zlib
+    shared = np.random.default_rng(seed)
     nodes, g_inputs, inits, outs, feeds, by_node = [], [], [], [], {}, {}
     for c in cases:
+        rng = np.random.default_rng([seed, zlib.crc32(c.id.encode())]) if c.id in OWN_SEED else shared
         names = []
         for k, inp in enumerate(c.inputs):
             kind = inp[0]
@@ -184,10 +241,23 @@ def all_cases_model(cases=CASES, seed=0):
                     a = np.abs(a) + 0.5
                 feeds[name] = a
                 g_inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape)))
-            elif kind == "idx":
-                a = rng.integers(0, inp[2], inp[1]).astype(np.int64)
+            elif kind == "fixed":  # given float values, as an input (a float initializer would move every
+                a = _constant("f", inp[1], rng)  # input's recorded u: the recorder draws them in value order)
                 feeds[name] = a
-                g_inputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, list(a.shape)))
+                g_inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape)))
+            elif kind == "near_eye":  # identity + 0.3 N(0, 1): a well-conditioned batch of square matrices
+                a = (np.eye(inp[1][-1]) + 0.3 * rng.standard_normal(inp[1])).astype(np.float32)
+                feeds[name] = a
+                g_inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape)))
+            elif kind == "u":
+                a = rng.uniform(inp[2], inp[3], inp[1]).astype(np.float32)
+                feeds[name] = a
+                g_inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(a.shape)))
+            elif kind == "idx":
+                a = rng.integers(0, inp[2], inp[1]).astype(inp[3] if len(inp) > 3 else np.int64)
+                feeds[name] = a
+                g_inputs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype),
+                                                              list(a.shape)))
             else:
                 a = _constant(kind, inp[1], rng)
                 if c.op in ("Range", "CumSum") and kind == "int":
@@ -204,6 +274,41 @@ def all_cases_model(cases=CASES, seed=0):
 
 def activations(model, feeds):
     """bundle_from_onnx's `trained` for a graph of op cases: its inputs stand for activations, so a
-    training step differentiates them (and its float initializers), not only the weights."""
+    training step differentiates them (and its float initializers), not only the weights; the
+    ("stat", ...) inputs stand for buffers."""
     return [n for n, a in feeds.items() if np.asarray(a).dtype.kind == "f" and ".stat" not in n] + \
         [t.name for t in model.graph.initializer if t.data_type in (1, 10, 11, 16)]
+
+
+# Cases added after the table's first version (issue 26): each draws its inputs from its own generator
+OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_negative_crop",
+            "cumsum_exclusive_reverse", "resize_negative_axes", "topk_ties", "batchnorm_eval_stats"}
+
+
+# The cases of ops the torch table gained for issue 26 (what torch.onnx emits for atan2, LSTM,
+# grid_sample, cross_entropy, fft...): a backend whose table lacks the op is not asked; one that has it
+# is checked like every other case. Every other case is every backend's (UNSUPPORTED must be known).
+OPTIONAL = {"gridsample_linear", "gridsample_cubic_border", "atan", "asin", "acos", "sinh", "cosh", "asinh",
+            "acosh", "atanh", "mish", "celu", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+            "bitshift_left", "det", "eyelike", "nonzero", "unique", "nll_loss", "softmax_cross_entropy", "col2im",
+            "dft", "stft", "hannwindow", "lstm", "gru"}
+
+
+def claimed(backend):
+    """The (domain, op type) pairs `backend`'s op table has, asked of its own worker."""
+    from irtrace.replay import backends
+    from irtrace.replay.worker import WorkerProxy
+    w = WorkerProxy(backends.get(backend))
+    try:
+        return {(d, o) for d, o, _ in w.start()["ops"]}
+    finally:
+        w.close()
+
+
+OWN_SEED |= OPTIONAL
+
+
+def cases_of(backend, cases=CASES):
+    """The ids of the cases `backend` answers: all but the OPTIONAL ones whose op its table lacks."""
+    ops = claimed(backend)
+    return {c.id for c in cases if c.id not in OPTIONAL or (c.domain, c.op) in ops}

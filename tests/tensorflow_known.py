@@ -93,8 +93,14 @@ KNOWN = {('batchnorm_eval_stats', 'vjp', '*'): ('UNSUPPORTED',
                                                                              'g:resize_linear_half_pixel.out0'),
  ('resize_nearest', 'vjp2', 'd2g:*'): ('ERROR',
                                        'LookupError: gradient registry has no entry for: ResizeNearestNeighborGrad '
-                                       '(registry.py:95')}
+                                       '(registry.py:95'),
+ ('resize_negative_axes', 'vjp2', 'd2g:resize_negative_axes.out0'): ('DIVERGENT',
+                                                                     'tensorflow computes no gradient for '
+                                                                     'g:resize_negative_axes.out0')}
 
+
+# Among them, the cases added for issue 26 at the end of tests/op_cases.py (the ones TensorFlow's table has): the
+# bilinear resize's second derivative again (as resize_linear_half_pixel)
 
 # Distinct findings (op type, mode, verdict) on the example models, as observed. Every node of every
 # example is compared (none UNSUPPORTED). stylegan2's modulated convs are grouped (groups = batch), so

@@ -50,6 +50,23 @@ def test_nan_pattern_and_shape():
     assert compare.judge(np.zeros(3, np.float32), np.zeros(4, np.float32))[0] == compare.SHAPE_MISMATCH
 
 
+def test_nan_mismatch_counts_each_element_once():
+    """A NaN where the reference has 1.0 is one element (it was counted twice: not finite, and NaN);
+    +inf against -inf is one too (it was counted zero times)."""
+    for oracle in (None, np.array([1.0])):
+        verdict, _, details = compare.judge(np.float32([np.nan]), np.float32([1.0]), oracle)
+        assert verdict == compare.NAN_MISMATCH and details["message"] == "non-finite pattern differs at 1 element"
+    a, r = np.float32([np.nan, np.inf, 2.0, np.nan, -np.inf]), np.float32([1.0, -np.inf, 2.0, np.nan, 3.0])
+    assert compare.judge(a, r)[2]["message"] == "non-finite pattern differs at 3 elements"
+
+
+def test_nans_are_not_ties():
+    from irtrace.ir.semantics import kink_tag
+    assert kink_tag("ReduceMax", [np.float32([np.nan, np.nan, 1.0])]) is None
+    assert kink_tag("MaxPool", [np.float32([np.nan, 2.0, np.nan, 2.0, 2.0])]) == \
+        "non-differentiable point: 2 repeated values in input 0 (possible ties)"
+
+
 def test_integers_must_be_exact_and_empty_and_scalar():
     assert compare.judge(np.array([1, 2]), np.array([1, 3]))[0] == compare.DIVERGENT
     assert compare.judge(np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32))[0] == compare.MATCH

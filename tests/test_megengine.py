@@ -12,16 +12,26 @@ from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay.engine import replay
 
+from conftest import update_known
+
 REASON = backends.get("megengine").unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"megengine unavailable: {REASON}")
 
 
 @pytest.fixture(scope="module")
-def cases_bundle(tmp_path_factory):
+def claimed():
+    """The cases MegEngine answers (tests/op_cases.py's OPTIONAL ones only where its table has the op)."""
+    import op_cases
+    return op_cases.cases_of("megengine")
+
+
+@pytest.fixture(scope="module")
+def cases_bundle(tmp_path_factory, claimed):
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    model, feeds, _ = op_cases.all_cases_model()
-    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases", trained=op_cases.activations(model, feeds))
+    model, feeds, _ = op_cases.all_cases_model([c for c in op_cases.CASES if c.id in claimed])
+    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases",
+                            trained=op_cases.activations(model, feeds))
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +44,21 @@ def _observed(rep):
             if r.backend == "megengine" and r.verdict in compare.FAILING + (compare.UNSUPPORTED,)}
 
 
+def _described(r):
+    """What tests/megengine_known.py records for a result: the worst element of a numeric failure, the
+    message otherwise."""
+    m = r.metrics
+    if m is not None and r.verdict in compare.NUMERIC_FAILURES:
+        return (f"megengine {m.actual_at_worst:.4g} vs torch {m.ref_at_worst:.4g} at {list(m.worst_index)}, "
+                f"max abs {m.max_abs:.3g}")
+    return " ".join(r.message.split())[:100]
+
+
 def test_op_table_against_torch_known_findings_are_strict(mge_replay):
     from megengine_known import KNOWN
     seen = _observed(mge_replay)
+    if update_known("megengine_known", "KNOWN", {k: (r.verdict, _described(r)) for k, r in seen.items()}):
+        return
     new = {k: (r.verdict, r.message[:100]) for k, r in seen.items() if k not in KNOWN}
     fixed = {k: v for k, v in KNOWN.items() if k not in seen or seen[k].verdict != v[0]}
     assert not new, f"new MegEngine findings (or a translation bug): {new}"
@@ -62,7 +84,7 @@ def _by_hand(op, x, g, u, lo=-0.5, hi=0.5):
     raise ValueError(op)
 
 
-def test_every_case_and_mode_is_covered(mge_replay, cases_bundle):
+def test_every_case_and_mode_is_covered(mge_replay, cases_bundle, claimed):
     """Every case has a MegEngine result in every mode torch has (fwd, vjp, vjp2), for every output
     torch has there; each verdict is MATCH or NOISE unless tests/megengine_known.py names exactly
     that (case, mode, output) with that verdict; only shape arithmetic (Shape, and nodes computed
@@ -100,11 +122,13 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle):
                 if verdict not in ok:
                     assert KNOWN.get((n.name, mode, out), (None,))[0] == verdict, (n.name, mode, out, verdict)
             per_mode[mode]["ok" if all(v in ok for v in mine.values()) else "known"] += 1
-    assert len(op_cases.CASES) - len(shapes) == per_mode["fwd"]["cases"]
-    # as observed: erf, einsum and gelu_tanh unsupported in every mode, batchnorm_eval_stats (statistics from the
-    # graph) in vjp and vjp2; 33 cases with a known vjp2 failure (matmul_2d_nd's segfault among them)
-    assert per_mode == {"fwd": {"cases": 97, "ok": 94, "known": 3}, "vjp": {"cases": 93, "ok": 89, "known": 4},
-                        "vjp2": {"cases": 93, "ok": 60, "known": 33}}, per_mode
+    assert len(claimed) - len(shapes) == per_mode["fwd"]["cases"]
+    # as observed: erf, einsum and gelu_tanh unsupported in every mode, and the options MegEngine lacks
+    # (negative pads, exclusive/reverse cumsum); topk_ties in every mode; batchnorm_eval_stats (statistics
+    # from the graph) in vjp and vjp2; the other cases with a known vjp2 failure (matmul_2d_nd's segfault
+    # and resize_negative_axes's ds/dg among them)
+    assert per_mode == {"fwd": {"cases": 103, "ok": 97, "known": 6}, "vjp": {"cases": 99, "ok": 92, "known": 7},
+                        "vjp2": {"cases": 99, "ok": 62, "known": 37}}, per_mode
     assert {m: len({c for c, mode, _ in KNOWN if mode == m}) for m in per_mode} == \
         {m: c["known"] for m, c in per_mode.items()}  # and every known row is one of them
 
@@ -168,14 +192,17 @@ def test_translation_guards_forward(mge_replay):
                 ("depthtospace_dcr", "depthtospace_dcr.out0"), ("topk", "topk.out1")]:
         assert v[key] in ok, (key, v[key])
     unsupported = {n for (n, o), verdict in v.items() if verdict == compare.UNSUPPORTED}
-    assert unsupported == {"erf", "einsum", "gelu_tanh"}
-    assert not [k for k, verdict in v.items() if verdict in compare.FAILING]
+    assert unsupported == {"erf", "einsum", "gelu_tanh", "pad_negative_crop", "cumsum_exclusive_reverse"}
+    # TopK's indices of tied values (tests/megengine_known.py): not a translation's, MegEngine's own order
+    assert [k for k, verdict in v.items() if verdict in compare.FAILING] == [("topk_ties", "topk_ties.out1")]
 
 
 def test_first_order_gradients_match(mge_replay):
+    """Every first-order gradient matches, but TopK's of tied values, which goes where MegEngine's topk
+    put them (tests/megengine_known.py)."""
     bad = [(n.name, r.output, r.verdict) for n in mge_replay.nodes for r in n.results
            if r.backend == "megengine" and r.mode == "vjp" and r.verdict in compare.FAILING]
-    assert not bad
+    assert bad == [("topk_ties", "d:topk_ties.in0", compare.DIVERGENT)]
 
 
 def test_float64_is_unsupported_not_cast(tmp_path):

@@ -7,6 +7,8 @@ compared. Two translations are our own because torchlib's are wrong for replay:
   training_mode=1 with the running-stat outputs; canonicalization then names torch's
   unbiased running-variance estimator (ai.irtrace::TrainBatchNormalization).
 - `irtrace::dropout` (see dropout.py): the recorded mask, not a fresh draw.
+translations.py has those of aten ops torch.onnx cannot export (stable sort, adaptive max pooling of
+any size). What still does not export is refused in one line naming the aten op (_export_failure).
 """
 import ast
 import contextlib
@@ -29,6 +31,7 @@ from irtrace.compare import close
 from irtrace.errors import IrtraceError, interrupt_in, strip_ansi
 from irtrace.export import dropout as dropout_mod
 from irtrace.export import random as random_mod
+from irtrace.export import translations
 from irtrace.export.record import LOSSES, record
 from irtrace.ir import canonical
 from irtrace.ir.graph import gradient_sources, trained_sources
@@ -48,6 +51,8 @@ def _translations():
 
     def batch_norm_functional(input, weight, bias, running_mean, running_var, training: bool, momentum: float,
                               eps: float):
+        weight = weight if weight is not None else translations.per_channel(input, 1.0, "batch_norm_scale")
+        bias = bias if bias is not None else translations.per_channel(input, 0.0, "batch_norm_bias")
         # torch: new = (1 - m) * old + m * batch; ONNX's momentum is the keep fraction 1 - m
         y, rm, rv = bn(input, weight, bias, running_mean, running_var, epsilon=eps,
                                           momentum=1.0 - momentum, training_mode=1 if training else 0,
@@ -58,7 +63,7 @@ def _translations():
         return recorded(x, mask, ratio=p)
 
     return {torch.ops.aten._native_batch_norm_legit_functional.default: batch_norm_functional,
-            torch.ops.irtrace.dropout.default: dropout}
+            torch.ops.irtrace.dropout.default: dropout, **translations.table()}
 
 
 # torch's own package folder (not site-packages: a frame in torchvision, timm or transformers is the
@@ -293,6 +298,62 @@ def _compare(a, b):
     return float(np.max(d)), float(np.max(d / (np.abs(b) + 1e-12)))
 
 
+_NO_TRANSLATION = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
+_TRANSLATING = re.compile(r"Error when translating node %(\w+) : .*?target=(?:torch\.ops\.)?([\w.]+)")
+
+
+def _export_failure(e):
+    """Why torch.onnx.export failed, in one line. Its own message is a checklist ("step 3/3 ... Next
+    steps:") with the cause further down the exception chain: an aten op without an ONNX translation,
+    or the innermost error and the aten op being translated when it was raised."""
+    chain, c = [], e
+    while c is not None and not any(c is x for x in chain):
+        chain.append(c)
+        c = c.__cause__ or c.__context__
+    text = strip_ansi("\n".join(str(x) for x in chain))
+    m = _NO_TRANSLATION.search(text)
+    if m:
+        return (f"torch.onnx has no ONNX translation of {m.group(1)}.{m.group(2)}; compute it in the model with ops "
+                f"torch.onnx exports, or add a translation to irtrace/export/translations.py")
+    inner = chain[-1]
+    lines = [line.strip() for line in strip_ansi(inner).splitlines() if line.strip()]
+    node = _TRANSLATING.search(text)
+    where = f" (translating {node.group(2)}, FX node %{node.group(1)})" if node else ""
+    return f"{type(inner).__name__}{where}: {lines[0] if lines else 'no message'}"
+
+
+def _node_text(name, op_type, src):
+    """"node 'n3' (Atan, made by torch.onnx from aten.atan2.default at model.py:12)" from a node's source."""
+    made = f", made by torch.onnx from {src['fx_op']}" if src.get("fx_op") else ""
+    at = f" at {src['file_line']}" if src.get("fx_op") and src.get("file_line") else ""
+    return f"node {name!r} ({op_type}{made}{at})"
+
+
+def _refuse_control_flow(raw, sources):
+    """If/Loop/Scan (torch.onnx's translation of e.g. EmbeddingBag) carry subgraphs; the IR is a
+    straight-line graph of tensors: refused in one line, naming the aten op."""
+    for n in raw.graph.node:
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
+            raise IrtraceError(f"{_node_text(n.name, n.op_type, sources.get(n.name, {}))} is control flow with a "
+                               f"subgraph, which irtrace's straight-line IR cannot hold: compute that part of the "
+                               f"model without it (e.g. nn.Embedding and a reduction instead of nn.EmbeddingBag)")
+
+
+def _check_reference_ops(graph, sources):
+    """Every node must have a torch op-table entry (torch replays the graph to record the bundle): a
+    missing one is refused in one line, naming the node, the aten op torch.onnx made it from and where."""
+    from backends._table import Unsupported
+    from backends.torch.ops import OPS
+    from irtrace.ir.spec import node_specs
+    for spec in node_specs(graph):
+        try:
+            OPS.lookup(spec.domain, spec.op_type, spec.opset)
+        except Unsupported as e:
+            raise IrtraceError(f"{_node_text(spec.name, spec.op_type, sources.get(spec.name, {}))}: {e}; irtrace's "
+                               f"torch backend replays every node to record the bundle: compute that part of the "
+                               f"model with other ops, or add {spec.op_type} to backends/torch/ops/") from None
+
+
 def export(model, example_inputs, path, train=False, seed=0, loss=None, force=False, input_names=None,
            model_name=None):
     """Export `model` (torch.nn.Module) on `example_inputs` (tuple of tensors) to a bundle at `path`.
@@ -309,6 +370,9 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
         raise IrtraceError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
     store.check_destination(path, force)  # refused before the export's work, not after it
     inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    # the inputs as given: a module may update a tensor it is passed in place (F.batch_norm on running
+    # stats passed as arguments), and the bundle records the graph from the values before the run
+    given = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in inputs]
     t0 = time.perf_counter()
     model.train(bool(train))
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -332,13 +396,13 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
                                         custom_translation_table=_translations())
         if draws:
             random_mod.check_all_used(draws, rec)
+    except IrtraceError:
+        raise
     except Exception as e:
         # torch.export wraps a Ctrl-C in its own error: an interrupt stays one (the CLI exits 130)
         if interrupt_in(e) is not None:
             raise interrupt_in(e) from None
-        text = strip_ansi(e).strip()  # torch colours its messages; a terminal or a log gets the words only
-        first = text.splitlines()[0] if text else type(e).__name__
-        raise IrtraceError(f"torch.onnx.export could not export {type(model).__name__}: {first}") from e
+        raise IrtraceError(f"torch.onnx.export could not export {type(model).__name__}: {_export_failure(e)}") from e
     finally:
         model.load_state_dict(state)
     t_export = time.perf_counter() - t0
@@ -346,12 +410,14 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     if not draws:
         random_mod.check_no_draws(raw)
     sources = {n.name: _source(n) for n in raw.graph.node}
+    _refuse_control_flow(raw, sources)
     for n in raw.graph.node:
         _trim_metadata(n)
     _name_dropout_masks(raw, sources)
     random_mod.name_draws(raw, draws, sources)
     _name_outputs(raw, out_names)
     graph, original_attrs = canonical.canonicalize(raw, bn_estimator="unbiased")
+    n_returned = len(graph.graph.output)  # the module's outputs (a running stat it returns among them)
     state_outputs = _expose_running_stats(graph)
     sources = {n.name: sources.get(n.name, {}) for n in graph.graph.node}
 
@@ -360,15 +426,18 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     if len(graph_inputs) != len(inputs):
         raise IrtraceError(f"the exported graph has {len(graph_inputs)} inputs {graph_inputs} for {len(inputs)} "
                            f"example inputs")
-    for name, t in zip(graph_inputs, inputs):
-        feeds[name] = t.detach().cpu().numpy()
-    outputs = [o.name for o in graph.graph.output if o.name not in state_outputs.values()]
+    for name, t, before in zip(graph_inputs, inputs, given):
+        feeds[name] = before.cpu().numpy()
+        if name in state_outputs:  # a running stat passed as an argument: the module updated it in place
+            state_after[name] = t.detach().clone()
+    outputs = [o.name for o in graph.graph.output[:n_returned]]
+    _check_reference_ops(graph, sources)
     differentiable = gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params])
     values, specs, _ = record(graph, feeds, outputs, loss=loss, seed=seed, sources=differentiable)
     # the checks and the manifest run while the recorded values are written (store.write_while)
     def gradients():  # after the forward's check: a graph whose outputs differ is named for that first
         try:
-            _gradient_check(model, inputs, masks, draws, values, outputs, loss, graph, graph_inputs)
+            _gradient_check(model, given, masks, draws, values, outputs, loss, graph, graph_inputs)
         finally:
             model.load_state_dict(state)
     return store.write_while(path, values, lambda: _finish(

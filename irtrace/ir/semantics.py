@@ -54,6 +54,7 @@ def kink_tag(op_type, inputs):
             except ValueError:
                 n = 0
             return f"non-differentiable point: {n} ties between inputs" if n else None
+        x = x[~np.isnan(x)]  # NaNs are no ties (np.unique would count them as one repeated value)
         n = x.size - np.unique(x).size
         return f"non-differentiable point: {n} repeated values in input 0 (possible ties)" if n else None
     if kind == "bounds":

@@ -153,8 +153,9 @@ def depth_to_space(x, *, blocksize, mode="DCR"):
 def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
            cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
            mode="nearest", nearest_mode="round_prefer_floor"):
-    if x.ndim != 4 or antialias or axes is not None:
-        raise Unsupported("MegEngine's interpolate: 4-D NCHW, no antialias, no axes")
+    # axes naming H and W (in order) is the default layout of sizes/scales' last two entries
+    if x.ndim != 4 or antialias or (axes is not None and [a + 4 if a < 0 else a for a in axes] != [2, 3]):
+        raise Unsupported("MegEngine's interpolate: 4-D NCHW, no antialias, axes only H and W")
     kw = {}
     if sizes is not None and sizes.size:
         kw["size"] = tuple(ints(sizes)[-2:])

@@ -102,8 +102,11 @@ def gather(x, indices, *, axis=0):
 
 @OPS.register("GatherElements", since=13)
 def gather_elements(x, indices, *, axis=0):
-    idx = paddle.where(indices < 0, indices + x.shape[axis], indices)
-    return paddle.take_along_axis(x, idx, axis)
+    a = axis + x.ndim if axis < 0 else axis
+    idx = paddle.where(indices < 0, indices + x.shape[a], indices)
+    # ONNX's indices may be smaller than the data on the other axes; take_along_axis wants them equal
+    x = x[tuple(slice(None) if d == a else slice(0, indices.shape[d]) for d in range(x.ndim))]
+    return paddle.take_along_axis(x, idx, a)
 
 
 @OPS.register("Tile", since=13)
@@ -141,6 +144,9 @@ def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
         for i, a in enumerate(ax):
             full[a], full[a + r] = p[i], p[i + len(ax)]
         p = full
+    if any(v < 0 for v in p):  # a negative width crops (ONNX, torch); Paddle's pad takes none: slice first
+        x = x[tuple(slice(max(-p[i], 0), x.shape[i] - max(-p[i + r], 0)) for i in range(r))]
+        p = [max(v, 0) for v in p]
     if mode == "constant":
         value = constant_value.item() if constant_value is not None and constant_value.size else 0.0
         # a pad list as long as 2 * rank is read first dimension first: [b1, e1, b2, e2, ...]
@@ -184,8 +190,10 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
            cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
            mode="nearest", nearest_mode="round_prefer_floor"):
     spatial = x.ndim - 2
-    if antialias or axes is not None or spatial not in (1, 2, 3):
-        raise Unsupported("Paddle's interpolate: 3-D to 5-D NC... input, no antialias, no axes")
+    # axes naming the spatial dims in order is the default layout of sizes/scales' last entries
+    other_axes = axes is not None and [a + x.ndim if a < 0 else a for a in axes] != list(range(2, x.ndim))
+    if antialias or other_axes or spatial not in (1, 2, 3):
+        raise Unsupported("Paddle's interpolate: 3-D to 5-D NC... input, no antialias, axes only the spatial ones")
     kw = {}
     if sizes is not None and sizes.size:
         kw["size"] = ints(sizes)[-spatial:]

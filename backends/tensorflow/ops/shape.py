@@ -103,6 +103,8 @@ def gather(x, indices, *, axis=0):
 def gather_elements(x, indices, *, axis=0):
     a = axis + x.shape.rank if axis < 0 else axis
     idx = tf.where(indices < 0, indices + tf.cast(x.shape[a], indices.dtype), indices)
+    # ONNX's indices may be smaller than the data on the other axes; take_along_axis broadcasts them
+    x = x[tuple(slice(None) if d == a else slice(0, indices.shape[d]) for d in range(x.shape.rank))]
     return tf.experimental.numpy.take_along_axis(x, idx, axis=a)
 
 
@@ -183,12 +185,13 @@ def trilu(x, k=None, *, upper=1):
 def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
            cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
            mode="nearest", nearest_mode="round_prefer_floor"):
-    if x.shape.rank != 4 or axes is not None:
+    spatial_axes = axes is None or [a + 4 if a < 0 else a for a in axes] == [2, 3]  # sizes/scales of H, W
+    if x.shape.rank != 4 or not spatial_axes:
         raise Unsupported(f"tf.image.resize is 2-D (NHWC) only: rank {x.shape.rank}, axes {axes}")
     if sizes is not None and sizes.shape.num_elements():
         size = ints(sizes)[-2:]
     else:
-        s = [float(v) for v in scales.numpy().reshape(-1)]
+        s = ([1.0, 1.0] if axes is not None else []) + [float(v) for v in scales.numpy().reshape(-1)]
         if s[:2] != [1.0, 1.0]:
             raise Unsupported(f"Resize scales {s}: tf.image.resize scales H and W only")
         # tf.image takes sizes and derives its scale from them: ONNX's own scale when in * scale is whole

@@ -3,4 +3,5 @@ from backends._table import OpTable
 
 OPS = OpTable("torch")
 
-from backends.torch.ops import conv, elementwise, index, linalg, norm, pool, reduce, shape  # noqa: E402,F401
+from backends.torch.ops import (conv, elementwise, index, linalg, loss, norm, pool, reduce, rnn,  # noqa: E402,F401
+                                sample, shape, spectral)

@@ -63,6 +63,50 @@ _unary("Not", torch.logical_not, since=1)
 _unary("IsNaN", torch.isnan, since=9)
 _unary("Softsign", functional.softsign, since=1)
 _unary("Round", torch.round, since=11)  # ONNX and torch both round half to even
+# emitted by torch.onnx for torch.atan2 (Atan), the inverse and hyperbolic trigonometry
+_unary("Atan", torch.atan, since=7)
+_unary("Asin", torch.asin, since=7)
+_unary("Acos", torch.acos, since=7)
+_unary("Sinh", torch.sinh, since=9)
+_unary("Cosh", torch.cosh, since=9)
+_unary("Asinh", torch.asinh, since=9)
+_unary("Acosh", torch.acosh, since=9)
+_unary("Atanh", torch.atanh, since=9)
+_unary("Mish", functional.mish, since=18)
+OPS.register("BitwiseAnd", since=18)(lambda a, b: torch.bitwise_and(a, b))
+OPS.register("BitwiseOr", since=18)(lambda a, b: torch.bitwise_or(a, b))
+OPS.register("BitwiseXor", since=18)(lambda a, b: torch.bitwise_xor(a, b))
+
+
+# torch's CPU shifts and bitwise_not take uint8 and the signed types only (torch.onnx makes
+# `x << 1` on int64 a BitShift of uint64): the same bits as the signed type of that width
+_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+
+
+@OPS.register("BitShift", since=11)
+def bit_shift(x, y, *, direction):
+    signed = _SIGNED.get(x.dtype)
+    if signed is None:
+        return torch.bitwise_left_shift(x, y) if direction == "LEFT" else torch.bitwise_right_shift(x, y)
+    xs, ys = x.view(signed), y.view(signed)
+    if direction == "LEFT":
+        return torch.bitwise_left_shift(xs, ys).view(x.dtype)
+    # an unsigned right shift is logical: clear the bits the signed shift copied from the top bit
+    bits = torch.iinfo(signed).bits
+    out = torch.bitwise_right_shift(xs, ys)
+    keep = torch.bitwise_left_shift(torch.ones_like(xs), (bits - ys).clamp(max=bits - 1)) - 1
+    return torch.where((xs < 0) & (ys > 0), out & keep, out).view(x.dtype)
+
+
+@OPS.register("BitwiseNot", since=18)
+def bitwise_not(x):
+    signed = _SIGNED.get(x.dtype)
+    return torch.bitwise_not(x) if signed is None else torch.bitwise_not(x.view(signed)).view(x.dtype)
+
+
+@OPS.register("Celu", since=12)
+def celu(x, *, alpha=1.0):
+    return functional.celu(x, alpha)
 _unary("Identity", lambda x: x, since=1)
 
 

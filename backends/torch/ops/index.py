@@ -72,3 +72,28 @@ def scatter_elements(x, indices, updates, *, axis=0, reduction="none"):
         return torch.scatter(x, a, idx, updates)
     return torch.scatter_reduce(x, a, idx, updates, reduce={"add": "sum", "mul": "prod", "max": "amax",
                                                              "min": "amin"}[reduction], include_self=True)
+
+
+@OPS.register("NonZero", since=13)
+def non_zero(x):
+    return torch.nonzero(x).t().contiguous()  # ONNX: (rank, count); torch: (count, rank)
+
+
+@OPS.register("Unique", since=11)
+def unique(x, *, axis=None, sorted=1):
+    """Y, the index of each value's first occurrence, the inverse indices and the counts; with
+    sorted=0 in the order of first occurrence (torch.unique sorts)."""
+    flat = x.reshape(-1) if axis is None else x
+    dim = 0 if axis is None else (axis + x.dim() if axis < 0 else axis)
+    _, inverse, counts = torch.unique(flat, sorted=True, return_inverse=True, return_counts=True, dim=dim)
+    n = flat.shape[dim]
+    first = torch.full((counts.shape[0],), n, dtype=torch.int64).scatter_reduce(
+        0, inverse, torch.arange(n), "amin", include_self=True)
+    if not sorted:
+        order = torch.argsort(first)
+        rank = torch.empty_like(order)
+        rank[order] = torch.arange(order.numel())
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+    # the values read at their first occurrence: the same numbers as torch.unique's, with a gradient
+    # (torch.unique has none)
+    return torch.index_select(flat, dim, first), first, inverse, counts

@@ -23,3 +23,8 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
 @OPS.register("Einsum", since=12)
 def einsum(*xs, equation):
     return torch.einsum(equation, *xs)
+
+
+@OPS.register("Det", since=11)
+def det(x):
+    return torch.linalg.det(x)

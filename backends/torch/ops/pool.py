@@ -15,11 +15,32 @@ def _symmetric_ok(pads, kernel, r):
 
 @OPS.register("MaxPool", since=12)
 def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations, kernel_shape, pads, storage_order=0, strides):
+    """Y, and ONNX's Indices (torch.onnx emits them for return_indices=True and max_unpool): flat over
+    the whole unpadded input, N and C included, row-major (column-major over the spatial dims with
+    storage_order=1)."""
     r = len(kernel_shape)
+    spatial = list(x.shape[2:])
     if _symmetric_ok(pads, kernel_shape, r):
-        return _MAX[r](x, kernel_shape, strides, pads[:r], dilations, ceil_mode=bool(ceil_mode))
-    x = functional.pad(x, torch_pad_list(pads), value=float("-inf"))
-    return _MAX[r](x, kernel_shape, strides, 0, dilations, ceil_mode=bool(ceil_mode))
+        y, i = _MAX[r](x, kernel_shape, strides, pads[:r], dilations, ceil_mode=bool(ceil_mode), return_indices=True)
+    else:
+        xp = functional.pad(x, torch_pad_list(pads), value=float("-inf"))
+        y, i = _MAX[r](xp, kernel_shape, strides, 0, dilations, ceil_mode=bool(ceil_mode), return_indices=True)
+        # torch's index is into the padded input: back to the unpadded one
+        padded = list(xp.shape[2:])
+        pos, rest = [], i
+        for d in reversed(range(r)):
+            pos.insert(0, rest % padded[d] - pads[d])
+            rest = rest // padded[d]
+        i = sum(p * int(torch.tensor(spatial[d + 1:]).prod()) for d, p in enumerate(pos))
+    if storage_order:  # column-major over the spatial dims
+        pos, rest = [], i
+        for d in reversed(range(r)):
+            pos.insert(0, rest % spatial[d])
+            rest = rest // spatial[d]
+        i = sum(p * int(torch.tensor(spatial[:d]).prod()) for d, p in enumerate(pos))
+    plane = int(torch.tensor(spatial).prod())
+    base = torch.arange(x.shape[0] * x.shape[1]).reshape(x.shape[0], x.shape[1], *([1] * r)) * plane
+    return y, i + base
 
 
 @OPS.register("AveragePool", since=19)

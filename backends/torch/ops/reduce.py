@@ -75,5 +75,8 @@ def cumsum(x, axis, *, exclusive=0, reverse=0):
 
 @OPS.register("TopK", since=11)
 def top_k(x, k, *, axis=-1, largest=1, sorted=1):
-    v, i = torch.topk(x, ints(k)[0], dim=axis, largest=bool(largest), sorted=bool(sorted))
-    return v, i
+    # ONNX: of equal values the lower index comes first, in either direction (a stable sort);
+    # torch.topk leaves the order of ties to the kernel
+    v, i = torch.sort(x, dim=axis, descending=bool(largest), stable=True)
+    n = ints(k)[0]
+    return v.narrow(axis, 0, n), i.narrow(axis, 0, n)

@@ -2,8 +2,9 @@ import numpy as np
 import torch
 from torch.nn import functional
 
+from backends._table import Unsupported
 from backends.torch.ops import OPS
-from backends.torch.ops._util import axis, ints, torch_pad_list
+from backends.torch.ops._util import ONNX_TO_TORCH, axis, ints, torch_pad_list
 
 
 @OPS.register("Reshape", since=14)
@@ -167,6 +168,13 @@ def space_to_depth(x, *, blocksize):
     return y.reshape(n, c * b * b, h // b, w // b)
 
 
+@OPS.register("EyeLike", since=9)
+def eye_like(x, *, dtype=None, k=0):
+    n, m = x.shape
+    out = torch.arange(m).reshape(1, m) - torch.arange(n).reshape(n, 1) == k
+    return out.to(ONNX_TO_TORCH[dtype] if dtype is not None else x.dtype)
+
+
 @OPS.register("Trilu", since=14)
 def trilu(x, k=None, *, upper=1):
     kk = ints(k)[0] if k is not None else 0
@@ -177,12 +185,23 @@ def trilu(x, k=None, *, upper=1):
 def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
            cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
            mode="nearest", nearest_mode="round_prefer_floor"):
+    if antialias:  # torch's antialias filter is not ONNX's (irtrace/export/translations.py)
+        raise Unsupported("Resize with antialias=1: torch's antialiasing filter differs from ONNX's "
+                          "(up to 0.15 on a 7x11 -> 3x5 image), so torch cannot be the reference for it")
     spatial = x.dim() - 2
     kwargs = {}
+    given = ints(sizes) if sizes is not None and sizes.numel() else [float(s) for s in scales.reshape(-1).tolist()]
+    if axes is not None:  # sizes/scales name only these dims: the others keep their size (scale 1)
+        full = list(x.shape) if sizes is not None and sizes.numel() else [1.0] * x.dim()
+        for a, v in zip(axes, given):
+            full[axis(a, x.dim())] = v
+        if full[:2] != (list(x.shape[:2]) if sizes is not None and sizes.numel() else [1.0, 1.0]):
+            raise NotImplementedError(f"Resize of the batch or channel dim (axes {axes})")
+        given = full
     if sizes is not None and sizes.numel():
-        kwargs["size"] = ints(sizes)[-spatial:]
+        kwargs["size"] = given[-spatial:]
     else:
-        kwargs["scale_factor"] = [float(s) for s in scales.reshape(-1).tolist()][-spatial:]
+        kwargs["scale_factor"] = given[-spatial:]
     if mode == "nearest":
         if coordinate_transformation_mode == "asymmetric" and nearest_mode == "floor":
             return functional.interpolate(x, mode="nearest", **kwargs)
