@@ -44,8 +44,9 @@ def handle(adapter, kind, msg, arrays):
     except OutputsDiffer as e:
         return {"status": wire.Status.ERROR, "message": str(e), "stage": "outputs"}, []
     except Exception as e:  # noqa: BLE001 - the framework or the user's code raised: its words, one reply
-        return {"status": wire.Status.ERROR, "message": f"{type(e).__name__}: {e}".split("\nbacktrace:")[0][:2000],
-                "stage": kind[5:]}, []
+        # the framework's words without its C++ stack (MegEngine's "backtrace:", OneFlow's '  File "...cpp"' lines)
+        said = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].split('\n  File "')[0]
+        return {"status": wire.Status.ERROR, "message": said[:2000], "stage": kind[5:]}, []
 
 
 def _answer(driver, module, kind, msg, arrays):

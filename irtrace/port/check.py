@@ -351,7 +351,9 @@ def explain(bundle, report, backend, timeout):
         out["text"] = (f"{where_text}, {backend}'s {c['op_type']} is wrong in {c['mode']} ({c['verdict']} at "
                        f"{c['node']}, finding {c['id']}" + (f"; workaround that matches: {', '.join(c['workarounds'])}"
                                                             if c['workarounds'] else "") +
-                       "): the framework's fault; write its repro with `irtrace repro`")
+                       "): the framework's fault; write its repro with `irtrace repro`"
+                       + (f"; and the port's {path} differs from the bundle's: " + "; ".join(out["attributes"])
+                          if out["attributes"] else ""))
     else:
         out["text"] = (f"every op that can explain it ({len(nodes)} around {path}, {', '.join(modes)}) matches in "
                        f"isolation on {backend}: the difference is in the port's code of {path}"

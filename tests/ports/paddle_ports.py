@@ -139,6 +139,12 @@ def head_paddle_bn():
     return _train(ConvBNHead(bn=nn.BatchNorm2D(8)))
 
 
+def head_torch_momentum():
+    """paddle.nn.BatchNorm2D with torch's momentum 0.1 copied over (Paddle's momentum is the fraction kept:
+    torch's 0.1 is Paddle's 0.9)."""
+    return _train(ConvBNHead(bn=nn.BatchNorm2D(8, momentum=0.1)))
+
+
 def head_biased_bn():
     return _train(ConvBNHead(bn=BiasedBatchNorm(8)))
 
