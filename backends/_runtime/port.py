@@ -7,7 +7,8 @@ numpy and that framework only, with:
   parameters(module)  -> [(name, value, "parameter" | "buffer")]
   layouts(module)     -> {name: [automatic layout transforms, in order of preference]}
   modules(module)     -> [(path, class name, {attribute: value})]   attributes in ONNX's words (pads, strides,
-                         epsilon, momentum, running_var_estimator): what the host compares with the bundle's nodes
+                         dilations, group, epsilon, momentum, running_var_estimator, approximate): what the host
+                         compares with the bundle's nodes
   load(module, {name: numpy array in the port's layout})
   not_ready(module)   -> None, or why the module cannot be described yet (optional: a Keras model not built)
   run(module, inputs, seeds, loss, train) -> {"outputs": [...], "modules": {path: array},

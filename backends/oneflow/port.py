@@ -49,6 +49,10 @@ def modules(module):
             attrs = {"epsilon": float(m.eps)}
             if m.momentum is not None:  # torch's convention: the weight of the batch statistic
                 attrs["momentum"] = 1.0 - float(m.momentum)
+        elif isinstance(m, nn.LayerNorm):
+            attrs = {"epsilon": float(m.eps)}
+        elif isinstance(m, nn.GELU):
+            attrs = {"approximate": str(getattr(m, "approximate", "none"))}
         out.append((path, type(m).__name__, attrs))
     return out
 

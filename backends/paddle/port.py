@@ -81,6 +81,10 @@ def modules(module):
             # Paddle's momentum is the fraction of the running stat kept, as ONNX's; its batch_norm updates
             # running_var with the biased (population) variance (tests/paddle_known.py)
             attrs = {"epsilon": float(m._epsilon), "momentum": float(m._momentum), "running_var_estimator": "biased"}
+        elif isinstance(m, nn.LayerNorm):
+            attrs = {"epsilon": float(m._epsilon)}
+        elif isinstance(m, nn.GELU):
+            attrs = {"approximate": "tanh" if m._approximate else "none"}
         out.append((path, type(m).__name__, attrs))
     return out
 

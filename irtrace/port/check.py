@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 LOSSES = ("dot", "grad-penalty")
 # the bundle's node attributes a port module's own can be compared with (ONNX's names, the port drivers'
 # vocabulary: backends/_runtime/port.py)
-COMPARED = ("pads", "strides", "dilations", "group", "epsilon", "momentum", "running_var_estimator")
+COMPARED = ("pads", "strides", "dilations", "group", "epsilon", "momentum", "running_var_estimator",
+            "approximate")
 
 
 @dataclass
