@@ -468,3 +468,50 @@ def test_paddle_and_oneflow_example_ports_match_or_name_the_framework_s_op(examp
     assert code == 1 and _culprit(r) == culprit and "the framework's fault" in r["explanation"]["text"]
     if loss == "dot":  # only the culprit's part diverges: every module output and gradient matches
         assert all(x["verdict"] in ("MATCH", "NOISE") for x in r["modules"] + r["grads"] + r["parameters"] + r["outputs"])
+
+
+@pytest.mark.slow
+@only("paddle")
+def test_a_parameter_the_port_does_not_train_is_an_error_not_dropped(head, tmp_path):
+    """Paddle holds a stop_gradient parameter as a constant: torch trains head.weight, the port does not."""
+    code, r = port(head, "head_frozen_head", tmp_path, fw=Framework("paddle", "paddle_ports"))
+    assert code == 1 and verdicts(r, "parameters")["head.weight"] == "ERROR"
+    (row,) = [x for x in r["parameters"] if x["name"] == "head.weight"]
+    assert "the port does not train head.weight" in row["message"]
+
+
+@only("paddle")
+def test_paddle_module_outputs_that_are_views_get_their_own_gradient():
+    """a = x * w, then two sublayers each return a view of it (reshape); loss = <v1, 1> + <v2, 10>. Asked in one
+    paddle.grad call with a, Paddle 3.3 gives v1 a's gradient (11); the driver asks views on their own:
+    scale 11, v1 1, v2 10, w 11 x (tests/test_paddle.py::test_paddle_grad_of_intermediate_tensors_is_wrong)."""
+    info = backends.get("paddle")
+    code = """
+import numpy as np, paddle
+import paddle.nn as nn
+from backends.paddle import port
+class Scale(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.w = self.create_parameter([6], default_initializer=nn.initializer.Constant(2.0))
+    def forward(self, x):
+        return x * self.w
+class Flat(nn.Layer):
+    def forward(self, a):
+        return a.reshape([2, 3])
+class Net(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.scale, self.v1, self.v2 = Scale(), Flat(), Flat()
+    def forward(self, x):
+        a = self.scale(x)
+        return self.v1(a) * 1.0 + self.v2(a) * 10.0
+x = np.arange(6, dtype="float32")
+r = port.run(Net(), [x], [np.ones((2, 3), "float32")], "dot", True)
+g = r["grads"]
+print("ok", bool(np.all(g["scale"] == 11) and np.all(g["v1"] == 1) and np.all(g["v2"] == 10)
+                 and np.array_equal(r["params"]["scale.w"], 11 * x)))
+"""
+    env = {**os.environ, **info.variables(), "PYTHONPATH": str(HERE.parent)}
+    r = subprocess.run([info.interpreter(), "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert "ok True" in r.stdout, r.stdout + r.stderr

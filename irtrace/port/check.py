@@ -208,6 +208,10 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
     port_grads = got.get("params", {})
     for x in loaded:
         if x.kind != "parameter":
+            if values[x.bundle][0] == "parameter":  # torch trains it, the port does not: never dropped silently
+                report.parameters.append(_row(x.bundle, x.bundle, compare.ERROR, None, {
+                    "message": f"the port does not train {x.port} (its framework holds it as a constant: "
+                               f"stop_gradient / requires_grad off); torch does"}))
             continue
         if x.port not in port_grads:
             report.parameters.append(_row(x.bundle, x.bundle, compare.ERROR, None,

@@ -193,3 +193,10 @@ def wrong_output():
 
 def not_a_layer():
     return np.zeros(3)
+
+
+def head_frozen_head():
+    """The head's weight made a constant (stop_gradient): torch trains it."""
+    m = _train(ConvBNHead())
+    m.head.weight.stop_gradient = True
+    return m
