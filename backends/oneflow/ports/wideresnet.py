@@ -3,7 +3,7 @@ torch's: the port reads like the original). `wideresnet()` is the eval-mode mode
 trains with dropout, using the masks torch drew where irtrace hands them over (`recorded=`)."""
 import oneflow as flow
 import oneflow.nn as nn
-import oneflow.nn.functional as F
+from oneflow.nn import functional
 
 
 class BasicBlock(nn.Module):
@@ -31,7 +31,7 @@ class BasicBlock(nn.Module):
             if mask is not None:
                 out = out * flow.tensor(mask, dtype=out.dtype) / (1 - self.drop_rate)
             else:
-                out = F.dropout(out, self.drop_rate, training=True)
+                out = functional.dropout(out, self.drop_rate, training=True)
         out = self.conv2(out)
         return flow.add(x if self.equal_in_out else self.convShortcut(x), out)
 
@@ -67,7 +67,7 @@ class WideResNet(nn.Module):
         out = self.block2(out)
         out = self.block3(out)
         out = self.relu(self.bn1(out))
-        out = F.avg_pool2d(out, out.shape[-1])
+        out = functional.avg_pool2d(out, out.shape[-1])
         return self.fc(out.view(-1, self.n_channels))
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 import paddle
 import paddle.nn as nn
-import paddle.nn.functional as F
+from paddle.nn import functional
 
 SQRT2 = float(np.sqrt(2))
 
@@ -21,7 +21,7 @@ def bias_act(x, b=None, act="linear", alpha=0.2, gain=None):
     if b is not None:
         x = x + b.reshape([-1 if i == 1 else 1 for i in range(x.ndim)])
     if act == "lrelu":
-        x = F.leaky_relu(x, alpha)
+        x = functional.leaky_relu(x, alpha)
     gain = gain if gain is not None else (SQRT2 if act == "lrelu" else 1.0)
     return x * gain if gain != 1 else x
 
@@ -35,15 +35,15 @@ def setup_filter(f):
 def upfirdn2d(x, f, up=1, down=1, padding=(0, 0, 0, 0), gain=1):
     batch, channels, h, w = x.shape
     x = x.reshape([batch, channels, h, 1, w, 1])
-    x = F.pad(x, [0, 0, 0, 0, 0, 0, 0, up - 1, 0, 0, 0, up - 1])  # every axis, first to last
+    x = functional.pad(x, [0, 0, 0, 0, 0, 0, 0, up - 1, 0, 0, 0, up - 1])  # every axis, first to last
     x = x.reshape([batch, channels, h * up, w * up])
     px0, px1, py0, py1 = padding
-    x = F.pad(x, [max(px0, 0), max(px1, 0), max(py0, 0), max(py1, 0)])  # the last two axes: width, then height
+    x = functional.pad(x, [max(px0, 0), max(px1, 0), max(py0, 0), max(py1, 0)])  # the last two axes: width, then height
     x = x[:, :, max(-py0, 0): x.shape[2] - max(-py1, 0), max(-px0, 0): x.shape[3] - max(-px1, 0)]
     f = f * (gain ** (f.ndim / 2))
     f = f[::-1, ::-1]  # the filter flipped (the reference's flip_filter=False)
     weight = paddle.to_tensor(np.ascontiguousarray(np.broadcast_to(f, (channels, 1) + f.shape)))
-    x = F.conv2d(x, weight, groups=channels)
+    x = functional.conv2d(x, weight, groups=channels)
     return x[:, :, ::down, ::down]
 
 
@@ -72,11 +72,11 @@ def conv2d_resample(x, w, f=None, up=1, padding=0, groups=1, flip_weight=True):
         pxt, pyt = max(min(-px0, -px1), 0), max(min(-py0, -py1), 0)
         if flip_weight:
             w = paddle.flip(w, [2, 3])
-        x = F.conv2d_transpose(x, w, stride=up, padding=[pyt, pxt], groups=groups)
+        x = functional.conv2d_transpose(x, w, stride=up, padding=[pyt, pxt], groups=groups)
         return upfirdn2d(x, f, padding=[px0 + pxt, px1 - pxt, py0 + pyt, py1 - pyt], gain=up * up)
     if not flip_weight:
         w = paddle.flip(w, [2, 3])
-    return F.conv2d(x, w, padding=[py0, px0], groups=groups)
+    return functional.conv2d(x, w, padding=[py0, px0], groups=groups)
 
 
 def modulated_conv2d(x, weight, styles, noise=None, up=1, padding=0, resample_filter=None, demodulate=True,

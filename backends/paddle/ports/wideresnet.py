@@ -6,7 +6,7 @@ Paddle's BatchNorm2D updates running_var with the biased variance, torch with th
 check names Paddle's batch_norm for every running_var (the framework's fault, not the port's)."""
 import paddle
 import paddle.nn as nn
-import paddle.nn.functional as F
+from paddle.nn import functional
 
 
 class BasicBlock(nn.Layer):
@@ -35,7 +35,7 @@ class BasicBlock(nn.Layer):
             if mask is not None:
                 out = out * paddle.to_tensor(mask).astype(out.dtype) / (1 - self.drop_rate)
             else:
-                out = F.dropout(out, self.drop_rate, training=True)
+                out = functional.dropout(out, self.drop_rate, training=True)
         out = self.conv2(out)
         return (x if self.equal_in_out else self.convShortcut(x)) + out
 
@@ -71,7 +71,7 @@ class WideResNet(nn.Layer):
         out = self.block2(out)
         out = self.block3(out)
         out = self.relu(self.bn1(out))
-        out = F.avg_pool2d(out, out.shape[-1])
+        out = functional.avg_pool2d(out, out.shape[-1])
         return self.fc(out.reshape([-1, self.n_channels]))
 
 
