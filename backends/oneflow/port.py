@@ -109,7 +109,7 @@ def run(module, inputs, seeds, loss, train, capture=True):
     total = terms[0]
     for t in terms[1:]:
         total = total + t
-    if loss == "grad-penalty":
+    if loss == "grad-penalty" and floats:  # no float model input: no penalty term (the plain loss)
         for g in grad([total], [flow.ones_like(total)], floats, create_graph=True):
             total = total + (g * g).sum()
     asked = [] if loss != "dot" else list({id(t): t for t in seen.values() if t.requires_grad}.values())
