@@ -21,10 +21,15 @@ PORTS = str(HERE / "ports")
 class Framework(NamedTuple):
     backend: str
     ports: str   # tests/ports/<ports>.py: the test ports, with the same factory names in every framework
+    # the isolated finding (op type, mode, verdict) that explains the correct head's step under the gradient
+    # penalty (its train-mode BatchNorm's double backward); None: the framework computes it, the port matches
+    penalty: tuple = ("TrainBatchNormalization", "vjp2", "DIVERGENT")
 
 
 # the frameworks whose ports these tests check (one line each); `each()` makes them test parameters
-FRAMEWORKS = [Framework("megengine", "mge_ports"), Framework("tensorflow", "tf_ports")]
+FRAMEWORKS = [Framework("megengine", "mge_ports"), Framework("tensorflow", "tf_ports"),
+              Framework("paddle", "paddle_ports", penalty=None),
+              Framework("oneflow", "oneflow_ports", penalty=("TrainBatchNormalization", "vjp2", "ERROR"))]
 ALL = tuple(f.backend for f in FRAMEWORKS)
 
 
@@ -93,7 +98,7 @@ def test_a_correct_port_matches_every_module_gradient_and_running_stat(head, tmp
     assert "irtrace port: the port matches" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("fw", each(default=("megengine",)))
+@pytest.mark.parametrize("fw", each(default=("megengine", "paddle", "oneflow")))
 def test_symmetric_padding_where_the_bundle_pads_same_is_named_with_its_pads(wrn, tmp_path, capsys, fw):
     """../shared/seeds/004: a TensorFlow WideResNet pads 'SAME' at stride 2 (nothing before, one after); the
     port pads 1 on every side (in TensorFlow: a ZeroPadding2D before the conv, counted as the conv's). The
@@ -152,11 +157,18 @@ def test_a_gradient_penalty_step_that_drops_the_penalty_is_named(head, tmp_path,
 def test_batchnorm_double_backward_is_the_framework_s_fault_under_a_penalty(head, tmp_path, fw):
     """The correct port under the gradient penalty: MegEngine's train-mode BatchNorm double backward is off, and so
     is TensorFlow's (tf.nn.moments takes the variance around stop_gradient(mean): right first derivatives, wrong
-    second ones), so the gradients of everything upstream of it diverge, and the cross-reference says so."""
+    second ones), so the gradients of everything upstream of it diverge, and the cross-reference says so; OneFlow
+    has none (normalization_grad has no gradient: the step raises, the isolated finding that fails the same way is
+    named); Paddle's test port writes its BatchNorm out (Paddle's own updates running_var with the biased variance),
+    whose double backward Paddle computes: the port matches."""
     code, r = port(head, "head", tmp_path, "--loss", "grad-penalty", fw=fw)
-    assert code == 1 and not r["penalty_dropped"]
+    assert not r["penalty_dropped"]
+    if fw.penalty is None:
+        assert code == 0 and not r["diverges"] and r["explanation"] is None
+        return
+    assert code == 1
     c = r["explanation"]["culprits"][0]
-    assert (c["op_type"], c["mode"], c["verdict"]) == ("TrainBatchNormalization", "vjp2", "DIVERGENT")
+    assert (c["op_type"], c["mode"], c["verdict"]) == fw.penalty
     assert "the framework's fault" in r["explanation"]["text"]
 
 
@@ -194,15 +206,15 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(head, tmp_path, capsys
 
 @pytest.mark.parametrize("fw", each())
 def test_capture_does_not_change_the_port_s_results(fw):
-    """The hooks (MegEngine), call wrappers and tape watches (TensorFlow) that capture every module's output
-    and gradient change nothing: the same outputs, parameter gradients and buffers, bitwise, as a step without
+    """The hooks (MegEngine, Paddle, OneFlow), call wrappers and tape watches (TensorFlow) that capture every
+    module's output and gradient, and the gradient requests for them, change nothing: the same outputs, parameter gradients and buffers, bitwise, as a step without
     them (in the framework's own env)."""
     info = backends.get(fw.backend)
     code = f"""
 import sys, numpy as np
 sys.path.insert(0, {PORTS!r})
+from backends.{fw.backend} import port  # first: OneFlow's driver loads the CUDA runtime its wheel links
 import {fw.ports} as ports
-from backends.{fw.backend} import port
 x = np.random.default_rng(0).standard_normal((4, 3, 6, 6)).astype('float32')
 seed = np.random.default_rng(1).standard_normal((4, 3)).astype('float32')
 runs = []
@@ -378,3 +390,128 @@ for loss in ('dot', 'grad-penalty'):
     r = subprocess.run([info.interpreter(), "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert "dot captured 14 14 same True restored True" in r.stdout, r.stdout + r.stderr
     assert "grad-penalty captured 14 0 same True restored True" in r.stdout, r.stdout + r.stderr
+
+
+# ---- Paddle's and OneFlow's own ----
+
+def _culprit(r):
+    c = r["explanation"]["culprits"][0]
+    return c["op_type"], c["mode"], c["verdict"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, culprit", [
+    pytest.param("oneflow", None, marks=only("oneflow"), id="oneflow"),
+    # Paddle's own BatchNorm2D updates running_var with the biased variance: its isolated finding has the numbers
+    # of a port's own biased BatchNorm too, and is named
+    pytest.param("paddle", ("TrainBatchNormalization", "fwd", "DIVERGENT"), marks=only("paddle"), id="paddle")])
+def test_a_biased_running_var_is_cross_referenced_at_bn(head, tmp_path, backend, culprit):
+    """The port's own BatchNorm updating running_var with the biased variance: the cross-reference looks at bn's
+    forward; OneFlow's batch_norm is right in isolation (the port's code), Paddle's makes the same mistake."""
+    fw = next(f for f in FRAMEWORKS if f.backend == backend)
+    code, r = port(head, "head_biased_bn", tmp_path, fw=fw)
+    e = r["explanation"]
+    assert code == 1 and e["module"] == "bn" and e["where"] == "running stats"
+    if culprit is None:
+        assert e["culprits"] == [] and "the difference is in the port's code of bn" in e["text"]
+    else:
+        assert _culprit(r) == culprit and "the framework's fault" in e["text"]
+
+
+@pytest.mark.slow
+@only("paddle")
+@pytest.mark.parametrize("factory, words", [
+    # paddle.nn.BatchNorm2D: Paddle's biased running_var, named with the attribute that says so
+    ("head_paddle_bn", ["running_var_estimator biased in the port vs unbiased in the bundle's TrainBatchNormalization"]),
+    # torch's momentum 0.1 copied into Paddle's, which is the fraction kept
+    ("head_torch_momentum", ["momentum 0.1 in the port vs 0.9 in the bundle's TrainBatchNormalization",
+                             "running_var_estimator biased"]),
+])
+def test_paddle_s_own_batchnorm_is_named_with_what_differs(head, tmp_path, factory, words):
+    code, r = port(head, factory, tmp_path, fw=Framework("paddle", "paddle_ports"))
+    assert code == 1 and all(x["verdict"] in ("MATCH", "NOISE") for x in r["modules"] + r["grads"] + r["parameters"])
+    assert verdicts(r, "state")["bn.running_var"] == "DIVERGENT"
+    assert _culprit(r) == ("TrainBatchNormalization", "fwd", "DIVERGENT")
+    assert all(w in r["explanation"]["text"] for w in words), r["explanation"]["text"]
+
+
+# The example ports Paddle and OneFlow ship (backends/<name>/ports/<example module>.py, what `make demo` checks),
+# on the example bundles: (backend, example, factory, loss, the isolated finding (op type, mode, verdict) the
+# cross-reference names, or None where the port matches everywhere).
+EXAMPLE_PORTS = [
+    ("paddle", "wideresnet", "wideresnet", "dot", None),
+    # Paddle's BatchNorm2D updates running_var with the biased variance: every running_var, Paddle's fault
+    ("paddle", "wideresnet-train", "wideresnet_dropout", "dot", ("TrainBatchNormalization", "fwd", "DIVERGENT")),
+    ("paddle", "stylegan2", "synthesis", "dot", None),
+    # no double backward of a depthwise conv2d (upfirdn2d's FIR filter): the step raises
+    ("paddle", "stylegan2", "synthesis", "grad-penalty", ("Conv", "vjp2", "ERROR")),
+    ("oneflow", "wideresnet", "wideresnet", "dot", None),
+    ("oneflow", "wideresnet-train", "wideresnet_dropout", "dot", None),
+    ("oneflow", "stylegan2", "synthesis", "dot", None),
+    ("oneflow", "stylegan2", "synthesis", "grad-penalty", None),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, example, factory, loss, culprit", [
+    pytest.param(*case, id="-".join(case[:2] + (case[3],)), marks=only(case[0])) for case in EXAMPLE_PORTS])
+def test_paddle_and_oneflow_example_ports_match_or_name_the_framework_s_op(example_bundle, tmp_path, backend, example,
+                                                                           factory, loss, culprit):
+    out = tmp_path / "port"
+    code = main(["port", str(example_bundle(example).path), "--port",
+                 f"backends.{backend}.ports.{example.split('-')[0]}:{factory}", "--backend", backend, "--loss", loss,
+                 "-o", str(out)])
+    r = json.loads((out / "report.json").read_text())
+    if culprit is None:
+        assert code == 0 and not r["diverges"] and r["modules"] and r["parameters"], r["explanation"]
+        return
+    assert code == 1 and _culprit(r) == culprit and "the framework's fault" in r["explanation"]["text"]
+    if loss == "dot":  # only the culprit's part diverges: every module output and gradient matches
+        assert all(x["verdict"] in ("MATCH", "NOISE") for x in r["modules"] + r["grads"] + r["parameters"] + r["outputs"])
+
+
+@pytest.mark.slow
+@only("paddle")
+def test_a_parameter_the_port_does_not_train_is_an_error_not_dropped(head, tmp_path):
+    """Paddle holds a stop_gradient parameter as a constant: torch trains head.weight, the port does not."""
+    code, r = port(head, "head_frozen_head", tmp_path, fw=Framework("paddle", "paddle_ports"))
+    assert code == 1 and verdicts(r, "parameters")["head.weight"] == "ERROR"
+    (row,) = [x for x in r["parameters"] if x["name"] == "head.weight"]
+    assert "the port does not train head.weight" in row["message"]
+
+
+@only("paddle")
+def test_paddle_module_outputs_that_are_views_get_their_own_gradient():
+    """a = x * w, then two sublayers each return a view of it (reshape); loss = <v1, 1> + <v2, 10>. Asked in one
+    paddle.grad call with a, Paddle 3.3 gives v1 a's gradient (11); the driver asks views on their own:
+    scale 11, v1 1, v2 10, w 11 x (tests/test_paddle.py::test_paddle_grad_of_intermediate_tensors_is_wrong)."""
+    info = backends.get("paddle")
+    code = """
+import numpy as np, paddle
+import paddle.nn as nn
+from backends.paddle import port
+class Scale(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.w = self.create_parameter([6], default_initializer=nn.initializer.Constant(2.0))
+    def forward(self, x):
+        return x * self.w
+class Flat(nn.Layer):
+    def forward(self, a):
+        return a.reshape([2, 3])
+class Net(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.scale, self.v1, self.v2 = Scale(), Flat(), Flat()
+    def forward(self, x):
+        a = self.scale(x)
+        return self.v1(a) * 1.0 + self.v2(a) * 10.0
+x = np.arange(6, dtype="float32")
+r = port.run(Net(), [x], [np.ones((2, 3), "float32")], "dot", True)
+g = r["grads"]
+print("ok", bool(np.all(g["scale"] == 11) and np.all(g["v1"] == 1) and np.all(g["v2"] == 10)
+                 and np.array_equal(r["params"]["scale.w"], 11 * x)))
+"""
+    env = {**os.environ, **info.variables(), "PYTHONPATH": str(HERE.parent)}
+    r = subprocess.run([info.interpreter(), "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert "ok True" in r.stdout, r.stdout + r.stderr

@@ -7,7 +7,8 @@ numpy and that framework only, with:
   parameters(module)  -> [(name, value, "parameter" | "buffer")]
   layouts(module)     -> {name: [automatic layout transforms, in order of preference]}
   modules(module)     -> [(path, class name, {attribute: value})]   attributes in ONNX's words (pads, strides,
-                         epsilon, momentum, running_var_estimator): what the host compares with the bundle's nodes
+                         dilations, group, epsilon, momentum, running_var_estimator, approximate): what the host
+                         compares with the bundle's nodes
   load(module, {name: numpy array in the port's layout})
   not_ready(module)   -> None, or why the module cannot be described yet (optional: a Keras model not built)
   run(module, inputs, seeds, loss, train) -> {"outputs": [...], "modules": {path: array},
@@ -44,8 +45,9 @@ def handle(adapter, kind, msg, arrays):
     except OutputsDiffer as e:
         return {"status": wire.Status.ERROR, "message": str(e), "stage": "outputs"}, []
     except Exception as e:  # noqa: BLE001 - the framework or the user's code raised: its words, one reply
-        return {"status": wire.Status.ERROR, "message": f"{type(e).__name__}: {e}".split("\nbacktrace:")[0][:2000],
-                "stage": kind[5:]}, []
+        # the framework's words without its C++ stack (MegEngine's "backtrace:", OneFlow's '  File "...cpp"' lines)
+        said = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].split('\n  File "')[0]
+        return {"status": wire.Status.ERROR, "message": said[:2000], "stage": kind[5:]}, []
 
 
 def _answer(driver, module, kind, msg, arrays):

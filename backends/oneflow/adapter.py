@@ -10,6 +10,7 @@ from backends.oneflow.ops import OPS
 class OneFlowAdapter(AutodiffAdapter):
     name = framework = "oneflow"
     recipe = repro.RECIPE
+    port = "backends.oneflow.port"  # runs a user's OneFlow port (irtrace port)
     table = OPS
     autodiff = autodiff
 

@@ -12,6 +12,7 @@ paddle.set_device("cpu")
 class PaddleAdapter(AutodiffAdapter):
     name = framework = "paddle"
     recipe = repro.RECIPE
+    port = "backends.paddle.port"  # runs a user's Paddle port (irtrace port)
     table = OPS
     autodiff = autodiff
 

@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 LOSSES = ("dot", "grad-penalty")
 # the bundle's node attributes a port module's own can be compared with (ONNX's names, the port drivers'
 # vocabulary: backends/_runtime/port.py)
-COMPARED = ("pads", "strides", "dilations", "group", "epsilon", "momentum", "running_var_estimator")
+COMPARED = ("pads", "strides", "dilations", "group", "epsilon", "momentum", "running_var_estimator",
+            "approximate")
 
 
 @dataclass
@@ -207,6 +208,10 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
     port_grads = got.get("params", {})
     for x in loaded:
         if x.kind != "parameter":
+            if values[x.bundle][0] == "parameter":  # torch trains it, the port does not: never dropped silently
+                report.parameters.append(_row(x.bundle, x.bundle, compare.ERROR, None, {
+                    "message": f"the port does not train {x.port} (its framework holds it as a constant: "
+                               f"stop_gradient / requires_grad off); torch does"}))
             continue
         if x.port not in port_grads:
             report.parameters.append(_row(x.bundle, x.bundle, compare.ERROR, None,
@@ -351,7 +356,9 @@ def explain(bundle, report, backend, timeout):
         out["text"] = (f"{where_text}, {backend}'s {c['op_type']} is wrong in {c['mode']} ({c['verdict']} at "
                        f"{c['node']}, finding {c['id']}" + (f"; workaround that matches: {', '.join(c['workarounds'])}"
                                                             if c['workarounds'] else "") +
-                       "): the framework's fault; write its repro with `irtrace repro`")
+                       "): the framework's fault; write its repro with `irtrace repro`"
+                       + (f"; and the port's {path} differs from the bundle's: " + "; ".join(out["attributes"])
+                          if out["attributes"] else ""))
     else:
         out["text"] = (f"every op that can explain it ({len(nodes)} around {path}, {', '.join(modes)}) matches in "
                        f"isolation on {backend}: the difference is in the port's code of {path}"
