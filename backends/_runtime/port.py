@@ -46,7 +46,7 @@ def handle(adapter, kind, msg, arrays):
         return {"status": wire.Status.ERROR, "message": str(e), "stage": "outputs"}, []
     except Exception as e:  # noqa: BLE001 - the framework or the user's code raised: its words, one reply
         # the framework's words without its C++ stack (MegEngine's "backtrace:", OneFlow's '  File "...cpp"' lines)
-        said = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].split('\n  File "')[0]
+        said = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].split('\n  File "')[0].strip()
         return {"status": wire.Status.ERROR, "message": said[:2000], "stage": kind[5:]}, []
 
 
