@@ -445,10 +445,19 @@ EXAMPLE_PORTS = [
     ("paddle", "stylegan2", "synthesis", "dot", None),
     # no double backward of a depthwise conv2d (upfirdn2d's FIR filter): the step raises
     ("paddle", "stylegan2", "synthesis", "grad-penalty", ("Conv", "vjp2", "ERROR")),
+    # the same running_var (the ResNet's six BatchNorms); everything else matches
+    ("paddle", "resnet", "resnet", "dot", ("TrainBatchNormalization", "fwd", "DIVERGENT")),
+    # no double backward of max_pool2d ("Pool op grad grad only supports avgpool"): the step raises
+    ("paddle", "resnet", "resnet", "grad-penalty", ("MaxPool", "vjp2", "ERROR")),
+    ("paddle", "gpt", "gpt_block", "dot", None),
     ("oneflow", "wideresnet", "wideresnet", "dot", None),
     ("oneflow", "wideresnet-train", "wideresnet_dropout", "dot", None),
     ("oneflow", "stylegan2", "synthesis", "dot", None),
     ("oneflow", "stylegan2", "synthesis", "grad-penalty", None),
+    ("oneflow", "resnet", "resnet", "dot", None),
+    # no double backward of OneFlow's batch norm ("The gradient function for op normalization_grad is not found")
+    ("oneflow", "resnet", "resnet", "grad-penalty", ("TrainBatchNormalization", "vjp2", "ERROR")),
+    ("oneflow", "gpt", "gpt_block", "dot", None),
 ]
 
 

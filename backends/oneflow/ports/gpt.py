@@ -1,0 +1,96 @@
+"""The GPT-style block (irtrace/examples/gpt.py) in OneFlow, as a porter writes it (OneFlow's API mirrors
+torch's: the port reads like the original). The causal mask is a constant, not a buffer (torch's is
+non-persistent: not state); dropout takes the masks torch drew (`recorded=`: the bundle's
+`<module>.dropout_mask` values)."""
+import math
+
+import numpy as np
+
+import oneflow as flow
+import oneflow.nn as nn
+from oneflow.nn import functional
+
+
+class Dropout(nn.Module):
+    """Dropout that applies the mask torch drew at its module path when irtrace hands it over."""
+
+    def __init__(self, p, masks, path):
+        super().__init__()
+        self.p, self.mask = p, (masks or {}).get(f"{path}.dropout_mask")
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        if self.mask is None:
+            return functional.dropout(x, self.p, training=True)
+        return x * (flow.tensor(np.asarray(self.mask, np.float32), dtype=x.dtype) / (1 - self.p))
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d, heads, block, p, masks, path):
+        super().__init__()
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.attn_dropout = Dropout(p, masks, f"{path}.attn_dropout")
+        self.resid_dropout = Dropout(p, masks, f"{path}.resid_dropout")
+        self.n_head = heads
+        self.causal = np.tril(np.ones((block, block), np.float32)).reshape(1, 1, block, block)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = flow.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        bias = flow.tensor(self.causal[:, :, :T, :T])
+        att = att.masked_fill(bias == 0, float("-inf"))
+        att = self.attn_dropout(functional.softmax(att, dim=-1))
+        y = flow.matmul(att, v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, d, p, masks, path):
+        super().__init__()
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.c_proj = nn.Linear(4 * d, d)
+        self.dropout = Dropout(p, masks, f"{path}.dropout")
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(functional.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, block, p, masks, path):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = CausalSelfAttention(d, heads, block, p, masks, f"{path}.attn")
+        self.ln_2 = nn.LayerNorm(d)
+        self.mlp = MLP(d, p, masks, f"{path}.mlp")
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, masks=None, vocab=32, block=8, d=16, heads=2, layers=1, p=0.1):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(block, d)
+        self.drop = Dropout(p, masks, "drop")
+        self.h = nn.ModuleList([Block(d, heads, block, p, masks, f"h.{i}") for i in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        pos = flow.arange(0, idx.shape[1], dtype=flow.int64)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def gpt_block(recorded=None):
+    return GPT(masks=recorded).train()
