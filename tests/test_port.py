@@ -335,6 +335,47 @@ def test_tensorflow_wideresnet_example_ports_match(example_bundle, tmp_path, nam
         assert len(r["state"]) == 14 and any("handed to the port's factory (recorded=)" in n for n in r["notes"])
 
 
+# backends/tensorflow/ports/{resnet,gpt}.py on the example bundles: (example, factory, loss, the isolated finding
+# (op type, mode, verdict) the cross-reference names, or None where the port matches everywhere)
+TF_EXAMPLE_PORTS = [
+    ("resnet", "resnet", "dot", None),
+    # tf.nn.moments takes the variance around stop_gradient(mean): right in value and first gradient, wrong in the
+    # second, which the penalty's double backward takes through every train-mode BatchNorm
+    ("resnet", "resnet", "grad-penalty", ("TrainBatchNormalization", "vjp2", "DIVERGENT")),
+    # the same port with the variance around the mean itself (ExactMomentsBatchNorm): nothing else diverged
+    ("resnet", "resnet_workarounds", "grad-penalty", None),
+    ("gpt", "gpt_block", "dot", None),
+    ("gpt", "gpt_block", "grad-penalty", None),  # token inputs only: the penalty is the plain loss
+]
+
+
+@pytest.mark.slow
+@only("tensorflow")
+@pytest.mark.parametrize("example, factory, loss, culprit", [
+    pytest.param(*case, id="-".join(case[1:3])) for case in TF_EXAMPLE_PORTS])
+def test_tensorflow_resnet_and_gpt_example_ports_match_or_name_the_framework_s_op(example_bundle, tmp_path, example,
+                                                                                  factory, loss, culprit):
+    """backends/tensorflow/ports/resnet.py (NHWC, torch's symmetric stride-2 and max-pool padding written as
+    ZeroPadding2D) and gpt.py (the recorded dropout masks, by module path): every module output, module gradient,
+    parameter gradient and running stat MATCH or NOISE, or only the parameter gradients diverge, where TensorFlow's
+    op is named."""
+    out = tmp_path / "port"
+    code = main(["port", str(example_bundle(example).path), "--port", f"backends.tensorflow.ports.{example}:{factory}",
+                 "--backend", "tensorflow", "--loss", loss, "-o", str(out)])
+    r = json.loads((out / "report.json").read_text())
+    sizes = {"resnet": (19, 20, 12), "gpt": (17, 17, 0)}[example]
+    assert (len(r["modules"]), len(r["parameters"]), len(r["state"])) == sizes
+    assert r["unaligned"] == (["layer2.0.pad1", "pad"] if example == "resnet" else [])
+    if example == "gpt":
+        assert any("handed to the port's factory (recorded=)" in n for n in r["notes"])
+    if culprit is None:
+        assert code == 0 and not r["diverges"], r["explanation"]
+        return
+    assert code == 1 and _culprit(r) == culprit and "the framework's fault" in r["explanation"]["text"]
+    assert all(x["verdict"] in ("MATCH", "NOISE") for x in r["modules"] + r["outputs"] + r["state"])
+    assert {x["verdict"] for x in r["parameters"]} >= {"DIVERGENT"}
+
+
 @pytest.mark.slow
 @only("tensorflow")
 def test_tensorflow_stylegan2_grouped_convs_are_the_framework_s_fault_and_the_workaround_port_matches(
