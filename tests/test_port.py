@@ -4,6 +4,7 @@ exit 2, nothing written. The ports are tests/ports/<framework>_ports.py (the sam
 torch models tests/models_for_tests.py."""
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import NamedTuple
@@ -152,6 +153,21 @@ def test_a_gradient_penalty_step_that_drops_the_penalty_is_named(head, tmp_path,
     assert "its step drops the gradient penalty" in r["explanation"]["text"]
 
 
+@only("megengine")
+def test_a_step_that_raises_where_no_bundle_op_does_names_the_port_s_line(head, tmp_path):
+    """The port's step raises in a call the bundle's graph does not make (here a planted raise; in the wild
+    paddle.flatten, whose double backward Paddle lacks, where the graph has a Reshape): no isolated finding
+    fails that way, so the report says where the port raised and that irtrace cannot tell whose fault it is,
+    not that the port's code is wrong."""
+    code, r = port(head, "head_raising", tmp_path)
+    step = r["outputs"][0]
+    assert code == 1 and step["verdict"] == "ERROR" and "planted: the port's own call fails" in step["message"]
+    assert re.fullmatch(r"tests/ports/mge_ports\.py:\d+: raise ValueError\(.*", step["at"]), step["at"]
+    text = r["explanation"]["text"]
+    assert "the failing call is one the port makes and the bundle's graph does not (raised at tests/ports/" in text
+    assert "the framework's fault" not in text
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fw", each())
 def test_batchnorm_double_backward_is_the_framework_s_fault_under_a_penalty(head, tmp_path, fw):
@@ -275,6 +291,19 @@ def test_megengine_ports_of_the_examples_match_under_the_plain_loss(example_bund
                  "--backend", "megengine", "-o", str(out)])
     r = json.loads((out / "report.json").read_text())
     assert code == 0 and not r["diverges"] and r["modules"] and r["parameters"], r["explanation"]
+
+
+@only("megengine")
+def test_a_penalty_on_a_model_without_float_inputs_is_the_plain_loss(example_bundle, tmp_path):
+    """GPT takes token ids: a gradient penalty has nothing to differentiate, so `--loss grad-penalty` runs and
+    judges the plain loss's step, module output gradients included, and says so."""
+    out = tmp_path / "out"
+    code = main(["port", str(example_bundle("gpt").path), "--port", "backends.megengine.ports.gpt:gpt_block",
+                 "--backend", "megengine", "--loss", "grad-penalty", "-o", str(out)])
+    r = json.loads((out / "report.json").read_text())
+    assert code == 0 and r["plain_loss"] and r["loss"] == "grad-penalty" and not r["diverges"]
+    assert len(r["grads"]) == len(r["modules"]) == 17
+    assert any("no float input for a gradient penalty" in n for n in r["notes"])
 
 
 # ---- TensorFlow's own: Keras's defaults and idioms that differ from torch ----

@@ -20,7 +20,9 @@ A factory that takes a `recorded` keyword gets the bundle's recorded random valu
 """
 import importlib
 import inspect
+import os
 import sys
+import traceback
 
 import numpy as np
 
@@ -47,7 +49,23 @@ def handle(adapter, kind, msg, arrays):
     except Exception as e:  # noqa: BLE001 - the framework or the user's code raised: its words, one reply
         # the framework's words without its C++ stack (MegEngine's "backtrace:", OneFlow's '  File "...cpp"' lines)
         said = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].split('\n  File "')[0].strip()
-        return {"status": wire.Status.ERROR, "message": said[:2000], "stage": kind[5:]}, []
+        return {"status": wire.Status.ERROR, "message": said[:2000], "stage": kind[5:], "at": _user_frame(e, driver)}, []
+
+
+def _user_frame(e, driver):
+    """Where in the user's code the exception was raised ("ports/resnet.py:41: x = paddle.flatten(x, 1)"), or
+    None where it was raised in the framework's backward, which the driver calls (no line of the port's is
+    on the stack then): the innermost frame outside the Python installation, the framework and this runtime."""
+    skip = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(__file__),
+                                          os.path.dirname(driver.__file__))}
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if not any(os.path.realpath(f.filename).startswith(s + os.sep) for s in skip)
+              and "-packages" + os.sep not in f.filename]
+    if not frames:
+        return None
+    f = frames[-1]
+    return f"{os.path.relpath(f.filename) if not f.filename.startswith('..') else f.filename}:{f.lineno}" + \
+        (f": {f.line.strip()}" if f.line else "")
 
 
 def _answer(driver, module, kind, msg, arrays):

@@ -47,6 +47,7 @@ class PortReport:
     unaligned: list = field(default_factory=list)     # port modules with no scope in the bundle
     port_modules: list = field(default_factory=list)  # the port's modules: {"path", "class", "attributes"}
     penalty_dropped: bool = False                     # its parameter gradients are the plain loss's
+    plain_loss: bool = False                          # --loss grad-penalty on a model without float inputs
     notes: list = field(default_factory=list)
     time_s: float = None
 
@@ -102,7 +103,7 @@ def _ask(pool, backend, msg, arrays, timeout):
     if reply.get("status") == "error":
         if reply.get("stage") in ("factory", "outputs"):
             raise IrtraceError(reply["message"])
-        raise PortFailed(compare.ERROR, f"{backend} raised in the port: {reply.get('message', '')}")
+        raise PortFailed(compare.ERROR, f"{backend} raised in the port: {reply.get('message', '')}", reply.get("at"))
     if reply.get("status") != "ok":
         raise IrtraceError(f"{backend}: {reply.get('message', 'cannot run ports')}")
     return reply, out
@@ -111,9 +112,9 @@ def _ask(pool, backend, msg, arrays, timeout):
 class PortFailed(Exception):
     """The port crashed, hung or raised while running: a result, not a usage error."""
 
-    def __init__(self, verdict, message):
+    def __init__(self, verdict, message, at=None):
         super().__init__(message)
-        self.verdict, self.message = verdict, message
+        self.verdict, self.message, self.at = verdict, message, at
 
 
 def _recorded(bundle):
@@ -135,8 +136,11 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
     loaded = align.match(values, described["parameters"], described.get("layouts", {}), mapping)
     weights = [align.transform(bundle.values[x.bundle], x.how, x.port_shape).astype(
         np.asarray(bundle.values[x.bundle]).dtype) for x in loaded]
-    request = chain_request(bundle, "grad-penalty" if loss == "grad-penalty" else "bundle")
     inputs = [np.asarray(bundle.values[i["name"]]) for i in m["inputs"]]
+    # a penalty takes the gradient of the float model inputs: with none (token ids), it is the plain loss,
+    # and the step is run and judged as one
+    plain = loss == "dot" or not any(a.dtype.kind == "f" for a in inputs)
+    request = chain_request(bundle, "bundle" if plain else "grad-penalty")
     seeds = list(request.arrays[len(request.feeds):])
     report = PortReport(str(bundle.path), backend, factory, loss, m.get("mode", "eval"))
     if m.get("mode") == "train" and recorded:
@@ -145,12 +149,13 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
                             if described.get("took_recorded") else
                             f"the bundle recorded {which}: a port that draws its own differs from torch there; a "
                             f"factory with a `recorded` keyword gets them")
-    msg = {"kind": "port-run", **base, "weights": [x.port for x in loaded], "loss": loss,
+    msg = {"kind": "port-run", **base, "weights": [x.port for x in loaded], "loss": "dot" if plain else loss,
            "train": m.get("mode") == "train", "counts": [len(weights), len(inputs), len(seeds)]}
     try:
         reply, out = _ask(pool, backend, msg, weights + inputs + seeds, timeout)
     except PortFailed as e:
-        report.outputs.append(_row("(the step)", "", e.verdict, None, {"message": e.message}))
+        report.outputs.append(_row("(the step)", "", e.verdict, None, {"message": e.message,
+                                                                       **({"at": e.at} if e.at else {})}))
         report.notes.append(f"the port did not finish its step: {e.message}")
         return report
     report.versions = pool.get(backend).hello.get("versions", {}) if pool.get(backend).hello else {}
@@ -196,7 +201,11 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
             row = judged("values", value, scope, value, captured[scope], ref_vals.get(value), o_vals.get(value))
             if row is not None:
                 report.modules.append(row)
-    if loss == "dot":
+    if plain:
+        if loss != "dot":
+            report.plain_loss = True
+            report.notes.append("the model has no float input for a gradient penalty to differentiate: its loss is "
+                                "the plain one, and module output gradients are compared as under it")
         for scope, value in reversed(list(scopes.items())):
             if scope in grads:
                 row = judged("grads", value, scope, value, grads[scope], ref_grads.get(value), o_grads.get(value))
@@ -233,7 +242,7 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
         if row is not None:
             row["message"] = row["message"] or _estimator(bundle, key, after, ref_vals.get(value))
             report.state.append(row)
-    if loss == "grad-penalty" and any(r["verdict"] in compare.FAILING for r in report.parameters):
+    if not plain and any(r["verdict"] in compare.FAILING for r in report.parameters):
         report.penalty_dropped = _plain_loss_gradients(bundle, pool, loaded, port_grads, timeout)
         if report.penalty_dropped:
             report.notes.append("the port's parameter gradients are those of the plain loss (no penalty term): its step "
@@ -272,7 +281,7 @@ def _row(name, value, verdict, met, details):
     return {"name": name, "value": value, "verdict": str(verdict),
             "max_abs": met.max_abs if met is not None else None, "max_rel": met.max_rel if met is not None else None,
             "allowed": details.get("allowed"), "closer_to_oracle": details.get("closer_to_oracle"),
-            "message": details.get("message", "")}
+            "message": details.get("message", ""), **({"at": details["at"]} if details.get("at") else {})}
 
 
 def _estimator(bundle, key, port_after, ref_after):
@@ -313,7 +322,7 @@ def explain(bundle, report, backend, timeout):
     double backward of every op (vjp2 too); a running stat from its module's forward."""
     sources = bundle.manifest.get("nodes", {})
     model = bundle.model
-    penalty = report.loss == "grad-penalty"
+    penalty = report.loss == "grad-penalty" and not report.plain_loss
     step = next((r for r in report.outputs if r["name"] in ("(the step)", "(the port)")), None)
     if step is not None:
         return _explain_failed_step(bundle, report, backend, step, timeout)
@@ -369,7 +378,7 @@ def explain(bundle, report, backend, timeout):
 def _explain_failed_step(bundle, report, backend, step, timeout):
     """A step that raised, crashed or hung: the isolated findings of the backend, anywhere in the bundle,
     that fail the same way (for an ERROR, the same message once numbers and names are taken out)."""
-    modes = ("fwd", "vjp") + (("vjp2",) if report.loss == "grad-penalty" else ())
+    modes = ("fwd", "vjp") + (("vjp2",) if report.loss == "grad-penalty" and not report.plain_loss else ())
     said = _failure(step["message"].split(" in the port: ", 1)[-1])
     found = [c for c in _isolated(bundle, backend, [n.name for n in bundle.model.graph.node], timeout)
              if c["mode"] in modes and c["verdict"] == step["verdict"]
@@ -386,8 +395,14 @@ def _explain_failed_step(bundle, report, backend, step, timeout):
                        + (f"; workaround that matches: {', '.join(c['workarounds'])}" if c["workarounds"] else "")
                        + "): the framework's fault; write its repro with `irtrace repro`")
     else:
+        # the port called something the bundle's graph does not make (paddle.flatten where the graph has a
+        # Reshape): irtrace cannot tell the framework's fault from the port's there, and says so
+        at = step.get("at")
         out["text"] = (f"the port's step failed ({step['verdict']}) and no op of the bundle fails that way in isolation on "
-                       f"{backend} ({', '.join(modes)}): the port's own code")
+                       f"{backend} ({', '.join(modes)}): the failing call is one the port makes and the bundle's graph "
+                       f"does not" + (f" (raised at {at})" if at else " (raised in the framework's backward of the "
+                                      "port's step)") + "; write it with the ops the bundle's nodes use to tell whether "
+                       f"{backend} or the port's code is at fault")
     return out
 
 

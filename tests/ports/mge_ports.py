@@ -93,8 +93,11 @@ class ConvBNHead(nn.Module):
         self.square = Linear(8, 8, untransposed=untransposed)
         self.head = Linear(8, 3, gain=8 ** -0.5 if gain else 1.0)
         self.detach_input = detach_input
+        self.raise_in_step = False
 
     def forward(self, x):
+        if self.raise_in_step:
+            raise ValueError("planted: the port's own call fails")  # the line the report names
         if self.detach_input:
             x = x.detach()  # a step that cuts the penalty term's path: its gradient is lost
         y = func.relu(self.bn(self.conv(x)))
@@ -124,6 +127,12 @@ def head_no_gain():
 
 def head_detached():
     return _train(ConvBNHead(detach_input=True))
+
+
+def head_raising():
+    m = _train(ConvBNHead())
+    m.raise_in_step = True
+    return m
 
 
 def raises():
