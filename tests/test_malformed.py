@@ -283,7 +283,7 @@ MANIFEST_CASES = [
     ("manifest parameters ghost", set_path(("parameters",), ["conv.weight", "conv.bias", "ghost"]),
      r"manifest.json: parameters names 'ghost', which is not an initializer of graph.onnx"),
     ("manifest buffers ghost", set_path(("buffers",), ["running_ghost"]),
-     r"manifest.json: buffers names 'running_ghost', which is not an initializer"),
+     r"manifest.json: buffers names 'running_ghost', which is not an input or an initializer"),
     ("manifest differentiable without a weight", set_path(("differentiable",), ["conv.bias", "x"]),
      r"manifest.json: differentiable omits the parameter 'conv.weight'; .* their gradients would go unjudged"),
     ("manifest differentiable without the input", set_path(("differentiable",), ["conv.bias", "conv.weight"]),

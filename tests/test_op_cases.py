@@ -14,7 +14,8 @@ def cases_replay(tmp_path_factory):
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds, _ = op_cases.all_cases_model()
-    bundle = bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases")
+    bundle = bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases",
+                              trained=op_cases.activations(model, feeds))
     return replay(bundle, ["torch", "onnxruntime", "oracle"])
 
 

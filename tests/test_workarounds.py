@@ -104,9 +104,15 @@ def test_every_registered_workaround_matches_torch_on_the_op_cases_in_every_mode
         names = [n for _, op, _, n in registered if op == case.op]
         got = {w["name"]: w for w in tried[case.id]}
         assert list(got) == names, (case.id, list(got), names)  # every alternative of the op, in order
+        # where the table's own op cannot express the case (F.pad takes no negative widths), an alternative
+        # may not either: UNSUPPORTED in every mode there, never a wrong number
+        table = {r.verdict for n in rep.nodes if n.name == case.id for r in n.results if r.backend == "megengine"}
         for name, w in got.items():
             assert sorted(w) == KEYS
             assert list(w["verdicts"]) == ["fwd", "vjp", "vjp2"], (case.id, name, w["verdicts"])
+            if table == {compare.UNSUPPORTED} and set(w["verdicts"].values()) == {compare.UNSUPPORTED}:
+                assert not w["matches"], (case.id, name)
+                continue
             assert all(v in PASSING for v in w["verdicts"].values()) and w["matches"], (case.id, name, w["verdicts"])
             assert f"def {name}(" in w["code"] and w["description"]
             seen.add(name)

@@ -432,7 +432,11 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
             state_after[name] = t.detach().clone()
     outputs = [o.name for o in graph.graph.output[:n_returned]]
     _check_reference_ops(graph, sources)
-    differentiable = gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params])
+    # running stats passed as arguments (updated in place) are buffers, not inputs a training step or a
+    # gradient penalty differentiates
+    stat_inputs = [n for n in graph_inputs if n in state_outputs]
+    differentiable = gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params]) - \
+        set(stat_inputs)
     values, specs, _ = record(graph, feeds, outputs, loss=loss, seed=seed, sources=differentiable)
     # the checks and the manifest run while the recorded values are written (store.write_while)
     def gradients():  # after the forward's check: a graph whose outputs differ is named for that first
@@ -467,10 +471,13 @@ def _finish(graph, values, specs, outputs, ref_out, submodule_out, sources, stat
         "outputs": outputs,
         "state_outputs": state_outputs,
         "parameters": [t.name for t in graph.graph.initializer if t.name in params],
-        "buffers": [t.name for t in graph.graph.initializer if t.name in state and t.name not in params],
-        "differentiable": sorted(gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params])),
+        "buffers": [t.name for t in graph.graph.initializer if t.name in state and t.name not in params] +
+        [n for n in graph_inputs if n in state_outputs],
+        "differentiable": sorted(gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params])
+                                 - {n for n in graph_inputs if n in state_outputs}),
         "trained": trained_sources([t.name for t in graph.graph.initializer if t.name in params],
-                                   [n for n in graph_inputs if feeds[n].dtype.kind == "f"], loss),
+                                   [n for n in graph_inputs if feeds[n].dtype.kind == "f" and n not in state_outputs],
+                                   loss),
         "timings": {"torch_onnx_export_s": round(t_export, 3)},
         "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": _jsonable(original_attrs[n.name])}
                                                         if n.name in original_attrs else {})}
