@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from onnx import TensorProto, helper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +54,7 @@ def _bundle(tmp_path):
                             tmp_path / "b.irt")
 
 
+@pytest.mark.slow
 def test_a_new_backend_is_one_folder(tmp_path):
     folder = tmp_path / "plugins" / "numpyplain"
     folder.mkdir(parents=True)

@@ -95,7 +95,7 @@ def test_float32_noise_grows_without_a_culprit(tmp_path):
     assert all(e["verdict"] in (compare.MATCH, compare.NOISE) for e in values)
 
 
-@pytest.mark.parametrize("bug", ["bnbiased", "bnmomentum"])
+@pytest.mark.parametrize("bug", ["bnbiased", pytest.param("bnmomentum", marks=pytest.mark.slow)])
 def test_running_stat_bugs_are_found_and_named(example_bundle, tmp_path, bug):
     b = example_bundle("resnet")
     report, _, run = _run(b, f"planted-{bug}", tmp_path, nodes=None)
@@ -151,7 +151,8 @@ def test_a_broken_node_is_reported_and_the_chain_goes_on(mid, tmp_path):
     assert exit_code(report) == 1
 
 
-@pytest.mark.parametrize("bug, phase, how", [("crash", "forward", "progress"), ("bwdcrash", "backward", "bisection")])
+@pytest.mark.parametrize("bug, phase, how", [("crash", "forward", "progress"),
+                                             pytest.param("bwdcrash", "backward", "bisection", marks=pytest.mark.slow)])
 def test_a_chained_run_that_segfaults_names_its_node(bug, phase, how, tmp_path):
     """Issue 26.4: a chained run killed by a segfault says in which node: in the forward from the progress
     its worker writes as it goes (Sigmoid segfaults), in the backward by bisection over cuts of the chain

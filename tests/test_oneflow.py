@@ -498,6 +498,7 @@ def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
     assert {e["node"].split("_")[1] for e in run["grads"] if e["value"] in bad} == {"Sqrt", "rsqrt"}
 
 
+@pytest.mark.slow
 def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases_outcome, tmp_path):
     """OneFlow's log_softmax double backward is off in ds/dx: the repro script, shrunk to [2, 1]
     and run by the OneFlow env's own interpreter (no LD_LIBRARY_PATH: autodiff.py loads

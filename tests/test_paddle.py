@@ -479,6 +479,7 @@ def test_stylegan2_gradient_penalty_chain_names_the_missing_double_grad(example_
     assert run["status"] == "ERROR" and "reciprocal_grad doesn't have any grad op" in run["message"]
 
 
+@pytest.mark.slow
 def test_repros_run_in_the_paddle_env(cases_outcome, tmp_path):
     """Paddle's pad double grad fills the padded border of ds/dg with the pad value, and gelu has no
     double grad: each repro script, run by the Paddle env's own interpreter, shows it and exits 1."""

@@ -179,6 +179,7 @@ def test_megengine_stylegan2_one_folder_per_bug_each_runs_in_its_env(example_bun
             assert "PRELU_GRAD unimplemented" in r.stdout and "functional.leaky_relu(x, 0.2)" in text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(backends.get(b).unavailable() is not None for b in ("tensorflow", "paddle")),
                     reason="tensorflow or paddle unavailable")
 def test_tensorflow_and_paddle_repros_run_in_their_envs(example_bundle, tmp_path):
