@@ -204,6 +204,40 @@ def test_weight_standardisation_records_the_gradients_torch_autograd_gives_on_th
     assert report["summary"]["findings"] == 0, report["findings"]
 
 
+class _TwoTrainNorms(torch.nn.Module):
+    """conv -> SiLU -> BatchNorm -> 1x1 conv -> BatchNorm, in training mode: the first BatchNorm's bias
+    shifts each channel by a constant, which the 1x1 conv mixes into per-channel constants the second
+    BatchNorm takes out again, so its gradient is exactly 0 and what float32 computes is rounding alone
+    (torch.onnx writes SiLU as Sigmoid and Mul: the bundle's float32 path rounds otherwise than the module's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+        self.conv2, self.bn2 = torch.nn.Conv2d(4, 4, 1), torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.bn2(self.conv2(self.bn1(functional.silu(self.conv1(x)))))
+
+
+def test_a_gradient_that_is_zero_but_for_rounding_passes_the_export_check(tmp_path, monkeypatch):
+    """The export check's float32 rule alone (the bundle's gradient within 1e-3 of torch's, relative to
+    its own scale) refused timm's rexnet_100 in training mode: 202 BatchNorm biases whose gradient is 0
+    but for rounding differ from torch's float32 by 200 % of themselves. float64 arbitrates: each is as
+    close to float64's (about 0) as torch's own float32 rounding allows, and the export passes; without
+    the float64 twin the same model is refused (the rule this test keeps from coming back)."""
+    from irtrace.export import torch_export
+    from irtrace.store import grad_name
+    torch.manual_seed(0)
+    model, x = _TwoTrainNorms(), torch.randn(4, 3, 12, 12)
+    b = irtrace.export(model, (x,), tmp_path / "ok.irt", train=True)
+    bias = np.abs(np.asarray(b.values[grad_name("bn1.bias")])).max()
+    weight = np.abs(np.asarray(b.values[grad_name("bn2.weight")])).max()
+    assert bias < 1e-4 * weight, (bias, weight)  # exactly 0 in exact arithmetic
+    monkeypatch.setattr(torch.nn.Module, "double", lambda self: (_ for _ in ()).throw(TypeError("no float64")))
+    with pytest.raises(IrtraceError, match=r"export check failed: .*bn1\.bias"):
+        torch_export.export(model, (x,), tmp_path / "refused.irt", train=True)
+
+
 def test_an_export_whose_graph_differentiates_less_than_the_module_is_refused(tmp_path, monkeypatch):
     """Issue 26.2, the export check: a replay that treats computed statistics as constants (the torch
     table's BatchNormalization as it was: mean and var detached) records gradients the module does not
