@@ -48,7 +48,8 @@ def _role(label, node_inputs, node_outputs):
 def group(replay, strict=False):
     """Findings (worst first), one per root cause: (backend, op type, mode, verdict, and what the failure
     has in common across nodes: the framework's message without numbers and names for an ERROR, CRASH,
-    TIMEOUT or UNSUPPORTED; which results fail, by position, for a numeric verdict). The attribute classes
+    TIMEOUT or UNSUPPORTED; for a numeric verdict, nothing more: which results fail on its nodes, by position,
+    is its signature). The attribute classes
     of its nodes are listed in it with their node counts (one cause often spans kernel sizes, strides and
     groups: 46 grouped convolutions are one TensorFlow finding, not 46). UNSUPPORTED is a coverage gap, a
     finding only with `strict`."""
@@ -63,18 +64,20 @@ def group(replay, strict=False):
             if r.verdict in failing:
                 per.setdefault((r.backend, r.mode, r.verdict), []).append(r)
         for (backend, mode, verdict), rows in per.items():
-            if verdict in compare.NUMERIC_FAILURES:
-                cause = ", ".join(sorted({_role(r.output, ins, outs) for r in rows}))
-            else:
-                cause = normalised(max(rows, key=_rank).message)
+            # a numeric failure of one op in one mode is one cause whichever of its results each node gets
+            # wrong (MegEngine's train-mode BatchNorm double backward: d2x on some nodes, d2x and d2g on
+            # others): the failing roles of all its nodes are the finding's signature
+            cause = "" if verdict in compare.NUMERIC_FAILURES else normalised(max(rows, key=_rank).message)
             g = groups.setdefault((backend, node.op_type, mode, verdict, cause), {"results": [], "nodes": [],
-                                                                                  "classes": {}})
+                                                                                  "classes": {}, "roles": set()})
+            g["roles"].update(_role(r.output, ins, outs) for r in rows)
             g["results"] += [(node, r) for r in rows]
             g["nodes"].append(node.name)
             sig = attr_signature(spec.attrs if spec else {})
             g["classes"][sig] = g["classes"].get(sig, 0) + 1
     findings = []
     for (backend, op, mode, verdict, cause), g in groups.items():
+        cause = cause or ", ".join(sorted(g["roles"]))
         first_node, _ = min(g["results"], key=lambda nr: nr[0].index)
         worst_node, worst = max(g["results"], key=lambda nr: _rank(nr[1]))
         digest = hashlib.sha1(f"{backend}|{op}|{mode}|{cause}|{verdict}".encode()).hexdigest()[:8]
