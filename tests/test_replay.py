@@ -317,3 +317,35 @@ def test_the_harness_differentiates_what_a_training_step_does(tmp_path):
     assert node.skipped == [{"mode": "vjp", "output": "d:x", "backend": None,
                              "reason": "a training step does not differentiate the model's inputs (a gradient-penalty "
                                        "loss does; this bundle's loss: dot)"}]
+
+
+def test_one_root_cause_is_one_finding_with_its_attribute_classes(example_bundle):
+    """Issue 26.7: findings are grouped by (backend, op, mode, verdict, cause), not by node or attributes.
+    On a torch replay of the ResNet example made to fail by hand: every Conv's vjp DIVERGENT, on a
+    different result per node (d:0 on some, d:1 on others), is one finding whose signature lists both and
+    whose classes count the nodes per attribute set; every Relu's fwd ERROR with messages differing only
+    in numbers and quoted names is one finding; a different message is another."""
+    from dataclasses import replace
+    rep = replay(example_bundle("resnet"), ["torch"], modes=["fwd", "vjp"], ops=["Conv", "Relu"])
+    convs = relus = 0
+    for n in rep.nodes:
+        if n.op_type == "Conv":
+            vjps = [r for r in n.results if r.mode == "vjp" and r.output.startswith("d:")]
+            k = convs % 2
+            convs += 1
+            n.results = [replace(r, verdict=compare.DIVERGENT) if r is vjps[min(k, len(vjps) - 1)] else r
+                         for r in n.results]
+        elif n.op_type == "Relu":
+            other = relus == 0
+            relus += 1
+            msg = ("RuntimeError: kernel 'relu_fast' is missing" if other else
+                   f"RuntimeError: shape [{relus}, 3] does not match '{n.name}' at 0x{relus:x}")
+            n.results = [replace(r, verdict=compare.ERROR, message=msg) if r.mode == "fwd" else r for r in n.results]
+    found = {(f.op_type, f.mode, f.verdict): f for f in group(rep)}
+    assert len(group(rep)) == 3, [(f.op_type, f.mode, f.verdict, f.signature) for f in group(rep)]
+    conv = found[("Conv", "vjp", compare.DIVERGENT)]
+    assert len(conv.nodes) == convs and conv.signature == "d:0, d:1"
+    assert sum(c["nodes"] for c in conv.classes) == convs and len(conv.classes) > 1
+    errors = sorted((len(f.nodes), f.signature) for f in group(rep) if f.op_type == "Relu")
+    assert errors == [(1, "RuntimeError: kernel '…' is missing"),
+                      (relus - 1, "RuntimeError: shape [#, #] does not match '…' at #")], errors
