@@ -123,6 +123,7 @@ def test_import_rules():
         assert r.returncode == 0, r.stdout
 
 
+@pytest.mark.slow
 def test_coverage_doc_is_generated_from_the_op_tables_and_current():
     """docs/coverage.md lists, per backend, exactly its op table's keys (regenerate it with
     `irtrace backends --coverage-md docs/coverage.md`); every backend available here is checked."""

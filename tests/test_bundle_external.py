@@ -125,6 +125,7 @@ def test_replay_verdicts_unchanged(exported, inline):
     assert {m for (_, _, m, _) in new} == {"fwd", "vjp", "vjp2"}
 
 
+@pytest.mark.slow
 def test_chained_replay_reads_the_weights_from_the_value_store(exported, inline, tmp_path):
     """A chained run (onnxruntime has none; planted-f64 is torch's op table in float64, rounded back:
     no wrong op) is fed every initializer: from the value store for the new layout, from graph.onnx

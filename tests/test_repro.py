@@ -160,6 +160,7 @@ def test_bad_report_and_unknown_finding(planted, tmp_path, capsys):
     assert "Did you mean: planted-pad-Conv-fwd-divergent-" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(backends.get("megengine").unavailable() is not None, reason="megengine unavailable")
 def test_megengine_stylegan2_one_folder_per_bug_each_runs_in_its_env(example_bundle, tmp_path):
     report, folders = _replay_and_repro(example_bundle("stylegan2"), "megengine", "fwd,vjp,vjp2", tmp_path, "sg")
