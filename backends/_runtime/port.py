@@ -49,6 +49,10 @@ def handle(adapter, kind, msg, arrays):
     except Exception as e:  # noqa: BLE001 - the framework or the user's code raised: its words, one reply
         # the framework's words without its C++ stack (MegEngine's "backtrace:", OneFlow's '  File "...cpp"' lines)
         said = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].split('\n  File "')[0].strip()
+        lines = [line.strip() for line in said.splitlines() if line.strip()]
+        # the framework's first line (Paddle's "[Hint: ...]" and C++ context follow it), with the next where it
+        # ends at a colon
+        said = " ".join(lines[:2] if lines and lines[0].endswith(":") else lines[:1])
         return {"status": wire.Status.ERROR, "message": said[:2000], "stage": kind[5:], "at": _user_frame(e, driver)}, []
 
 
