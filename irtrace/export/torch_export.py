@@ -17,9 +17,9 @@ import logging
 import os
 import platform
 import re
-
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -434,9 +434,8 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     _check_reference_ops(graph, sources)
     # running stats passed as arguments (updated in place) are buffers, not inputs a training step or a
     # gradient penalty differentiates
-    stat_inputs = [n for n in graph_inputs if n in state_outputs]
     differentiable = gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params]) - \
-        set(stat_inputs)
+        {n for n in graph_inputs if n in state_outputs}
     values, specs, _ = record(graph, feeds, outputs, loss=loss, seed=seed, sources=differentiable)
     # the checks and the manifest run while the recorded values are written (store.write_while)
     def gradients():  # after the forward's check: a graph whose outputs differ is named for that first
@@ -444,46 +443,66 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
             _gradient_check(model, given, masks, draws, values, outputs, loss, graph, graph_inputs)
         finally:
             model.load_state_dict(state)
-    return store.write_while(path, values, lambda: _finish(
-        graph, values, specs, outputs, ref_out, submodule_out, sources, state_outputs, state_after, feeds,
-        graph_inputs, original_attrs, params, state, model_name, model, train, seed, loss, t_export, gradients),
-        force=force)
+    facts = _Facts(name=model_name or type(model).__name__, model=model_name or type(model).__qualname__,
+                   train=bool(train), seed=seed, loss=loss, outputs=outputs, feeds=feeds, graph_inputs=graph_inputs,
+                   state_outputs=state_outputs, params=params, state=state, differentiable=differentiable,
+                   t_export=t_export, sources=sources, original_attrs=original_attrs)
+
+    def finish():  # (graph, manifest): the export check (outputs, then parameter gradients), value info, IR check
+        _export_check(graph, values, outputs, ref_out, submodule_out, sources, state_outputs, state_after)
+        gradients()
+        canonical.set_value_info(graph, specs)
+        canonical.check(graph)
+        return graph, _manifest(graph, facts)
+    return store.write_while(path, values, finish, force=force)
 
 
-def _finish(graph, values, specs, outputs, ref_out, submodule_out, sources, state_outputs, state_after, feeds,
-            graph_inputs, original_attrs, params, state, model_name, model, train, seed, loss, t_export, gradients):
-    """(graph, manifest) of an export: the export check against the module (outputs, then parameter
-    gradients), value info, the IR check."""
-    _export_check(graph, values, outputs, ref_out, submodule_out, sources, state_outputs, state_after)
-    gradients()
-    canonical.set_value_info(graph, specs)
-    canonical.check(graph)
+@dataclass(frozen=True)
+class _Facts:
+    """What an export knows about the model that its manifest says (docs/bundle.md)."""
+    name: str
+    model: str
+    train: bool
+    seed: int
+    loss: str
+    outputs: list
+    feeds: dict
+    graph_inputs: list
+    state_outputs: dict
+    params: object
+    state: dict
+    differentiable: set
+    t_export: float
+    sources: dict
+    original_attrs: dict
 
-    manifest = {
+
+def _manifest(graph, f):
+    """The manifest of an export: `f` (_Facts) on the canonical `graph`. Running stats passed as arguments
+    (graph inputs the module updates in place) are buffers, neither trained nor penalised."""
+    weights = [t.name for t in graph.graph.initializer if t.name in f.params]
+    stat_inputs = [n for n in f.graph_inputs if n in f.state_outputs]
+    return {
         "schema": store.SCHEMA,
-        "name": model_name or type(model).__name__,
-        "source": {"framework": "torch", "model": model_name or type(model).__qualname__},
+        "name": f.name,
+        "source": {"framework": "torch", "model": f.model},
         "versions": _versions(),
-        "mode": "train" if train else "eval",
-        "seed": seed,
-        "loss": {"kind": loss, "definition": LOSSES[loss], "outputs": outputs},
-        "inputs": [{"name": n, "dtype": str(feeds[n].dtype), "shape": list(feeds[n].shape)} for n in graph_inputs],
-        "outputs": outputs,
-        "state_outputs": state_outputs,
-        "parameters": [t.name for t in graph.graph.initializer if t.name in params],
-        "buffers": [t.name for t in graph.graph.initializer if t.name in state and t.name not in params] +
-        [n for n in graph_inputs if n in state_outputs],
-        "differentiable": sorted(gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params])
-                                 - {n for n in graph_inputs if n in state_outputs}),
-        "trained": trained_sources([t.name for t in graph.graph.initializer if t.name in params],
-                                   [n for n in graph_inputs if feeds[n].dtype.kind == "f" and n not in state_outputs],
-                                   loss),
-        "timings": {"torch_onnx_export_s": round(t_export, 3)},
-        "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": _jsonable(original_attrs[n.name])}
-                                                        if n.name in original_attrs else {})}
+        "mode": "train" if f.train else "eval",
+        "seed": f.seed,
+        "loss": {"kind": f.loss, "definition": LOSSES[f.loss], "outputs": f.outputs},
+        "inputs": [{"name": n, "dtype": str(f.feeds[n].dtype), "shape": list(f.feeds[n].shape)} for n in f.graph_inputs],
+        "outputs": f.outputs,
+        "state_outputs": f.state_outputs,
+        "parameters": weights,
+        "buffers": [t.name for t in graph.graph.initializer if t.name in f.state and t.name not in f.params] + stat_inputs,
+        "differentiable": sorted(f.differentiable),
+        "trained": trained_sources(weights, [n for n in f.graph_inputs
+                                             if f.feeds[n].dtype.kind == "f" and n not in stat_inputs], f.loss),
+        "timings": {"torch_onnx_export_s": round(f.t_export, 3)},
+        "nodes": {n.name: {**f.sources.get(n.name, {}), **({"original_attrs": _jsonable(f.original_attrs[n.name])}
+                                                          if n.name in f.original_attrs else {})}
                   for n in graph.graph.node},
     }
-    return graph, manifest
 
 
 def _jsonable(attrs):
