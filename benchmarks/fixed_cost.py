@@ -14,7 +14,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from irtrace.export.onnx_bundle import bundle_from_onnx
-from irtrace.pipeline import run_replay
+from irtrace.replay import ReplayOptions, run
 
 
 def chain(n):
@@ -27,9 +27,9 @@ def chain(n):
 
 
 def replay_seconds(path, backend, out):
-    run_replay(path, backend, "fwd", out, quiet=True)  # fills BUNDLE.cache/ (reference and oracle)
+    run(path, ReplayOptions.parse(backend, "fwd"), out=out)  # fills BUNDLE.cache/ (reference and oracle)
     t = time.perf_counter()
-    run_replay(path, backend, "fwd", out, quiet=True)
+    run(path, ReplayOptions.parse(backend, "fwd"), out=out)
     return time.perf_counter() - t
 
 

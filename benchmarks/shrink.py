@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import irtrace
-from irtrace.pipeline import run_replay
+from irtrace.replay import ReplayOptions, run
 from irtrace.examples import EXAMPLES
 from irtrace.replay import backends
 from irtrace.repro.make import make_repros
@@ -30,7 +30,8 @@ def main():
         for name, backend in targets:
             e = EXAMPLES[name]
             bundle = irtrace.export(e.build(), e.inputs(), d / f"{name}.irt", train=e.train)
-            report, out = run_replay(bundle.path, backend, "fwd,vjp,vjp2", d / f"{name}.replay", quiet=True)
+            replayed = run(bundle.path, ReplayOptions.parse(backend, "fwd,vjp,vjp2"), out=d / f"{name}.replay")
+            report, out = replayed.json, replayed.out
             for folder in make_repros(out / "report.json", d / f"{name}.repros"):
                 f = json.loads((folder / "finding.json").read_text())
                 rows.append((name, f["id"], f["shrink"]["seconds"], f["shrink"]["calls"],

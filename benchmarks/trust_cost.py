@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from irtrace import store, trust  # noqa: E402
-from irtrace.pipeline import run_replay  # noqa: E402
+from irtrace.replay import ReplayOptions, run  # noqa: E402
 from irtrace.replay import cache  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def verify_seconds(bundle, out):
     cache._answer_signer = timed
     try:
         t = time.perf_counter()
-        run_replay(bundle, "torch", "fwd,vjp,vjp2", out, quiet=True)
+        run(bundle, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=out)
         return time.perf_counter() - t, spent[0]
     finally:
         cache._answer_signer = real
@@ -68,16 +68,16 @@ def main():
     out = Path(tempfile.mkdtemp()) / "out"
     if not any(Path(str(bundle) + ".cache").glob("*.safetensors")):
         t = time.perf_counter()
-        run_replay(bundle, "torch", "fwd,vjp,vjp2", out, quiet=True)
+        run(bundle, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=out)
         print(f"first replay (fills the cache): {time.perf_counter() - t:.1f} s")
     for index in (trust.cache_root() / cache.VERIFIED).glob("*.json"):
         index.unlink()  # nothing verified yet
     time.sleep(2.5)  # the answers older than cache._SETTLED_NS: remembered once verified
     answers = sum(p.stat().st_size for p in Path(str(bundle) + ".cache").glob("*.safetensors"))
     print(f"cached answers: {answers / 1e9:.2f} GB")
-    for run in ("first", "second", "third"):
+    for which in ("first", "second", "third"):
         wall, spent = verify_seconds(bundle, out)
-        print(f"torch rows judged again, {run} run: {wall:.2f} s, of which verifying answers {spent:.2f} s")
+        print(f"torch rows judged again, {which} run: {wall:.2f} s, of which verifying answers {spent:.2f} s")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """Subcommands beyond export/inspect: replay, backends, demo. Parsing only; the work is the API."""
 import argparse
+import contextlib
 import math
 import os
+import sys
 import threading
+from pathlib import Path
 
 from irtrace.errors import IrtraceError, printable
 
@@ -159,20 +162,52 @@ def _replay(args):
     from irtrace.replay import backends as registry
     from irtrace.replay.worker import launch_early
     # the backends under test import their frameworks while irtrace imports its own and loads the
-    # bundle (run_replay adopts them; a name that is wrong is reported there)
+    # bundle (run adopts them; a name that is wrong is reported there)
     launch_early([registry.BACKENDS[n] for n in (b.strip() for b in args.backend.split(","))
                   if n in registry.BACKENDS and registry.BACKENDS[n].role == registry.UNDER_TEST])
+    from irtrace.replay import ReplayOptions, run
     from irtrace.report.json_report import exit_code
-    from irtrace.pipeline import run_replay
-    report, out = run_replay(args.bundle, args.backend, args.modes, args.out, jobs=args.jobs, nodes=args.nodes,
-                             ops=args.ops, timeout=args.timeout, atol=args.atol, rtol=args.rtol, strict=args.strict,
-                             chained=args.chained, loss=args.loss, form=args.form, resume=args.resume,
-                             cache=args.cache, workarounds=args.workarounds,
-                             verify_workarounds=args.verify_workarounds, batch=args.batch)
+    from irtrace.report.write import default_out
+    options = ReplayOptions.parse(args.backend, args.modes, ops=args.ops, jobs=args.jobs, nodes=args.nodes,
+                                  timeout=args.timeout, atol=args.atol, rtol=args.rtol, strict=args.strict,
+                                  chained=args.chained, loss=args.loss, form=args.form, cache=args.cache,
+                                  workarounds=args.workarounds, verify_workarounds=args.verify_workarounds,
+                                  batch=args.batch)
+    out = Path(args.out) if args.out else default_out(args.bundle)
+    with progress_bar() as progress:
+        result = run(args.bundle, options, out=out, resume=args.resume, progress=progress)
+    show(result)
+    report = result.json
     if args.repro and report["findings"]:
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)
     return exit_code(report, ci=ci_mode())
+
+
+@contextlib.contextmanager
+def progress_bar():
+    """A progress callback drawing a transient bar on a terminal (None elsewhere)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+    with Progress(transient=True) as bar:
+        task = bar.add_task("replaying", total=None)
+        yield lambda: bar.advance(task)
+
+
+def show(result):
+    """The terminal's view of a replay's Report: the findings table, the chained summary, where it wrote."""
+    from irtrace.errors import printable
+    from irtrace.report import terminal
+    terminal.show(result.json)
+    if result.options.chained:
+        from irtrace.report import chained as chained_report
+        for line in chained_report.lines(result.json["chained"]):
+            print(printable(line))
+    out = result.out
+    print(f"wrote {out / 'report.json'} and {out / 'report.html'}" +
+          (f" and {out / 'chained.png'}" if result.options.chained else ""))
 
 
 def ci_mode():

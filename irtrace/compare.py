@@ -33,6 +33,12 @@ class Verdict(StrEnum):
     def severity(self):
         return _SEVERITY_ORDER.index(self)
 
+    @classmethod
+    def of(cls, status):
+        """The verdict of an answer that failed (backends/_runtime/wire.py Status: UNSUPPORTED, ERROR,
+        CRASH, TIMEOUT): the verdict of the same name."""
+        return cls[status.name]
+
     @property
     def failing(self):
         return self in _FAILING

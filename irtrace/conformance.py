@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
+from backends._runtime.wire import Status
 from irtrace.errors import IrtraceError
 from irtrace.ir.canonical import canonicalize
 from irtrace.ir.spec import node_specs
@@ -93,9 +94,9 @@ def _run_case(w, name, model, ins, outs, rtol, atol):
         reply, got = w.call(call.message(), call.arrays(), 30.0)
     except WorkerFailed as e:
         return CaseResult(name, op, ERROR, f"{e.verdict}: {e.message}")
-    if reply["status"] == "unsupported":
+    if reply["status"] == Status.UNSUPPORTED:
         return CaseResult(name, op, SKIP, reply["message"])
-    if reply["status"] != "ok":
+    if reply["status"] != Status.OK:
         return CaseResult(name, op, ERROR, reply["message"][:300])
     worst = 0.0
     # an omitted optional output ("") has no expected value

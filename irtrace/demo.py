@@ -7,7 +7,7 @@ from irtrace.errors import IrtraceError, printable
 
 def demo(out, names):
     import irtrace
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     from irtrace.examples import EXAMPLES
     from irtrace.replay import backends
     from irtrace.report.terminal import finding_lines, summary_line
@@ -28,9 +28,9 @@ def demo(out, names):
         print(f"== {name}: {e.doc}")
         print(f"   exported {bundle.path} ({len(bundle.model.graph.node)} nodes, {bundle.manifest['mode']} mode)")
         chained = name == "stylegan2" and bool(chains)  # the gradient-penalty port of seeds/000
-        report, where = run_replay(bundle.path, ",".join(available), "fwd,vjp,vjp2", out / f"{name}.replay",
-                                   quiet=True, chained=chained, loss="grad-penalty" if chained else "bundle",
-                                   workarounds=chained)
+        result = run(bundle, ReplayOptions(backends=tuple(available), chained=chained, workarounds=chained,
+                                           loss="grad-penalty" if chained else "bundle"), out=out / f"{name}.replay")
+        report, where = result.json, result.out
         for line in finding_lines(report):
             print("   " + printable(line))
         print("   " + summary_line(report))

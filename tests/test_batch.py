@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from irtrace.pipeline import run_replay
+from irtrace.replay import ReplayOptions, run
 from irtrace.replay import backends
 
 CASES = [("megengine", "gpt"), pytest.param("paddle", "gpt", marks=pytest.mark.slow),
@@ -28,8 +28,8 @@ def test_batched_replay_judges_what_one_call_at_a_time_judges(backend, example, 
     if reason:
         pytest.skip(f"{backend} unavailable: {reason}")
     bundle = example_bundle(example)
-    one, _ = run_replay(bundle.path, backend, "fwd,vjp,vjp2", tmp_path / "one", quiet=True, batch=False)
-    many, _ = run_replay(bundle.path, backend, "fwd,vjp,vjp2", tmp_path / "many", quiet=True)
+    one = run(bundle.path, ReplayOptions.parse(backend, "fwd,vjp,vjp2", batch=False), out=tmp_path / "one").json
+    many = run(bundle.path, ReplayOptions.parse(backend, "fwd,vjp,vjp2"), out=tmp_path / "many").json
     assert rows(one) == rows(many)
     assert one["restarts"] == many["restarts"]
     tested = [r for r in rows(one) if r[1] == backend]

@@ -10,8 +10,8 @@ import torch
 
 import irtrace
 from irtrace import compare
-from irtrace.pipeline import run_replay
-from irtrace.replay.engine import replay
+from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions, run
 from irtrace.store import EXTERNAL_MIN_BYTES, GRAPH, MANIFEST, VALUES, initializers, load
 
 BACKENDS = ["torch", "onnxruntime"]
@@ -118,7 +118,7 @@ def _verdicts(rep):
 
 def test_replay_verdicts_unchanged(exported, inline):
     _, b = exported
-    new, old = _verdicts(replay(b, BACKENDS)), _verdicts(replay(inline, BACKENDS))
+    new, old = _verdicts(run(b, ReplayOptions(BACKENDS, verify_workarounds=False)).replay), _verdicts(run(inline, ReplayOptions(BACKENDS, verify_workarounds=False)).replay)
     assert new == old
     assert not [k for k, v in new.items() if v in compare.FAILING]
     assert sum(v == compare.MATCH for v in new.values()) >= 30
@@ -135,10 +135,10 @@ def test_chained_replay_reads_the_weights_from_the_value_store(exported, inline,
     _, b = exported
     runs = {}
     for name, bundle in (("new", b), ("old", inline)):
-        report, _ = run_replay(bundle.path, "planted-f64", "fwd,vjp", tmp_path / name, quiet=True, chained=True)
-        (run,) = [r for r in report["chained"]["runs"] if r["backend"] == "planted-f64"]
-        assert run["first_divergence"] is None and run["first_grad_divergence"] is None
-        entries = run["values"] + run["grads"] + run["parameters"]
+        report = run(bundle.path, ReplayOptions.parse("planted-f64", "fwd,vjp", chained=True), out=tmp_path / name).json
+        (chain,) = [r for r in report["chained"]["runs"] if r["backend"] == "planted-f64"]
+        assert chain["first_divergence"] is None and chain["first_grad_divergence"] is None
+        entries = chain["values"] + chain["grads"] + chain["parameters"]
         assert all(e["verdict"] in (compare.MATCH, compare.NOISE) for e in entries), entries
         runs[name] = sorted((e["kind"], e["value"], e["max_abs"]) for e in entries)
     params = {v for kind, v, _ in runs["new"] if kind == "param_grad"}

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 from irtrace.cli import main
 from irtrace.export.onnx_bundle import bundle_from_onnx
-from irtrace.pipeline import run_replay
+from irtrace.replay import ReplayOptions, run
 from irtrace.replay import backends
 from irtrace.replay.worker import WorkerProxy
 from test_faults import HERE
@@ -86,7 +86,7 @@ def test_another_bundle_or_another_reference_is_another_key(tmp_path, started):
         backends.register(replace(info, worker="faulty_backend", extra_path=tuple(info.extra_path) + (HERE,),
                                   env={**info.env, "IRTRACE_FAULT_BASE": info.worker,
                                        "IRTRACE_FAULT": "memory:Sigmoid:vjp"}))
-        report, _ = run_replay(b.path, "torch,onnxruntime", "fwd,vjp", tmp_path / "faulty", quiet=True)
+        report = run(b.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp"), out=tmp_path / "faulty").json
     finally:
         backends.BACKENDS.clear()
         backends.BACKENDS.update(saved)
@@ -129,7 +129,10 @@ def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_est
     from irtrace.ir.spec import node_specs
     from irtrace.replay.cache import ResultCache
     from irtrace.replay.call import bundle_paths
-    from irtrace.replay.engine import ORACLE, REFERENCE, _basis, _rounding_call, judged_before, mode_calls
+    from backends._runtime.wire import Status
+    from irtrace.replay.execute import Answer
+    from irtrace.replay.judge import _basis, judged_before, rounding_call
+    from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
     b = small(tmp_path / "b.irt")
     assert main(["replay", str(b.path), "--backend", "torch", "--modes", "vjp", "-o", str(tmp_path / "r")]) == 0
     spec = node_specs(b.model)[0]
@@ -150,8 +153,8 @@ def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_est
     assert back[0].metrics.max_abs == float("inf") and back[0].metrics.max_rel == 0.5 and np.isnan(back[0].oracle_abs)
     assert back[0].allowed == float(np.float32(1e-6)) and back[0].time_s == 0.25
     assert judged_before(call, ["torch"], cache, policy, off, True) is None  # no rounding estimate is cached
-    asked = _rounding_call(call)
-    cache.put(asked, ORACLE, "ok", {"rounding": 1}, [np.zeros(1)])
+    asked = rounding_call(call)
+    cache.put(asked, ORACLE, Answer(Status.OK, {"status": "ok", "extra": {"rounding": [1]}}, [], {"rounding": [[np.zeros(1)]]}))
     noise = [replace(rows[0], verdict=compare.NOISE, float32_rounding=3e-7)]
     cache.keep_judged(call, policy, _basis(call, off, False, True), noise)
     assert judged_before(call, ["torch"], cache, policy, off, True)[0].verdict is compare.NOISE

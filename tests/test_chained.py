@@ -9,7 +9,7 @@ import torch
 
 import irtrace
 from irtrace import compare
-from irtrace.pipeline import run_replay
+from irtrace.replay import ReplayOptions, run
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +22,10 @@ def mid(tmp_path_factory):
 
 
 def _run(bundle, backend, tmp_path, **kw):
-    report, out = run_replay(bundle.path, backend, "fwd,vjp", tmp_path / backend, quiet=True, chained=True, **kw)
-    (run,) = [r for r in report["chained"]["runs"] if r["backend"] == backend]
-    return report, out, run
+    replayed = run(bundle.path, ReplayOptions.parse(backend, "fwd,vjp", chained=True, **kw), out=tmp_path / backend)
+    report, out = replayed.json, replayed.out
+    (chain,) = [r for r in report["chained"]["runs"] if r["backend"] == backend]
+    return report, out, chain
 
 
 def test_drift_starts_at_the_planted_node_and_names_it_culprit(mid, tmp_path):
@@ -174,11 +175,10 @@ def test_a_chained_run_that_segfaults_names_its_node(bug, phase, how, tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     b = bundle_from_onnx(model, {"x": np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)},
                          tmp_path / "chain.irt")
-    report, _ = run_replay(b.path, f"planted-{bug}", "fwd,vjp", tmp_path / "r", quiet=True, chained=True,
-                           timeout=10.0)
-    (run,) = [r for r in report["chained"]["runs"] if r["backend"] == f"planted-{bug}"]
-    assert run["status"] == compare.CRASH and "SIGSEGV" in run["message"]
-    at = run["crashed_at"]
+    report = run(b.path, ReplayOptions.parse(f"planted-{bug}", "fwd,vjp", chained=True, timeout=10.0), out=tmp_path / "r").json
+    (chain,) = [r for r in report["chained"]["runs"] if r["backend"] == f"planted-{bug}"]
+    assert chain["status"] == compare.CRASH and "SIGSEGV" in chain["message"]
+    at = chain["crashed_at"]
     culprit = "sigmoid4" if bug == "crash" else "tanh2"
     assert (at["node"], at["phase"], at["how"], at["op_type"]) == (culprit, phase, how, "Sigmoid" if bug == "crash"
                                                                     else "Tanh")

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 from irtrace.export.onnx_bundle import bundle_from_onnx
 from irtrace.replay import backends as registry
 from irtrace.replay.chained import chain_request, run_chain
-from irtrace.replay.engine import WorkerPool
+from irtrace.replay.execute import WorkerPool
 from irtrace.store import seed_name
 
 RNG = np.random.default_rng(7)

@@ -16,7 +16,7 @@ from torch import nn
 from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.export.torch_export import export
-from irtrace.pipeline import run_replay
+from irtrace.replay import ReplayOptions, run
 from irtrace.replay import backends
 from irtrace.store import load
 
@@ -81,7 +81,7 @@ def test_every_random_draw_is_a_named_initializer_with_torchs_numbers(noisy_bund
 
 def test_random_model_replays_without_findings(noisy_bundle, tmp_path):
     bundle, _, _ = noisy_bundle
-    report, _ = run_replay(bundle.path, BACKENDS, MODES, tmp_path / "out", quiet=True)
+    report = run(bundle.path, ReplayOptions.parse(BACKENDS, MODES), out=tmp_path / "out").json
     s = report["summary"]
     assert s["findings"] == 0, s
     assert s["MATCH"] >= 60, s
@@ -207,7 +207,7 @@ def test_index_ops_match_onnxruntime_and_float64(tmp_path):
     graph = helper.make_graph([n for n, _, _ in cases.values()], "index", ins, outs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     b = bundle_from_onnx(model, feeds, tmp_path / "index.irt", name="index_ops")
-    report, _ = run_replay(b.path, BACKENDS, MODES, tmp_path / "out", quiet=True)
+    report = run(b.path, ReplayOptions.parse(BACKENDS, MODES), out=tmp_path / "out").json
     s = report["summary"]
     assert s["findings"] == 0 and s["UNSUPPORTED"] == 0 and s["ERROR"] == 0, s
     rows = {(n["name"], r["mode"]): r["verdict"] for n in report["nodes"] for r in n["results"]
@@ -232,7 +232,8 @@ def run_corpus_entry(name, mode, tmp_path, backends=BACKENDS):
     b = export(model, inputs, tmp_path / f"{name}-{mode}.irt", train=(mode == "train"), seed=0, model_name=name)
     t_export = time.perf_counter() - t0
     t0 = time.perf_counter()
-    report, out = run_replay(b.path, backends, MODES, tmp_path / f"{name}-{mode}-out", quiet=True)
+    replayed = run(b.path, ReplayOptions.parse(backends, MODES), out=tmp_path / f"{name}-{mode}-out")
+    report, out = replayed.json, replayed.out
     t_replay = time.perf_counter() - t0
     s = report["summary"]
     failing = [(n, r) for n in report["nodes"] for r in n["results"] if r["verdict"] in compare.FAILING]

@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from irtrace.export.onnx_bundle import bundle_from_onnx
-from irtrace.pipeline import run_replay
+from irtrace.replay import ReplayOptions, run
 from irtrace.replay import backends
 
 HERE = Path(__file__).parent
@@ -96,7 +96,8 @@ def test_every_fault_is_its_node_and_backend_only(role, chain, faulty, tmp_path)
     else:
         faulty("oracle", faults + ",startkill")
         names, modes, where = "torch,onnxruntime", "fwd,vjp", ("oracle", "vjp")
-    report, out = run_replay(chain.path, names, modes, tmp_path / "r", quiet=True, timeout=TIMEOUT)
+    replayed = run(chain.path, ReplayOptions.parse(names, modes, timeout=TIMEOUT), out=tmp_path / "r")
+    report, out = replayed.json, replayed.out
     check_faults(report, *where)
     if role == "reference":  # without the reference, nothing is compared for that node and mode
         assert all(r["message"].startswith("reference failed: ") for (op, b, m, o), r in rows(report).items()
@@ -120,7 +121,7 @@ def test_a_worker_that_cannot_start_fails_its_calls_and_the_rest_completes(role,
     base = {"under-test": "onnxruntime", "reference": "torch", "oracle": "oracle"}[role]
     info = faulty(base, "startimport", name="faulty" if role == "under-test" else None)
     names = "torch,faulty" if role == "under-test" else "torch,onnxruntime"
-    report, _ = run_replay(chain.path, names, "fwd", tmp_path / "r", quiet=True, timeout=TIMEOUT)
+    report = run(chain.path, ReplayOptions.parse(names, "fwd", timeout=TIMEOUT), out=tmp_path / "r").json
     dead = [r for (op, b, m, o), r in rows(report).items() if b == info.name or r["message"].startswith("reference")]
     assert len(dead) == len(CHAIN) and {r["verdict"] for r in dead} == {"ERROR"}
     assert all(f"backend {info.name!r} failed to start: worker exited with code 1" in r["message"] and
@@ -136,7 +137,7 @@ def test_a_batch_that_crashes_in_one_go_is_run_node_by_node(chain, faulty, tmp_p
     """onnxruntime computes a batch's forward in one session (run_many); a segfault there loses the
     batch, not a verdict: every node is run alone, and judged as a clean run judges it."""
     faulty("onnxruntime", "segv:Sigmoid:many", name="faulty")
-    report, _ = run_replay(chain.path, "torch,faulty", "fwd", tmp_path / "r", quiet=True, timeout=TIMEOUT)
+    report = run(chain.path, ReplayOptions.parse("torch,faulty", "fwd", timeout=TIMEOUT), out=tmp_path / "r").json
     got = {op: r["verdict"] for (op, b, m, o), r in rows(report).items() if b == "faulty"}
     assert sorted(got) == sorted(CHAIN) and set(got.values()) <= {"MATCH", "NOISE"}, got
     assert report["restarts"]["faulty"] == 0  # the batch's crash is not a node's
@@ -226,7 +227,7 @@ def test_a_worker_that_hangs_at_start_up_is_waited_on_as_the_timeout_says(chain,
     monkeypatch.setattr(worker, "START_MIN_S", 1.0)
     faulty("onnxruntime", "starthang", name="faulty")
     t = time.monotonic()
-    report, _ = run_replay(chain.path, "torch,faulty", "fwd", tmp_path / "r", quiet=True, timeout=TIMEOUT)
+    report = run(chain.path, ReplayOptions.parse("torch,faulty", "fwd", timeout=TIMEOUT), out=tmp_path / "r").json
     assert time.monotonic() - t < 60
     verdicts = {r["verdict"] for (op, b, m, o), r in rows(report).items() if b == "faulty"}
     assert verdicts and verdicts <= {"MATCH", "NOISE"} and report["restarts"]["faulty"] == 1

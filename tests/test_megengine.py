@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 from irtrace import compare
 from irtrace.replay import backends
-from irtrace.replay.engine import replay
+from irtrace.replay import ReplayOptions, run
 
 from conftest import update_known
 
@@ -36,7 +36,7 @@ def cases_bundle(tmp_path_factory, claimed):
 
 @pytest.fixture(scope="module")
 def mge_replay(cases_bundle):
-    return replay(cases_bundle, ["megengine", "torch"])
+    return run(cases_bundle, ReplayOptions(["megengine", "torch"], verify_workarounds=False)).replay
 
 
 def _observed(rep):
@@ -212,7 +212,7 @@ def test_float64_is_unsupported_not_cast(tmp_path):
     m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g", [x], [y]),
                           opset_imports=[helper.make_opsetid("", 20)])
     b = bundle_from_onnx(m, {"x": np.array([1.0, -2.0, 3.0])}, tmp_path / "f64.irt")
-    rep = replay(b, ["megengine"], modes=["fwd"])
+    rep = run(b, ReplayOptions(["megengine"], modes=["fwd"], verify_workarounds=False)).replay
     (r,) = [r for r in rep.nodes[0].results if r.backend == "megengine"]
     assert r.verdict == compare.UNSUPPORTED and "float64" in r.message
 
@@ -245,7 +245,7 @@ def test_examples_run_to_the_end(example_bundle, name):
     from megengine_known import EXAMPLES
     from irtrace.report.findings import group
     b = example_bundle(name)
-    rep = replay(b, ["megengine"])
+    rep = run(b, ReplayOptions(["megengine"], verify_workarounds=False)).replay
     assert len(rep.nodes) == len(b.model.graph.node)
     for n in rep.nodes:  # every node compared, or skipped with its reason (shape arithmetic)
         assert any(r.backend == "megengine" and r.mode == "fwd" for r in n.results) or \
@@ -259,13 +259,13 @@ def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
     backward of its leaky ReLU, so the chained run is an ERROR with MegEngine's own reason, and every
     nn.Parameter (not buffers) is still listed by state_dict key with that reason — never a quiet
     plain-loss gradient passed off as the penalty's (what this run reported before the fix)."""
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     from irtrace.report.json_report import exit_code
-    report, out = run_replay(example_bundle("stylegan2").path, "megengine", "fwd", tmp_path / "sg",
-                             quiet=True, chained=True, loss="grad-penalty")
-    (run,) = report["chained"]["runs"]
-    assert run["status"] == compare.ERROR and "PRELU_GRAD unimplemented" in run["message"]
-    params = run["parameters"]
+    replayed = run(example_bundle("stylegan2").path, ReplayOptions.parse("megengine", "fwd", chained=True, loss="grad-penalty"), out=tmp_path / "sg")
+    report, out = replayed.json, replayed.out
+    (chain,) = report["chained"]["runs"]
+    assert chain["status"] == compare.ERROR and "PRELU_GRAD unimplemented" in chain["message"]
+    params = chain["parameters"]
     assert len(params) == 28 and all(p["verdict"] == compare.ERROR for p in params)
     assert all(p["value"].startswith("synthesis.") or p["value"].startswith("mapping.") for p in params)
     assert "PRELU_GRAD" in params[0]["message"]
@@ -278,14 +278,13 @@ def test_gradient_penalty_chain_matches_torch_with_ops_megengine_gets_right(tmp_
     gradients that agree with torch on MegEngine."""
     import irtrace
     import models_for_tests
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     b = irtrace.export(models_for_tests.safe_style_block(), models_for_tests.safe_style_block_inputs(),
                        tmp_path / "block.irt")
-    report, _ = run_replay(b.path, "megengine", "fwd,vjp,vjp2", tmp_path / "r", quiet=True, chained=True,
-                           loss="grad-penalty")
-    (run,) = report["chained"]["runs"]
-    assert run["status"] == "ok", run["message"]
-    params = {p["value"]: p for p in run["parameters"]}
+    report = run(b.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2", chained=True, loss="grad-penalty"), out=tmp_path / "r").json
+    (chain,) = report["chained"]["runs"]
+    assert chain["status"] == "ok", chain["message"]
+    params = {p["value"]: p for p in chain["parameters"]}
     assert sorted(params) == ["affine", "bias", "rgb", "weight"]
     assert all(p["verdict"] in (compare.MATCH, compare.NOISE) for p in params.values()), params
     assert max(p["max_rel"] or 0.0 for p in params.values()) < 1e-4
@@ -318,7 +317,7 @@ def test_norms_on_2d_and_3d_inputs(tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.irtrace", 1)])
     # the statistics inputs stand for running stats (buffers): not differentiated
     b = bundle_from_onnx(model, feeds, tmp_path / "norms.irt", trained=[n for n in feeds if n[-1] in "xsb"])
-    rep = replay(b, ["megengine"], modes=["fwd", "vjp"])
+    rep = run(b, ReplayOptions(["megengine"], modes=["fwd", "vjp"], verify_workarounds=False)).replay
     results = [(n.name, r.mode, r.output, r.verdict) for n in rep.nodes for r in n.results if r.backend == "megengine"]
     assert len({(n, m) for n, m, _, _ in results}) == 10  # 5 nodes x 2 modes, none skipped
     assert all(v in (compare.MATCH, compare.NOISE) for *_, v in results), results

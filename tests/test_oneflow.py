@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 from irtrace import compare
 from irtrace.replay import backends
-from irtrace.replay.engine import replay
+from irtrace.replay import ReplayOptions, run
 
 from conftest import update_known
 
@@ -332,7 +332,7 @@ def test_padding_matrix_against_float64(tmp_path):
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds, _ = op_cases.all_cases_model(padding_matrix.cases())
     b = bundle_from_onnx(model, feeds, tmp_path / "pad.irt", name="padding_matrix", trained=op_cases.activations(model, feeds))
-    rep = replay(b, ["oneflow"], modes=["fwd"])
+    rep = run(b, ReplayOptions(["oneflow"], modes=["fwd"], verify_workarounds=False)).replay
     assert len(rep.nodes) == 234
     assert all(any(r.backend == "oneflow" for r in n.results) for n in rep.nodes)
     seen = {n: v for (n, _, _), v in observed(rep).items()}
@@ -375,7 +375,7 @@ def test_examples_run_to_the_end(example_bundle, name):
     from oneflow_known import EXAMPLES
     from irtrace.report.findings import group
     b = example_bundle(name)
-    rep = replay(b, ["oneflow"])
+    rep = run(b, ReplayOptions(["oneflow"], verify_workarounds=False)).replay
     assert len(rep.nodes) == len(b.model.graph.node)
     for n in rep.nodes:  # compared, or skipped with its reason (shape arithmetic); never UNSUPPORTED
         modes = {r.mode for r in n.results if r.backend == "oneflow"}
@@ -387,13 +387,13 @@ def test_examples_run_to_the_end(example_bundle, name):
 
 
 def _chained(bundle, loss, out):
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     first = bundle.model.graph.node[0].name  # the isolated replay is not under test here: one node
-    report, out = run_replay(bundle.path, "oneflow", "fwd", out, quiet=True, chained=True, loss=loss,
-                             nodes=f"^{first}$")
-    (run,) = report["chained"]["runs"]
+    replayed = run(bundle.path, ReplayOptions.parse("oneflow", "fwd", chained=True, loss=loss, nodes=f"^{first}$"), out=out)
+    report, out = replayed.json, replayed.out
+    (chain,) = report["chained"]["runs"]
     assert report["chained"]["loss"] == loss
-    return run, out
+    return chain, out
 
 
 def _export(name, tmp_path_factory, train=False):

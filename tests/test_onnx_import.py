@@ -51,9 +51,9 @@ def test_import_resolves_auto_pad_and_keeps_the_original(same_bundle):
 def test_same_pads_replay_without_divergence(same_bundle):
     from irtrace import compare
     from irtrace.replay import backends
-    from irtrace.replay.engine import replay
+    from irtrace.replay import ReplayOptions, run
     names = ["torch", "onnxruntime", "oracle"] + (["megengine"] if backends.get("megengine").unavailable() is None else [])
-    rep = replay(same_bundle, names, modes=["fwd", "vjp"])
+    rep = run(same_bundle, ReplayOptions(names, modes=["fwd", "vjp"], verify_workarounds=False)).replay
     bad = [(n.name, r.backend, r.mode, r.verdict) for n in rep.nodes for r in n.results if r.verdict in compare.FAILING]
     assert not bad
 
@@ -94,13 +94,13 @@ def test_original_form_exposes_onnx_reference_same_lower_bug(tmp_path, size, ver
     """onnx.reference's own auto_pad=SAME_LOWER at stride 2 is wrong (shape for odd sizes, values for
     even); onnxruntime's own auto_pad agrees with irtrace's resolution of it."""
     from irtrace.export.onnx_import import export_onnx
-    from irtrace.replay.engine import replay
+    from irtrace.replay import ReplayOptions, run
     from irtrace.report.findings import group
     p = tmp_path / "same.onnx"
     onnx.save(same_pads_model(size=size), str(p))
     b = export_onnx(p, tmp_path / "same.irt")
-    rep = replay(b, ["onnxref", "onnxruntime"], modes=["fwd"], form="original")
+    rep = run(b, ReplayOptions(["onnxref", "onnxruntime"], modes=["fwd"], form="original", verify_workarounds=False)).replay
     found = [(f.backend, f.op_type, f.verdict, f.first_node) for f in group(rep)]
     assert found == [("onnxref", "MaxPool", verdict, "block/max_same_lower/MaxPool")]
-    canonical = group(replay(b, ["onnxref", "onnxruntime"], modes=["fwd"]))
+    canonical = group(run(b, ReplayOptions(["onnxref", "onnxruntime"], modes=["fwd"], verify_workarounds=False)).replay)
     assert not canonical  # the canonical (explicit pads) form is right on both

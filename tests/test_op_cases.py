@@ -6,7 +6,7 @@ on torch is the reference table disagreeing with float64."""
 import pytest
 
 from irtrace import compare
-from irtrace.replay.engine import replay
+from irtrace.replay import ReplayOptions, run
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +16,7 @@ def cases_replay(tmp_path_factory):
     model, feeds, _ = op_cases.all_cases_model()
     bundle = bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases",
                               trained=op_cases.activations(model, feeds))
-    return replay(bundle, ["torch", "onnxruntime", "oracle"])
+    return run(bundle, ReplayOptions(["torch", "onnxruntime", "oracle"], verify_workarounds=False)).replay
 
 
 def test_op_cases_clean_on_the_host_backends(cases_replay):

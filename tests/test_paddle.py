@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from irtrace import compare
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
-from irtrace.replay.engine import replay
+from irtrace.replay import ReplayOptions, run
 
 from conftest import update_known
 
@@ -376,7 +376,7 @@ def test_padding_matrix_against_float64(tmp_path):
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds, _ = op_cases.all_cases_model(padding_matrix.cases())
     b = bundle_from_onnx(model, feeds, tmp_path / "pad.irt", name="padding_matrix", trained=op_cases.activations(model, feeds))
-    rep = replay(b, ["paddle"], modes=["fwd"])
+    rep = run(b, ReplayOptions(["paddle"], modes=["fwd"], verify_workarounds=False)).replay
     assert len(rep.nodes) == 234
     seen = {}
     for n in rep.nodes:
@@ -413,7 +413,7 @@ def test_examples_run_to_the_end(example_bundle, name):
     from paddle_known import EXAMPLES
     from irtrace.report.findings import group
     b = example_bundle(name)
-    rep = replay(b, ["paddle"])
+    rep = run(b, ReplayOptions(["paddle"], verify_workarounds=False)).replay
     assert len(rep.nodes) == len(b.model.graph.node)
     for n in rep.nodes:  # compared, or skipped with its reason (shape arithmetic); never UNSUPPORTED
         mine = [r for r in n.results if r.backend == "paddle"]
@@ -425,12 +425,13 @@ def test_examples_run_to_the_end(example_bundle, name):
 
 
 def _chained(bundle, loss, out):
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     first = bundle.model.graph.node[0].name  # the isolated replay is not under test here: one node
-    report, out = run_replay(bundle.path, "paddle", "fwd", out, quiet=True, chained=True, loss=loss, nodes=f"^{first}$")
-    (run,) = report["chained"]["runs"]
+    replayed = run(bundle.path, ReplayOptions.parse("paddle", "fwd", chained=True, loss=loss, nodes=f"^{first}$"), out=out)
+    report, out = replayed.json, replayed.out
+    (chain,) = report["chained"]["runs"]
     assert report["chained"]["loss"] == loss
-    return run, out
+    return chain, out
 
 
 @pytest.fixture(scope="module")
@@ -446,7 +447,7 @@ def test_chained_both_losses_agree_on_a_small_model(mid_bundle):
     bundle's loss and with a gradient penalty (one worker pool for both), every value, cotangent
     and parameter gradient agrees with torch."""
     from irtrace.replay.chained import chained_replay
-    from irtrace.replay.engine import WorkerPool
+    from irtrace.replay.execute import WorkerPool
     pool = WorkerPool()
     try:
         for loss in ("bundle", "grad-penalty"):

@@ -1,4 +1,5 @@
 """Replay on real backends; planted bugs are found with the right verdict and node."""
+import dataclasses
 import json
 
 import numpy as np
@@ -8,7 +9,7 @@ import irtrace
 from irtrace import compare
 from irtrace.cli import main
 from irtrace.errors import IrtraceError
-from irtrace.replay.engine import replay
+from irtrace.replay import ReplayOptions, run
 from irtrace.report.findings import group
 
 HOST = ["torch", "onnxruntime", "oracle"]
@@ -26,7 +27,7 @@ def _verdicts(rep):
 
 @pytest.mark.parametrize("name", ["resnet", "wideresnet", "gpt", "stylegan2"])
 def test_examples_agree_on_torch_onnxruntime_oracle(example_bundle, name):
-    rep = replay(example_bundle(name), HOST)
+    rep = run(example_bundle(name), ReplayOptions(HOST, verify_workarounds=False)).replay
     bad = [(n.name, r.backend, r.mode, r.output, r.verdict, r.message) for n in rep.nodes for r in n.results
            if r.verdict in compare.FAILING]
     assert not bad
@@ -39,12 +40,12 @@ def test_examples_agree_on_torch_onnxruntime_oracle(example_bundle, name):
 
 @pytest.mark.slow
 def test_wideresnet_train_agrees(example_bundle):
-    rep = replay(example_bundle("wideresnet-train"), HOST)
+    rep = run(example_bundle("wideresnet-train"), ReplayOptions(HOST, verify_workarounds=False)).replay
     assert not [r for n in rep.nodes for r in n.results if r.verdict in compare.FAILING]
 
 
 def test_onnxref_grouped_conv_transpose_is_a_finding(example_bundle):
-    rep = replay(example_bundle("stylegan2"), ["onnxref"], modes=["fwd"], ops=["ConvTranspose"])
+    rep = run(example_bundle("stylegan2"), ReplayOptions(["onnxref"], modes=["fwd"], ops=["ConvTranspose"], verify_workarounds=False)).replay
     (f,) = group(rep)
     assert f.backend == "onnxref" and f.op_type == "ConvTranspose" and f.mode == "fwd"
     assert f.verdict in (compare.ERROR, compare.DIVERGENT)
@@ -55,7 +56,7 @@ def test_onnxref_grouped_conv_transpose_is_a_finding(example_bundle):
 def _planted(bundle, bug, **kw):
     import planted_backend
     planted_backend.register(bug)
-    rep = replay(bundle, [f"planted-{bug}"], **kw)
+    rep = run(bundle, ReplayOptions([f"planted-{bug}"], **kw, verify_workarounds=False)).replay
     return rep, group(rep)
 
 
@@ -102,17 +103,17 @@ def test_hang_is_timeout_and_replay_goes_on(planted_bundle):
 
 def test_parallel_jobs_give_the_same_verdicts(example_bundle):
     b = example_bundle("resnet")
-    assert _verdicts(replay(b, ["torch", "onnxruntime"], jobs=2)) == _verdicts(replay(b, ["torch", "onnxruntime"]))
+    assert _verdicts(run(b, ReplayOptions(["torch", "onnxruntime"], jobs=2, verify_workarounds=False)).replay) == _verdicts(run(b, ReplayOptions(["torch", "onnxruntime"], verify_workarounds=False)).replay)
 
 
 def test_selection_and_bad_selection(example_bundle):
     b = example_bundle("wideresnet")
-    rep = replay(b, ["onnxruntime"], modes=["fwd"], ops=["Conv"])
+    rep = run(b, ReplayOptions(["onnxruntime"], modes=["fwd"], ops=["Conv"], verify_workarounds=False)).replay
     assert {n.op_type for n in rep.nodes} == {"Conv"} and len(rep.nodes) == 9
-    rep = replay(b, ["onnxruntime"], modes=["fwd"], nodes_regex=r"^node_conv2d_3$")
+    rep = run(b, ReplayOptions(["onnxruntime"], modes=["fwd"], nodes=r"^node_conv2d_3$", verify_workarounds=False)).replay
     assert [n.name for n in rep.nodes] == ["node_conv2d_3"]
     with pytest.raises(IrtraceError, match=r"--ops 'Conw': no such op in this graph\. Did you mean: Conv"):
-        replay(b, ["torch"], ops=["Conw"])
+        run(b, ReplayOptions(["torch"], ops=["Conw"], verify_workarounds=False)).replay
     with pytest.raises(IrtraceError, match=r"unknown backend 'onnxruntim'.*Did you mean: onnxruntime"):
         from irtrace.replay import backends
         backends.parse_list("onnxruntim")
@@ -178,7 +179,7 @@ def test_the_reference_is_judged_against_float64_and_the_oracle_is_no_row(exampl
     """torch's own fwd/vjp/vjp2 rows compare torch with the float64 oracle (not with itself); the
     oracle, even when named in --backend, arbitrates and has no rows; accumulating ops carry the
     rounding-error model's bound."""
-    rep = replay(example_bundle("resnet"), ["torch", "oracle"], nodes_regex="conv|batch|add")
+    rep = run(example_bundle("resnet"), ReplayOptions(["torch", "oracle"], nodes="conv|batch|add", verify_workarounds=False)).replay
     rows = [(n.op_type, r) for n in rep.nodes for r in n.results]
     assert rows and not [r for _, r in rows if r.backend == "oracle"]
     torch_rows = [r for _, r in rows if r.backend == "torch"]
@@ -221,7 +222,7 @@ def test_shape_arithmetic_and_constants_are_not_judged_on_backends_under_test(tm
     m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 17)])
     b = bundle_from_onnx(m, {"x": np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)},
                          tmp_path / "shapes.irt")
-    rep = replay(b, ["torch", "onnxruntime"])
+    rep = run(b, ReplayOptions(["torch", "onnxruntime"], verify_workarounds=False)).replay
     by = {n.name: n for n in rep.nodes}
     for name in ("shape", "take_batch", "target", "tail", "cast_tail", "sum_tail"):
         assert {r.backend for r in by[name].results} <= {"torch"}, name
@@ -306,7 +307,7 @@ def test_the_harness_differentiates_what_a_training_step_does(tmp_path):
                               [numpy_helper.from_array(rng.standard_normal((4, 5)).astype(np.float32), "w")])
     b = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
                          {"x": rng.standard_normal((2, 3, 4)).astype(np.float32)}, tmp_path / "mm.irt")
-    rep = replay(b, ["torch", "planted-fussymm"], timeout=10.0)
+    rep = run(b, ReplayOptions(["torch", "planted-fussymm"], timeout=10.0, verify_workarounds=False)).replay
     got = {(r.backend, r.mode, r.output): r.verdict for n in rep.nodes for r in n.results}
     assert got == {("torch", "fwd", "y"): compare.MATCH, ("planted-fussymm", "fwd", "y"): compare.MATCH,
                    ("torch", "vjp", "d:w"): compare.MATCH, ("planted-fussymm", "vjp", "*"): compare.CRASH,
@@ -326,7 +327,7 @@ def test_one_root_cause_is_one_finding_with_its_attribute_classes(example_bundle
     whose classes count the nodes per attribute set; every Relu's fwd ERROR with messages differing only
     in numbers and quoted names is one finding; a different message is another."""
     from dataclasses import replace
-    rep = replay(example_bundle("resnet"), ["torch"], modes=["fwd", "vjp"], ops=["Conv", "Relu"])
+    rep = run(example_bundle("resnet"), ReplayOptions(["torch"], modes=["fwd", "vjp"], ops=["Conv", "Relu"], verify_workarounds=False)).replay
     convs = relus = 0
     for n in rep.nodes:
         if n.op_type == "Conv":
@@ -349,3 +350,27 @@ def test_one_root_cause_is_one_finding_with_its_attribute_classes(example_bundle
     errors = sorted((len(f.nodes), f.signature) for f in group(rep) if f.op_type == "Relu")
     assert errors == [(1, "RuntimeError: kernel '…' is missing"),
                       (relus - 1, "RuntimeError: shape [#, #] does not match '…' at #")], errors
+
+
+def test_a_new_executor_is_one_class_and_sees_every_call(example_bundle):
+    """tests/recording_executor.py wraps the replay's executor (the local workers, the batches, the cache)
+    and records what it is sent: every node in every mode on every backend named, the reference and the
+    oracle included, each answered once, and the verdicts are those of a replay without it."""
+    from backends._runtime.wire import Status
+    from recording_executor import Recording
+    b = example_bundle("resnet")
+    options = ReplayOptions(["torch", "onnxruntime"], modes=("fwd", "vjp"), ops=("Conv", "Relu"),
+                            verify_workarounds=False)
+    recorded = run(b, dataclasses.replace(options, executor=Recording)).replay
+    rec = Recording.last
+    plain = run(b, options).replay
+    assert _verdicts(recorded) == _verdicts(plain)
+    convs = [n.name for n in plain.nodes if n.op_type == "Conv"]
+    assert len(convs) == sum(1 for n in b.model.graph.node if n.op_type == "Conv") > 3
+    for name in convs:
+        for backend, modes in (("torch", ("fwd", "vjp")), ("oracle", ("fwd", "vjp")), ("onnxruntime", ("fwd",))):
+            for mode in modes:
+                assert rec.sent.count((backend, name, mode, None)) == 1, (backend, name, mode)
+        assert ("onnxruntime", name, "vjp", None) not in rec.sent  # onnxruntime computes fwd only
+    assert sorted(a[:3] for a in rec.answered) == sorted(s[:3] for s in rec.sent)
+    assert {a[3] for a in rec.answered} == {Status.OK}

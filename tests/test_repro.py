@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import irtrace
-from irtrace.pipeline import run_replay
+from irtrace.replay import ReplayOptions, run
 from irtrace.replay import backends
 from irtrace.repro.make import _write_npz, make_repros
 
@@ -20,7 +20,8 @@ def _run(script, python=sys.executable):
 
 
 def _replay_and_repro(bundle, backend, modes, tmp_path, name):
-    report, out = run_replay(bundle.path, backend, modes, tmp_path / f"{name}.replay", quiet=True)
+    replayed = run(bundle.path, ReplayOptions.parse(backend, modes), out=tmp_path / f"{name}.replay")
+    report, out = replayed.json, replayed.out
     assert report["findings"]
     return report, make_repros(out / "report.json", tmp_path / f"{name}.repros")
 
@@ -109,7 +110,8 @@ def test_crash_repro_runs_the_op_in_a_child(planted, tmp_path):
 
 
 def test_same_finding_gives_byte_identical_output(planted, tmp_path):
-    report, out = run_replay(planted.path, "planted-pad", "fwd", tmp_path / "r", quiet=True)
+    replayed = run(planted.path, ReplayOptions.parse("planted-pad", "fwd"), out=tmp_path / "r")
+    report, out = replayed.json, replayed.out
     a = make_repros(out / "report.json", tmp_path / "a")[0]
     b = make_repros(out / "report.json", tmp_path / "b")[0]
     assert sorted(p.name for p in a.iterdir()) == sorted(p.name for p in b.iterdir())
@@ -154,7 +156,8 @@ def test_bad_report_and_unknown_finding(planted, tmp_path, capsys):
     from irtrace.cli import main
     assert main(["repro", str(tmp_path / "nope.json")]) == 2
     assert "cannot read report" in capsys.readouterr().err
-    report, out = run_replay(planted.path, "planted-pad", "fwd", tmp_path / "r", quiet=True)
+    replayed = run(planted.path, ReplayOptions.parse("planted-pad", "fwd"), out=tmp_path / "r")
+    report, out = replayed.json, replayed.out
     assert main(["repro", str(out / "report.json"), "--finding", "planted-pad-Conv-fwd-divergent-xxxx",
                  "-o", str(tmp_path / "rr")]) == 2
     assert "Did you mean: planted-pad-Conv-fwd-divergent-" in capsys.readouterr().err
@@ -184,8 +187,8 @@ def test_megengine_stylegan2_one_folder_per_bug_each_runs_in_its_env(example_bun
 @pytest.mark.skipif(any(backends.get(b).unavailable() is not None for b in ("tensorflow", "paddle")),
                     reason="tensorflow or paddle unavailable")
 def test_tensorflow_and_paddle_repros_run_in_their_envs(example_bundle, tmp_path):
-    report, out = run_replay(example_bundle("stylegan2").path, "tensorflow,paddle", "vjp,vjp2", tmp_path / "tp",
-                             quiet=True, ops="Conv,Pow")
+    replayed = run(example_bundle("stylegan2").path, ReplayOptions.parse("tensorflow,paddle", "vjp,vjp2", ops="Conv,Pow"), out=tmp_path / "tp")
+    report, out = replayed.json, replayed.out
     ids = sorted({next(f["id"] for f in report["findings"] if f["backend"] == b and f["op_type"] == op)
                   for b, op in (("tensorflow", "Conv"), ("paddle", "Pow"))})
     folders = make_repros(out / "report.json", tmp_path / "tprep", finding_ids=ids)
@@ -199,8 +202,8 @@ def test_tensorflow_and_paddle_repros_run_in_their_envs(example_bundle, tmp_path
 
 
 def test_onnx_reference_grouped_conv_transpose_repro(example_bundle, tmp_path):
-    report, out = run_replay(example_bundle("stylegan2").path, "onnxref", "fwd", tmp_path / "o", quiet=True,
-                             ops="ConvTranspose")
+    replayed = run(example_bundle("stylegan2").path, ReplayOptions.parse("onnxref", "fwd", ops="ConvTranspose"), out=tmp_path / "o")
+    report, out = replayed.json, replayed.out
     (folder,) = make_repros(out / "report.json", tmp_path / "orep")
     finding = json.loads((folder / "finding.json").read_text())
     assert finding["framework"] == "onnx"

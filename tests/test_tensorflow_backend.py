@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 from irtrace import compare
 from irtrace.replay import backends
-from irtrace.replay.engine import replay
+from irtrace.replay import ReplayOptions, run
 
 from conftest import update_known
 
@@ -76,7 +76,7 @@ def cases_bundle(tmp_path_factory, answered):
 
 @pytest.fixture(scope="module")
 def tf_replay(cases_bundle):
-    return replay(cases_bundle, ["tensorflow"])
+    return run(cases_bundle, ReplayOptions(["tensorflow"], verify_workarounds=False)).replay
 
 
 def _observed(rep):
@@ -164,7 +164,7 @@ def test_onednn_kernels_change_no_verdict(cases_bundle, monkeypatch):
     the same fwd and vjp verdicts, and the worker states that oneDNN was on."""
     from tensorflow_known import KNOWN
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
-    rep = replay(cases_bundle, ["tensorflow"], modes=["fwd", "vjp"])
+    rep = run(cases_bundle, ReplayOptions(["tensorflow"], modes=["fwd", "vjp"], verify_workarounds=False)).replay
     assert rep.versions["tensorflow"]["onednn"] == "on (TF_ENABLE_ONEDNN_OPTS=1)", rep.versions
     assert set(_observed(rep)) == {k for k in KNOWN if k[1] in ("fwd", "vjp")}
 
@@ -176,7 +176,7 @@ def test_padding_matrix_against_float64(tmp_path):
     from irtrace.export.onnx_bundle import bundle_from_onnx
     model, feeds, _ = op_cases.all_cases_model(padding_matrix.cases())
     b = bundle_from_onnx(model, feeds, tmp_path / "pad.irt", name="padding_matrix", trained=op_cases.activations(model, feeds))
-    rep = replay(b, ["tensorflow"], modes=["fwd"])
+    rep = run(b, ReplayOptions(["tensorflow"], modes=["fwd"], verify_workarounds=False)).replay
     assert len(rep.nodes) == 234
     seen = {(n.name, r.backend): r.verdict for n in rep.nodes for r in n.results
             if r.backend == "tensorflow" and r.verdict not in OK}
@@ -197,7 +197,7 @@ def test_chained_known_answer_x_times_w(tmp_path):
     so dL/dw = x*c (+ 2*w*c^2) and dL/dx = w*c, by hand in float64, for both losses."""
     from irtrace.export.onnx_bundle import bundle_from_onnx
     from irtrace.replay.chained import chain_request, run_chain
-    from irtrace.replay.engine import WorkerPool
+    from irtrace.replay.execute import WorkerPool
     from irtrace.store import seed_name
     from onnx import numpy_helper
     graph = helper.make_graph([helper.make_node("Mul", ["x", "w"], ["y"], name="mul")], "g",
@@ -261,7 +261,7 @@ def _example(example_bundle, name):
     from tensorflow_known import EXAMPLES
     from irtrace.report.findings import group
     b = example_bundle(name)
-    rep = replay(b, ["tensorflow"])
+    rep = run(b, ReplayOptions(["tensorflow"], verify_workarounds=False)).replay
     assert len(rep.nodes) == len(b.model.graph.node)
     for n in rep.nodes:  # compared, or skipped with its reason (shape arithmetic); never UNSUPPORTED
         modes = {r.mode for r in n.results if r.backend == "tensorflow"}
@@ -284,15 +284,15 @@ def test_examples_run_to_the_end(example_bundle, name):
 def test_wideresnet_train_chained_both_losses(example_bundle, tmp_path):
     """The chained forward agrees with torch under both losses; under the gradient penalty the
     double backward through tf.nn.moments (batch norm) moves the convolution weights' gradients."""
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     path = example_bundle("wideresnet-train").path
     runs = {}
     for loss in ("bundle", "grad-penalty"):
-        report, _ = run_replay(path, "tensorflow", "fwd", tmp_path / loss, quiet=True, chained=True, loss=loss)
-        (run,) = report["chained"]["runs"]
-        assert run["status"] == "ok", run.get("message")
-        assert not [e for e in run["values"] if e["verdict"] in compare.FAILING]
-        runs[loss] = {p["value"]: p["verdict"] for p in run["parameters"]}
+        report = run(path, ReplayOptions.parse("tensorflow", "fwd", chained=True, loss=loss), out=tmp_path / loss).json
+        (chain,) = report["chained"]["runs"]
+        assert chain["status"] == "ok", chain.get("message")
+        assert not [e for e in chain["values"] if e["verdict"] in compare.FAILING]
+        runs[loss] = {p["value"]: p["verdict"] for p in chain["parameters"]}
     assert len(runs["bundle"]) == 25 and set(runs["bundle"].values()) <= set(OK)
     bad = {k for k, v in runs["grad-penalty"].items() if v == compare.DIVERGENT}
     assert "conv1.weight" in bad and "fc.weight" not in bad and len(bad) == 21
@@ -302,11 +302,12 @@ def test_wideresnet_train_chained_both_losses(example_bundle, tmp_path):
 def test_layernorm_double_backward_repro_runs_in_the_tf_env(tmp_path):
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     from irtrace.repro.make import make_repros
     model, feeds, _ = op_cases.all_cases_model([c for c in op_cases.CASES if c.id == "layernorm"])
     b = bundle_from_onnx(model, feeds, tmp_path / "ln.irt", name="ln", trained=op_cases.activations(model, feeds))
-    report, out = run_replay(b.path, "tensorflow", "vjp2", tmp_path / "replay", quiet=True)
+    replayed = run(b.path, ReplayOptions.parse("tensorflow", "vjp2"), out=tmp_path / "replay")
+    report, out = replayed.json, replayed.out
     (folder,) = make_repros(out / "report.json", tmp_path / "repros")
     finding = json.loads((folder / "finding.json").read_text())
     assert finding["label"] == "d2x:layernorm.in0" and finding["verdict"] == "DIVERGENT"
@@ -319,9 +320,10 @@ def test_layernorm_double_backward_repro_runs_in_the_tf_env(tmp_path):
 
 @pytest.mark.slow
 def test_resnet_every_finding_has_a_repro_that_reproduces_in_the_tf_env(example_bundle, tmp_path):
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     from irtrace.repro.make import make_repros
-    report, out = run_replay(example_bundle("resnet").path, "tensorflow", "fwd,vjp,vjp2", tmp_path / "r", quiet=True)
+    replayed = run(example_bundle("resnet").path, ReplayOptions.parse("tensorflow", "fwd,vjp,vjp2"), out=tmp_path / "r")
+    report, out = replayed.json, replayed.out
     folders = make_repros(out / "report.json", tmp_path / "repros")
     assert len(folders) == len(report["findings"]) == 2  # MaxPool vjp2 ERROR, TrainBatchNormalization vjp2 DIVERGENT
     for folder in folders:
@@ -367,7 +369,7 @@ def test_seed_story_keras_same_padding_on_torch_and_tensorflow(keras_bundle, cap
     convs = {b.node_source(n.name).get("module"): n for n in b.model.graph.node if n.op_type == "Conv"}
     node = convs["block2_conv1"]
     assert decode_attrs(node)["pads"] == [0, 0, 1, 1] and decode_attrs(node)["strides"] == [2, 2]
-    rep = replay(b, ["torch", "tensorflow"])
+    rep = run(b, ReplayOptions(["torch", "tensorflow"], verify_workarounds=False)).replay
     for n in rep.nodes:
         assert not [r for r in n.results if r.backend == "tensorflow" and r.verdict not in OK], n.name
     on_conv = {(r.backend, r.mode) for r in next(n for n in rep.nodes if n.name == node.name).results

@@ -85,13 +85,13 @@ def cases_replay(registered, tmp_path_factory):
     every case of its op (not only the failing ones)."""
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    from irtrace.replay.engine import replay
+    from irtrace.replay import ReplayOptions, run
     from irtrace.replay.workarounds import verify
     ops = {op for _, op, _, _ in registered}
     cases = [c for c in op_cases.CASES if c.op in ops]
     model, feeds, _ = op_cases.all_cases_model(cases)
     bundle = bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("wk") / "cases.irt", name="op_cases", trained=op_cases.activations(model, feeds))
-    return cases, replay(bundle, ["megengine", "torch"], after=functools.partial(verify, everywhere=True))
+    return cases, run(bundle, ReplayOptions(["megengine", "torch"], workarounds_everywhere=True)).replay
 
 
 @needs_megengine
@@ -170,7 +170,7 @@ def test_a_wrong_workaround_is_reported_as_not_matching_in_the_mode_where_it_is_
     verification must call none of them a match, and name the modes where each is wrong."""
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    from irtrace.replay.engine import replay
+    from irtrace.replay import ReplayOptions, run
     from irtrace.replay.workarounds import verify
     (tmp_path / "planted_workaround.py").write_text(PLANTED)
     real = backends.get("megengine")
@@ -180,7 +180,7 @@ def test_a_wrong_workaround_is_reported_as_not_matching_in_the_mode_where_it_is_
         cases = [c for c in op_cases.CASES if c.id in ("leakyrelu", "pad_constant_asym")]
         model, feeds, _ = op_cases.all_cases_model(cases)
         bundle = bundle_from_onnx(model, feeds, tmp_path / "b.irt", name="planted", trained=op_cases.activations(model, feeds))
-        rep = replay(bundle, ["megengine-planted", "torch"], after=functools.partial(verify, everywhere=True))
+        rep = run(bundle, ReplayOptions(["megengine-planted", "torch"], workarounds_everywhere=True)).replay
     finally:
         backends.BACKENDS.pop("megengine-planted")
     got = {(node, w["name"]): (w["verdicts"], w["matches"]) for node, ws in rep.workarounds["megengine-planted"].items()
@@ -245,12 +245,13 @@ def stylegan2(tmp_path_factory):
     `irtrace demo` runs it: (report dict, out folder)."""
     import irtrace
     from irtrace.examples import EXAMPLES
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     e = EXAMPLES["stylegan2"]
     root = tmp_path_factory.mktemp("sg")
     bundle = irtrace.export(e.build(), e.inputs(), root / "sg.irt", train=e.train)
-    return run_replay(bundle.path, "megengine", "fwd,vjp,vjp2", root / "out", quiet=True, chained=True,
-                      loss="grad-penalty", workarounds=True)
+    replayed = run(bundle.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2", chained=True, loss="grad-penalty",
+                                                    workarounds=True), out=root / "out")
+    return replayed.json, replayed.out
 
 
 @needs_megengine
@@ -328,13 +329,13 @@ def test_report_with_workarounds_is_the_same_bytes_when_resumed(tmp_path):
     bytes as the uninterrupted run's, with the cache serving torch's and the oracle's answers."""
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    from irtrace.pipeline import run_replay
+    from irtrace.replay import ReplayOptions, run
     cases = [c for c in op_cases.CASES if c.id in ("leakyrelu", "pad_edge", "relu")]
     model, feeds, _ = op_cases.all_cases_model(cases)
     bundle = bundle_from_onnx(model, feeds, tmp_path / "b.irt", name="small", trained=op_cases.activations(model, feeds))
-    first, _ = run_replay(bundle.path, "megengine", "fwd,vjp,vjp2", tmp_path / "out", quiet=True)
+    first = run(bundle.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2"), out=tmp_path / "out").json
     before = (tmp_path / "out" / "report.json").read_bytes()
-    again, _ = run_replay(bundle.path, "megengine", "fwd,vjp,vjp2", tmp_path / "out", quiet=True, resume=True)
+    again = run(bundle.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2"), out=tmp_path / "out", resume=True).json
     assert (tmp_path / "out" / "report.json").read_bytes() == before
     assert {f["op_type"]: [w["name"] for w in f["workarounds"] if w["matches"]] for f in first["findings"]} == \
         {"LeakyRelu": ["leaky_relu_where", "leaky_relu_mask"], "Pad": ["pad_concat"]}

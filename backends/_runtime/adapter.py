@@ -20,13 +20,17 @@ class Adapter:
     table = None
     last_check = None  # set by a backend that verifies its own result (the oracle)
     # abilities, declared
-    magnitudes = False  # whether magnitude() computes the rounding-error model's M (the oracle)
-    estimates_rounding = False  # whether rounding() estimates float32 rounding by Monte Carlo arithmetic (the oracle)
     native = False      # executes the ONNX node itself: `--form original` gives it the original attributes
     script = None       # a method: what a repro script needs to run this backend's ops without irtrace
     op_block = None     # a method: the node as script text (backends that execute ONNX); None: the op's source
     workarounds = None  # a backends._table.Alternatives: other formulations of its ops (backends/<name>/workarounds.py)
     port = None         # the module that runs a user's own port in this framework (backends/<name>/port.py)
+
+    def extras(self):
+        """name -> a method computing an answer field beyond the results that a call may ask for by that
+        name (the oracle's "magnitude" and "rounding"): (mode, entry, inputs, spec, cots, us, request,
+        wrt, part) -> a list of groups of arrays. None here."""
+        return {}
 
     def lookup(self, spec):
         return self.table.lookup(spec.domain, spec.op_type, spec.opset)

@@ -15,10 +15,18 @@ from enum import Enum
 import numpy as np
 
 class Status(str, Enum):
-    """The "status" of every reply frame (a str: it is written and compared as its value)."""
+    """The status of an answer, end to end: the "status" of every reply frame (OK, UNSUPPORTED, ERROR)
+    and what the host makes of a call no reply came for (CRASH: the worker died; TIMEOUT: it did not
+    answer in time). A str: it is written, compared and cached as its value; the report's verdict of
+    an answer that failed is its name (irtrace.compare.Verdict.of)."""
     OK = "ok"
     UNSUPPORTED = "unsupported"   # the backend cannot express this node or mode: a coverage gap
     ERROR = "error"               # the framework raised; "message" says what
+    CRASH = "crash"               # the worker process died (a signal, an abort) before it answered
+    TIMEOUT = "timeout"           # no answer within the timeout: the worker was killed and restarted
+
+    def __str__(self):
+        return self.value
 
 
 _LEN = struct.Struct("<Q")

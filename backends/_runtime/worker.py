@@ -81,7 +81,7 @@ def graph(adapter, msg, arrays):
         return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
     t = time.perf_counter()
     try:
-        if msg.get("rounding") and adapter.estimates_rounding:  # the oracle's float32 rounding estimate
+        if msg.get("rounding") and "rounding" in adapter.extras():  # the oracle's float32 rounding estimate
             values, grads = adapter.chained_rounding(pairs, feeds, msg["outputs"], cots, msg.get("penalty", []),
                                                      shapes=msg.get("shapes"), samples=int(msg["rounding"]),
                                                      leaves=msg.get("leaves"))
@@ -189,26 +189,21 @@ def handle(adapter, msg, arrays):
     reply = {"status": wire.Status.OK, "time_s": seconds}
     if adapter.last_check is not None:
         reply["check"] = adapter.last_check
-    if msg.get("magnitude") is not None and msg.get("magnitude") is not False and adapter.magnitudes:
-        # the rounding-error model's M: the same mode on absolute values, appended after the results
+    for name, compute in adapter.extras().items():
+        # answer fields beyond the results, asked for by name (the oracle's): each a list of groups of
+        # arrays, appended after the results and declared in the reply by the sizes of its groups
+        request = msg.get(name)
+        if request is None or request is False:
+            continue
         try:
-            extra = adapter.magnitude(mode, entry, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:],
-                                      fixed=tuple(msg["magnitude"]), wrt=msg.get("wrt"), part=msg.get("part"))
-            kinds = [list(k) for k in extra]  # M, Q (and N) of every result, kind after kind
-            reply["magnitude"] = sum(len(k) for k in kinds)
-            reply["magnitude_kinds"] = len(kinds)
-            out += [a for k in kinds for a in k]
-        except Exception as e:  # noqa: BLE001 - no model for this node: the verdicts say so
-            reply["magnitude_error"] = f"{type(e).__name__}: {e}"[:300]
-    if msg.get("rounding") and adapter.estimates_rounding:
-        # Monte Carlo arithmetic: how far float32 rounding can move each result, appended last
-        try:
-            extra = adapter.rounding(mode, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:],
-                                     samples=int(msg["rounding"]), wrt=msg.get("wrt"), part=msg.get("part"))
-            reply["rounding"] = len(extra)
-            out += list(extra)
-        except Exception as e:  # noqa: BLE001 - no estimate for this node: the verdicts say so
-            reply["rounding_error"] = f"{type(e).__name__}: {e}"[:300]
+            groups = [list(g) for g in compute(mode, entry, inputs, spec, arrays[n_in:n_in + n_out],
+                                               arrays[n_in + n_out:], request, wrt=msg.get("wrt"),
+                                               part=msg.get("part"))]
+        except Exception as e:  # noqa: BLE001 - nothing of this field for this node: the verdicts say so
+            reply[f"{name}_error"] = f"{type(e).__name__}: {e}"[:300]
+            continue
+        reply.setdefault("extra", {})[name] = [len(g) for g in groups]
+        out += [a for g in groups for a in g]
     return reply, out
 
 

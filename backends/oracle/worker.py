@@ -225,8 +225,8 @@ class OracleAdapter(ReferenceAdapter):
         self.last_check = {"verified": bool(ok), "fd_max_abs": worst}
         return dx, dg
 
-    magnitudes = True
-    estimates_rounding = True
+    def extras(self):
+        return {"magnitude": self.magnitude, "rounding": self.rounding}
 
     def magnitude(self, mode, entry, inputs, spec, cots, us, fixed=(), wrt=None, part=None):
         """M, Q and N of the rounding-error model (compare.rounding_bound): this mode of the op in float64
@@ -236,6 +236,7 @@ class OracleAdapter(ReferenceAdapter):
         rounds); for other accumulating ops, magnitudes of the terms. Returns [Ms, Qs, Ns] (a list per
         result), or [Ms, Qs] when the op cannot run on indicators. `fixed`: input positions that are not
         operands but parameters of the op (Resize's scales, Clip's bounds, Pad's value): left as they are."""
+        fixed = tuple(fixed)
         def run(transform):
             def each(xs, keep=()):
                 return [transform(np.asarray(a, np.float64)) if a is not None and np.asarray(a).dtype.kind == "f"
@@ -255,10 +256,10 @@ class OracleAdapter(ReferenceAdapter):
             return kinds
         return kinds + [counts]
 
-    def rounding(self, mode, inputs, spec, cots, us, samples=4, wrt=None, part=None):
+    def rounding(self, mode, entry, inputs, spec, cots, us, samples=4, wrt=None, part=None):
         """Per result, how far float32 rounding of the op's own formula can move it at these inputs:
         the largest deviation of `samples` Monte Carlo arithmetic runs of torch in float64 from the
-        exact result (backends/oracle/rounding.py). None for a result without a float value."""
+        exact result (backends/oracle/rounding.py), as one group. None for a result without a float value."""
         from backends.oracle.rounding import spread
         entry = self._torch_entry(spec)
         nondiff = None if mode == "fwd" else self.nondiff(entry, spec, inputs, wrt)
@@ -270,7 +271,7 @@ class OracleAdapter(ReferenceAdapter):
                 return list(self.grad.vjp(entry, inputs, spec, cots, nondiff))
             dx, dg = self.grad.vjp2(entry, inputs, spec, cots, us, nondiff, part)
             return list(dx) + list(dg)
-        return spread(run, samples)
+        return [spread(run, int(samples))]
 
     def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None, leaves=None, progress=None):
         """The float64 chain: torch's op table in float64 (the oracle for chained errors)."""

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from backends._runtime.wire import Status
 from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.ir.semantics import nondifferentiable_inputs
@@ -14,7 +15,8 @@ from irtrace.ir.spec import node_specs
 from irtrace.port import align
 from irtrace.replay import backends as registry
 from irtrace.replay.chained import ChainRounding, chain_request, run_chain
-from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool
+from irtrace.replay.execute import WorkerPool
+from irtrace.replay.plan import ORACLE, REFERENCE
 from irtrace.replay.worker import WorkerFailed
 from irtrace.store import initializer_array
 
@@ -100,11 +102,11 @@ def _ask(pool, backend, msg, arrays, timeout):
         reply, out = pool.get(backend).call(msg, arrays, timeout)
     except WorkerFailed as e:
         raise PortFailed(e.verdict, f"the port's {msg['kind'][5:]} in {backend}'s worker: {e.message}") from None
-    if reply.get("status") == "error":
+    if reply.get("status") == Status.ERROR:
         if reply.get("stage") in ("factory", "outputs"):
             raise IrtraceError(reply["message"])
         raise PortFailed(compare.ERROR, f"{backend} raised in the port: {reply.get('message', '')}", reply.get("at"))
-    if reply.get("status") != "ok":
+    if reply.get("status") != Status.OK:
         raise IrtraceError(f"{backend}: {reply.get('message', 'cannot run ports')}")
     return reply, out
 
@@ -171,7 +173,7 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
                            f"{[list(np.shape(a)) for a in outputs]}; the bundle's model returns {len(graph_outputs)} of "
                            f"shape(s) {[list(bundle.values.spec(o)[1]) for o in graph_outputs]}")
     status, ref_reply, ref_vals, ref_grads = run_chain(pool, REFERENCE, request, timeout)
-    if status != "ok":
+    if status != Status.OK:
         raise IrtraceError(f"the reference could not run the bundle chained: {ref_reply.get('message', '')}")
     o_vals, o_grads = {}, {}
     if ORACLE in pool.available():
@@ -264,7 +266,7 @@ def _plain_loss_gradients(bundle, pool, loaded, port_grads, timeout):
     if (bundle.manifest.get("loss") or {}).get("kind") == "grad-penalty":
         return False
     status, _, _, plain = run_chain(pool, REFERENCE, chain_request(bundle, "bundle"), timeout)
-    if status != "ok":
+    if status != Status.OK:
         return False
     judged = 0
     for x in loaded:

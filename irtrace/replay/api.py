@@ -1,8 +1,12 @@
-"""The replay API: options in, an Outcome out. The CLI, the demo, tests and benchmarks call this."""
+"""The replay API, the one way into a replay: `irtrace.replay.run(bundle, ReplayOptions) -> Report`.
+The CLI, the demo, tests and benchmarks call it."""
 import math
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 
 from irtrace import compare
 from irtrace.errors import IrtraceError
@@ -32,6 +36,17 @@ class ReplayOptions:
     verify_workarounds: bool = True  # try each backend's alternative formulations where its op failed
     workarounds: bool = False      # chained: also run each backend with every verified workaround applied
     batch: bool = True             # jobs 1: calls sent ahead in batches (replay/batch.py); False: one at a time
+    workarounds_everywhere: bool = False  # verify alternatives on every node of their op, not only failing ones
+    # executor(the replay's Executor) -> the Executor it runs with (irtrace/replay/execute.py): a class
+    # that wraps another is one (tests/recording_executor.py); None: the local workers
+    executor: object = None
+
+    @classmethod
+    def parse(cls, backend, modes, ops=None, **kw):
+        """ReplayOptions from the CLI's comma-separated texts (--backend, --modes, --ops) and the other fields."""
+        from irtrace.replay.plan import parse_modes
+        return cls(backends=tuple(registry.parse_list(backend)), modes=tuple(parse_modes(modes)),
+                   ops=tuple(o.strip() for o in ops.split(",") if o.strip()) if ops is not None else None, **kw)
 
     def policy(self):
         if self.atol is None and self.rtol is None:
@@ -59,6 +74,10 @@ class ReplayOptions:
         if self.ops is not None and not self.ops:
             raise IrtraceError("--ops names no op type; give one or more, comma-separated (e.g. Conv,Pad), "
                                "or leave --ops out for every op")
+        if not self.modes and not self.chained:
+            from irtrace.replay.plan import MODES
+            raise IrtraceError(f"--modes {','.join(self.modes)!r} names no mode and --chained is off: nothing "
+                               f"would be tested; choose from {', '.join(MODES)}")
         why = nothing_tested(self)
         if why:
             raise IrtraceError(why)
@@ -99,39 +118,113 @@ def nothing_tested(options):
 
 
 @dataclass
-class Outcome:
-    """An isolated Replay (irtrace.replay.engine.Replay) and, when asked for, the chained runs."""
+class Report:
+    """What a replay found: `replay` (the isolated Replay of irtrace.replay.engine: every node's Results),
+    the options it ran with, the chained runs when asked for (and their loss), and `out`, the folder its
+    report files were written to (None: not written). `json` is what report.json holds."""
     replay: object
     options: ReplayOptions
     chained: list = field(default_factory=list)
     loss: str = None
+    out: Path = None
+
+    @cached_property
+    def json(self):
+        from irtrace.report.write import build
+        return build(self)
+
+    @property
+    def findings(self):
+        return self.json["findings"]
+
+    def write(self, out):
+        """Write report.json, report.html (and chained.png) into `out`; returns the report dict."""
+        from irtrace.report import write as report_writer
+        self.__dict__["json"] = report_writer.write(self, out)
+        self.out = Path(out)
+        return self.json
 
 
-def run(bundle, options, progress=None, done=None, on_node=None):
-    """Replay `bundle` (an opened Bundle) as `options` say; returns an Outcome. `done`: node name ->
-    NodeReport of an earlier, interrupted run (not run again); `on_node` is called with each node's
-    NodeReport as it completes."""
+def run(bundle, options, out=None, resume=False, progress=None, done=None, on_node=None):
+    """Replay `bundle` (an opened Bundle, or the path of one) as `options` (ReplayOptions) say; returns a
+    Report. `out`: a folder that gets each node's results as it completes (journal.jsonl) and the report
+    files at the end; `resume` (with `out`) keeps the nodes of an earlier run of the same replay there and
+    runs only the rest. Without `out`: `done`, node name -> NodeReport of an earlier run (not run again),
+    and `on_node(NodeReport)` as each node completes. `progress()` is called after each node."""
+    from irtrace.replay import backends as registry_
+    from irtrace.replay.worker import discard_early, launch_early
+    try:
+        options.check()  # every option, before the bundle is read or anything written
+        # the backends under test start importing their frameworks while the bundle loads (the reference
+        # and the oracle start later, and only when their answers are not cached)
+        launch_early([registry_.get(n) for n in options.backends if registry_.get(n).role == registry_.UNDER_TEST])
+        if not hasattr(bundle, "model"):
+            from irtrace.store import load
+            bundle = load(bundle)
+        if out is None:
+            return _run(bundle, options, progress, done, on_node)
+        return _into(bundle, options, Path(out), resume, progress)
+    finally:
+        discard_early()  # those a bad bundle or option left unused (the CLI launches them even earlier)
+
+
+def _run(bundle, options, progress=None, done=None, on_node=None):
     from irtrace.replay.engine import replay
-    from irtrace.replay.workarounds import verify
-    options.check()
-    policy = options.policy()
-    rep = replay(bundle, list(options.backends), list(options.modes), nodes_regex=options.nodes,
-                 ops=list(options.ops) if options.ops else None, jobs=options.jobs, timeout=options.timeout,
-                 policy=policy, progress=progress, form=options.form, done=done, on_node=on_node,
-                 cache=options.cache, after=verify if options.verify_workarounds else None, batch=options.batch)
-    outcome = Outcome(rep, options)
+    rep = replay(bundle, options, progress, done=done, on_node=on_node)
+    report = Report(rep, options)
     if options.chained:
         from irtrace.replay.chained import chained_replay
-        from irtrace.replay.engine import WorkerPool
+        from irtrace.replay.execute import WorkerPool
         from irtrace.replay.worker import start_wait
         pool = WorkerPool(start_wait(options.timeout))
         try:
             # the oracle arbitrates the chains; it is not one of the backends under test there
             # and the reference is what every chain is compared with: a chained torch row would be torch vs torch
             under_test = [n for n in options.backends if registry.get(n).role == registry.UNDER_TEST]
-            outcome.chained, outcome.loss = chained_replay(bundle, under_test, pool, loss=options.loss,
-                                                           policy=policy, isolated=rep,
-                                                           workarounds=options.workarounds)
+            report.chained, report.loss = chained_replay(bundle, under_test, pool, loss=options.loss,
+                                                         policy=options.policy(), isolated=rep,
+                                                         workarounds=options.workarounds)
         finally:
             pool.close()
-    return outcome
+    return report
+
+
+def _into(bundle, options, out, resume, progress):
+    """run() with its results journaled in `out` as they complete and its reports written there."""
+    from irtrace.report import write as report_writer
+    from irtrace.report.journal import Journal, header as journal_header
+    here, inside = Path(os.path.realpath(out)), Path(os.path.realpath(bundle.path))
+    if here == inside or inside in here.parents:  # reports in the bundle make it no bundle (export --force)
+        raise IrtraceError(f"output folder {out}: it is the bundle {bundle.path} or inside it; give another -o")
+    # before the replay: its results are never lost to an unwritable -o, and the reports this run replaces
+    # are removed now, so that a run that fails leaves none of an earlier run's to be read as its own
+    held = report_writer.prepare_out(out, report_writer.REPORT_FILES, claim=True)
+    try:
+        journal = Journal(out, journal_header(bundle, options), resume)
+        if journal.restarted:
+            print(f"irtrace: warning: {journal.path} is not signed by this user's key (edited, or written by "
+                  f"another user or machine): not resuming from it, every node runs", file=sys.stderr)
+        if journal.dropped:
+            print(f"irtrace: warning: {journal.dropped} line(s) of {journal.path} are not signed by this user's "
+                  f"key (edited, or written elsewhere): their nodes run again", file=sys.stderr)
+        if resume:
+            print(f"irtrace: resuming: {len(journal.done)} node(s) already in {journal.path}", file=sys.stderr)
+        try:
+            report = _run(bundle, options, progress, done=journal.done, on_node=journal.append)
+        except KeyboardInterrupt:
+            print(f"irtrace: the nodes completed so far are in {journal.path}; finish with the same command "
+                  f"and --resume", file=sys.stderr)
+            raise
+        finally:
+            journal.close()
+        try:
+            report.write(out)
+        except OSError as e:  # a full disk or quota: the journal holds every node; nothing half written stays
+            report_writer.remove(out, report_writer.REPORT_FILES)
+            raise IrtraceError(f"output folder {out}: cannot write the report ({e.strerror or e}); the "
+                               f"results are in {journal.path}: free space, then run the same command with "
+                               f"--resume") from e
+        return report
+    finally:
+        if held is not None:
+            held.close()

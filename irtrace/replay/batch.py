@@ -13,7 +13,7 @@ the whole batch is done, within the per-call timeout (else the batch is run node
 import collections
 
 from backends._runtime.wire import Status
-from irtrace import compare
+from irtrace.replay.execute import answer_of
 from irtrace.replay.worker import WorkerFailed
 
 MAX_CALLS = 64            # nodes per batch
@@ -37,7 +37,7 @@ def _split(calls):
 
 
 class Batches:
-    """take(call) -> (status, reply, arrays) of `call` on `backend` from a batch, or None: then the
+    """take(call) -> the Answer of `call` on `backend` from a batch, or None: then the
     caller sends it alone (nothing of this backend is in flight by then). `calls` in the order the
     replay takes them. The worker answers each call of a batch in a frame of its own as soon as it is
     computed, so each has the replay's per-call timeout, and an interrupted replay keeps every node
@@ -111,5 +111,4 @@ class Batches:
             self.in_flight.popleft()
         if reply.get("status") == Status.ERROR:
             return  # asked again alone: what the framework wrote to stderr meanwhile belongs to it
-        status = "ok" if reply["status"] == Status.OK else compare.UNSUPPORTED
-        self.answers[key(call)] = (status, reply, out)
+        self.answers[key(call)] = answer_of(reply, out)

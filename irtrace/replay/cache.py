@@ -13,7 +13,7 @@ The reference's own rows (torch judged against float64) are a function of those 
 and the host's judging code: they are kept too (a JSON file per call, and one more where the oracle's
 rounding estimate was asked for, named by a hash of the answer files' sizes and modification times,
 the policy, every irtrace source file and the rest of what decides them), so a replay of the
-reference reads them instead of judging again (engine.judge_all).
+reference reads them instead of judging again (judge.judge_all).
 
 Nothing in BUNDLE.cache/ is trusted as it is (irtrace/trust.py): every file is signed with an HMAC under
 this user's key (an answer over its status, reply and every byte of its arrays; judged rows over their
@@ -40,13 +40,14 @@ from pathlib import Path
 
 import numpy as np
 
+from backends._runtime.wire import Status
 from irtrace import compare, trust
 from irtrace.replay import backends as registry
 from irtrace.version import __version__
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
-KEPT = ("ok", "UNSUPPORTED")
+KEPT = (Status.OK, Status.UNSUPPORTED)  # answers; a crash or a timeout is asked again
 
 
 @functools.cache
@@ -102,12 +103,12 @@ def _settled(identity):
 
 
 def _answer(meta, out):
-    status = meta["status"] if meta["status"] == "ok" else compare.Verdict(meta["status"])
-    return status, meta["reply"], out
+    from irtrace.replay.execute import answer_of
+    return answer_of({**meta["reply"], "status": meta["status"]}, out)
 
 
 class ResultCache:
-    """get(call, backend) -> (status, reply, arrays) or None; put(...) after a call. `backends`: the
+    """get(call, backend) -> its Answer (irtrace/replay/execute.py) or None; put(call, backend, Answer). `backends`: the
     roles cached (the reference and the oracle)."""
 
     def __init__(self, bundle, roles):
@@ -267,14 +268,15 @@ class ResultCache:
             self.newly[path.name] = before
         return _answer(meta, out)
 
-    def put(self, call, role, status, reply, out):
-        if role not in self.keys or not self.writable or status not in KEPT:
+    def put(self, call, role, answer):
+        if role not in self.keys or not self.writable or answer.status not in KEPT:
             return
+        reply, out = answer.reply, answer.arrays()
         from safetensors.numpy import save_file
         path = self._path(call, role)
         # np.array, not np.ascontiguousarray: that makes a 0-d result 1-d
         tensors = {str(k): np.array(a, order="C") for k, a in enumerate(out) if a is not None}
-        meta = json.dumps({"status": str(status), "reply": reply, "n": len(out),
+        meta = json.dumps({"status": answer.status.value, "reply": reply, "n": len(out),
                            "none": [k for k, a in enumerate(out) if a is None]})
         signed = _answer_signer(path.name, meta, [tensors.get(str(k)) for k in range(len(out))])
         if signed is None:

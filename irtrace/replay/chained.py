@@ -17,7 +17,7 @@ from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.ir.graph import dag, gradient_path, gradient_sources, shape_arithmetic
 from irtrace.ir.spec import node_specs
-from irtrace.replay.engine import ORACLE, REFERENCE
+from irtrace.replay.plan import ORACLE, REFERENCE
 from irtrace.replay.worker import WorkerFailed
 from irtrace.replay.workarounds import applied
 from irtrace.store import grad_name, initializers, seed_name
@@ -62,12 +62,11 @@ def _run(pool, backend, msg, arrays, timeout):
         try:
             reply, out = pool.get(backend).call({**msg, "progress": progress.name}, arrays, timeout)
         except WorkerFailed as e:
-            return e.verdict, {"message": e.message, "at": _where(progress.read())}, {}, {}
+            return compare.Verdict.of(e.status), {"message": e.message, "at": _where(progress.read())}, {}, {}
     if reply["status"] != Status.OK:
-        verdict = {Status.UNSUPPORTED: compare.UNSUPPORTED, Status.ERROR: compare.ERROR}[Status(reply["status"])]
-        return verdict, reply, {}, {}
+        return compare.Verdict.of(Status(reply["status"])), reply, {}, {}
     nv = len(reply["values"])
-    return "ok", reply, dict(zip(reply["values"], out[:nv])), dict(zip(reply["grads"], out[nv:]))
+    return Status.OK, reply, dict(zip(reply["values"], out[:nv])), dict(zip(reply["grads"], out[nv:]))
 
 
 def _where(progress):
@@ -149,7 +148,7 @@ class ChainRounding:
         if self.got is None:
             msg = {**self.request.message, "rounding": CHAIN_MCA_SAMPLES}
             status, reply, vals, grads = _run(self.pool, ORACLE, msg, self.request.arrays, self.timeout)
-            if status != "ok":
+            if status != Status.OK:
                 log.info("no float32 rounding estimate of the chain: %s", reply.get("message", status))
             self.got = (vals, grads)
         return self.got[0 if kind == "values" else 1].get(name)
@@ -224,7 +223,7 @@ def chain_request(bundle, loss="bundle", substituted=(), workarounds=None):
 
 
 def run_chain(pool, backend, request, timeout=600.0):
-    """(status, reply, values, grads) of one backend's chained run: status "ok" or a failing verdict;
+    """(status, reply, values, grads) of one backend's chained run: status Status.OK or a failing verdict;
     values and grads map value names to arrays (grads: d loss / d value)."""
     return _run(pool, backend, request.message, request.arrays, timeout)
 
@@ -239,10 +238,10 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     request = chain_request(bundle, loss)
     loss, penalty, feeds, specs, m = request.loss, request.penalty, request.feeds, request.specs, bundle.manifest
     ref_status, ref_reply, ref_vals, ref_grads = run_chain(pool, REFERENCE, request, timeout)
-    if ref_status != "ok":
+    if ref_status != Status.OK:
         raise IrtraceError(f"the reference could not run the graph chained: {ref_reply.get('message', '')}")
     o_status, _, o_vals, o_grads = run_chain(pool, ORACLE, request, timeout) if ORACLE in pool.available() else \
-        ("none", {}, {}, {})
+        (None, {}, {}, {})
     declared = m.get("differentiable")
     path = gradient_path(bundle.model, declared if declared is not None else gradient_sources(bundle.model))
     index = {s.name: i for i, s in enumerate(node_specs(bundle.model))}  # the report's node indices
@@ -270,7 +269,7 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
                 run.crashed_at["source"] = bundle.node_source(node)
                 run.crashed_at["isolated"] = {m: str(r.verdict) for m in ("fwd", "vjp", "vjp2")
                                               if (r := _isolated(isolated, backend, node, m)) is not None}
-        if status == "ok":
+        if status == Status.OK:
             unjudged = 0
             failed = {o: sub for sub in substituted for o in sub["outputs"]}
             # what a substituted node cuts off: every value upstream of it gets part of its cotangent through it
@@ -322,7 +321,7 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
             # backward pass runs every op's double backward, so isolated vjp2 is the one to ask
             run.first_grad_divergence = _link(list(reversed(run.grads)), specs, isolated, backend,
                                               "vjp2" if penalty else "vjp", "everywhere" if penalty else "downstream")
-        if status != "ok":  # every parameter still gets a row: what could not be computed, and why
+        if status != Status.OK:  # every parameter still gets a row: what could not be computed, and why
             reason = f"the chained run ended in {status}: {run.message}"
             verdict = status if status in compare.VERDICTS else compare.ERROR
             run.parameters = [_entry(p, "", -1, verdict, None, {"message": reason}, "param_grad") for p in params]

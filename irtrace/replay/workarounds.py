@@ -6,9 +6,10 @@ when every result in every mode is MATCH or NOISE. The report gives each finding
 its op with their code and verdicts; a chained run can apply the matching ones (`--workarounds`)."""
 import logging
 
+from backends._runtime.wire import Status
 from irtrace import compare
-from irtrace.replay.engine import MODES, ORACLE, REFERENCE, judge_node, mode_calls, modes_of, recorded_outputs, \
-    run_everywhere
+from irtrace.replay.judge import gather, judge_node
+from irtrace.replay.plan import MODES, ORACLE, REFERENCE, mode_calls, recorded_outputs
 from irtrace.replay.worker import WorkerFailed
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def _ask(pool, backend, msg, timeout):
     except WorkerFailed as e:
         log.info("%s: %s request failed: %s", backend, msg["kind"], e.message)
         return None
-    return reply if reply.get("status") == "ok" else None
+    return reply if reply.get("status") == Status.OK else None
 
 
 def code_of(pool, backend, spec, name, timeout):
@@ -69,14 +70,13 @@ def try_alternative(session, spec, backend, name, modes):
     node, each mode judged as the replay judges it; a mode without a verdict (the reference failed
     there) is left out of the first."""
     s = session
-    calls, _ = mode_calls(s.bundle, spec, modes, s.path, s.protos[spec.name])
+    calls, _ = mode_calls(s.bundle, spec, modes, s.plan.paths, s.plan.protos[spec.name])
     verdicts = {}
     for call in calls:  # vjp2 is two calls (ds/dx, ds/dg): its verdict is the worse of the two
         instead = {backend: call.with_extra(workaround=name)}
-        got = run_everywhere(s.pool, call, recorded_outputs(s.bundle, call), [backend], s.use_oracle, s.timeout,
-                             instead, s.cache)
-        mine = [r.verdict for r in judge_node(s.pool, call, got, s.policy, s.timeout, off_path=call.off(),
-                                              cache=s.cache) if r.backend == backend]
+        got = gather(s.executor, call, recorded_outputs(s.bundle, call), [backend], s.use_oracle, instead)
+        mine = [r.verdict for r in judge_node(s.executor, call, got, s.policy, off_path=call.off(), cache=s.cache)
+                if r.backend == backend]
         if mine:
             verdicts[call.mode] = str(worst(mine + ([verdicts[call.mode]] if call.mode in verdicts else [])))
     return verdicts, list(dict.fromkeys(c.mode for c in calls))
@@ -89,7 +89,8 @@ def verify(session, nodes, everywhere=False):
     (irtrace.replay.engine.Session). `matches`: every mode the backend computes that has something to
     judge on that node gave only MATCH or NOISE."""
     from irtrace.ir.spec import node_specs
-    pool, timeout = session.pool, session.timeout
+    executor = session.executor
+    pool, timeout = executor.pool, executor.timeout
     specs = {s.name: s for s in node_specs(session.bundle.model)}
     out = {}
     for backend in session.backends:
@@ -104,7 +105,7 @@ def verify(session, nodes, everywhere=False):
         failed = [n for n in failed if _op_key(n.domain, n.op_type) in offered]
         if not failed:
             continue
-        modes = [m for m in MODES if m in modes_of(pool, backend)]
+        modes = [m for m in MODES if m in executor.modes(backend)]
         code = {}
         for node in failed:
             spec = specs[node.name]

@@ -21,9 +21,16 @@ _BANNER = ("info: ", "debug: ")
 
 
 class WorkerFailed(Exception):
-    def __init__(self, verdict, message, exit_code=None):
+    """A call no reply came for: `status` (wire.Status) CRASH, TIMEOUT, or ERROR for a worker that could
+    not start; `verdict` the report's verdict of it."""
+
+    def __init__(self, status, message, exit_code=None):
         super().__init__(message)
-        self.verdict, self.message, self.exit_code = verdict, message, exit_code
+        self.status, self.message, self.exit_code = wire.Status(status), message, exit_code
+
+    @property
+    def verdict(self):
+        return self.status.name
 
 
 class StartFailed(IrtraceError):
@@ -32,7 +39,7 @@ class StartFailed(IrtraceError):
     def __init__(self, name, failure):
         super().__init__(f"backend {name!r} failed to start: {failure.message}")
         # a worker that exits (its import failed) is an ERROR; killed by a signal a CRASH; hung a TIMEOUT
-        self.verdict = "ERROR" if failure.exit_code is not None and failure.exit_code > 0 else failure.verdict
+        self.status = wire.Status.ERROR if failure.exit_code is not None and failure.exit_code > 0 else failure.status
 
 
 # onnxruntime (and others) write timestamped, coloured lines to stderr; the messages that carry them
@@ -97,7 +104,7 @@ class WorkerProxy:
         self.proc = None
         self.hello = None
         self.restarts = 0
-        self.dead = None    # (verdict, message) once it failed to start twice: not started again
+        self.dead = None    # (status, message) once it failed to start twice: not started again
         self._mark = 0        # where its stderr was when the call began
         self._greeting = None   # the id of the hello launched and not read yet
         self._writer = None     # the thread writing a frame sent in the background
@@ -155,7 +162,7 @@ class WorkerProxy:
             except StartFailed as e:
                 self.kill()
                 failure = e
-        self.dead = (failure.verdict, f"{failure} (twice; not restarted again)")
+        self.dead = (failure.status, f"{failure} (twice; not restarted again)")
         raise WorkerFailed(*self.dead)
 
     @staticmethod
@@ -219,7 +226,7 @@ class WorkerProxy:
         how = f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exited with code {rc}"
         tail = self.stderr_tail()
         self.proc = None
-        return WorkerFailed("CRASH", f"worker {how}" + (f": {tail}" if tail else ""), rc)
+        return WorkerFailed(wire.Status.CRASH, f"worker {how}" + (f": {tail}" if tail else ""), rc)
 
     def _read(self, timeout):
         """The next frame of the running process; WorkerFailed (every owed request orphaned with it) when
@@ -227,12 +234,12 @@ class WorkerProxy:
         try:
             frame = self._frames.get(timeout=timeout)
         except queue.Empty:
-            failure = WorkerFailed("TIMEOUT", f"no answer within {timeout:g} s (worker killed and restarted)")
+            failure = WorkerFailed(wire.Status.TIMEOUT, f"no answer within {timeout:g} s (worker killed and restarted)")
             self.kill(failure)
             raise failure from None
         if isinstance(frame, Exception):
             # it may live on, but its stream is out of step: nothing it says can be trusted
-            failure = WorkerFailed("CRASH", f"worker wrote something that is not a frame to its output stream "
+            failure = WorkerFailed(wire.Status.CRASH, f"worker wrote something that is not a frame to its output stream "
                                             f"({type(frame).__name__}: {str(frame)[:200]}); worker killed")
             self.kill(failure)
             raise failure
@@ -296,14 +303,14 @@ class WorkerProxy:
                 continue  # every request it owed, `rid` among them, is lost with the reason
             got = reply.get("id")
             if got not in self._owed:  # a reply to nothing asked: the stream cannot be trusted any more
-                failure = WorkerFailed("CRASH", f"worker answered request {got!r}, which is not waiting for a "
+                failure = WorkerFailed(wire.Status.CRASH, f"worker answered request {got!r}, which is not waiting for a "
                                                 f"reply; worker killed")
                 self.kill(failure)
                 raise RuntimeError(f"irtrace bug: {self.info.name!r} {failure.message}")
             del self._owed[got]
             self._early[got] = (reply, out)
         reply, out = self._early.pop(rid)
-        if reply.get("status") == "error":
+        if reply.get("status") == wire.Status.ERROR:
             self._stderr.seek(self._mark)
             new = [normalise(ln) for ln in self._stderr.read().decode(errors="replace").splitlines()
                    if ln.strip() and not ln.startswith(_BANNER)]
@@ -327,7 +334,7 @@ class WorkerProxy:
                 pass
             self.proc.wait()
             self.proc = None
-        self._orphan(failure or WorkerFailed("CRASH", "worker killed by irtrace before it answered"))
+        self._orphan(failure or WorkerFailed(wire.Status.CRASH, "worker killed by irtrace before it answered"))
 
     def close(self):
         self.ask_to_exit()

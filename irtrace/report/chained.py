@@ -4,6 +4,9 @@ import html
 from dataclasses import asdict
 from pathlib import Path
 
+from backends._runtime.wire import Status
+from irtrace.compare import UNSUPPORTED
+
 
 def to_json(runs, loss):
     return {"loss": loss, "runs": [asdict(r) for r in runs]}
@@ -43,9 +46,9 @@ def lines(section, top=10):
     out = []
     for r in section["runs"]:
         b = run_label(r)
-        if r["status"] == "UNSUPPORTED" and not r.get("workarounds"):
+        if r["status"] == UNSUPPORTED and not r.get("workarounds"):
             continue  # a backend without a chained mode (onnxruntime, onnxref): said in report.json
-        if r["status"] != "ok":
+        if r["status"] != Status.OK:
             out.append(f"chained {b} ({section['loss']} loss): {r['status']}: {r['message'][:300]}")
             if r.get("crashed_at"):
                 out.append(f"  {crash_line(r['crashed_at'])}")
@@ -111,7 +114,7 @@ def plot(section, bundle, path):
     fig, ax = plt.subplots(figsize=(min(24, 8 + n / 60), 5.5), dpi=110)
     floor = 1e-9
     for r in section["runs"]:
-        if r["status"] != "ok":
+        if r["status"] != Status.OK:
             continue
         for kind, entries, style in (("fwd", r["values"], "-"), ("bwd", r["grads"], "--")):
             worst = {}

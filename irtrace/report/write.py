@@ -1,4 +1,4 @@
-"""Write an Outcome of a replay: report.json (docs/report.md), report.html and, with a chained
+"""Write the Report of a replay: report.json (docs/report.md), report.html and, with a chained
 run, chained.png. Returns the report dict (what report.json holds)."""
 import os
 import tempfile
@@ -10,7 +10,7 @@ from irtrace.report.findings import group
 
 
 def build(outcome):
-    """The report dict of an Outcome (irtrace.replay.api.Outcome)."""
+    """The report dict of a Report (irtrace.replay.api.Report)."""
     strict = outcome.options.strict
     report = json_report.build(outcome.replay, group(outcome.replay, strict), strict)
     if outcome.options.chained:
@@ -35,7 +35,8 @@ def write(outcome, out):
 
 
 def default_out(bundle):
-    return Path(str(bundle.path).rstrip("/") + ".replay")
+    """BUNDLE.replay beside a bundle (an opened Bundle or its path)."""
+    return Path(str(getattr(bundle, "path", bundle)).rstrip("/") + ".replay")
 
 
 REPORT_FILES = ("report.json", "report.html", "timings.json", "chained.png")

@@ -21,7 +21,9 @@ from irtrace.ir.spec import decode_attrs, node_specs
 from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
 from irtrace.replay.call import NodeCall, bundle_paths
-from irtrace.replay.engine import ORACLE, REFERENCE, WorkerPool, judge_node, labels, mode_calls, run_everywhere
+from irtrace.replay.execute import LocalExecutor, WorkerPool
+from irtrace.replay.judge import gather, judge_node, labels
+from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
 from irtrace.report.json_report import clean
 from irtrace.repro import script, standalone
 from irtrace.repro.standalone import write_npz
@@ -38,6 +40,7 @@ class _Runner:
         self.pool, self.spec, self.proto, self.backend, self.mode = pool, spec, proto, backend, mode
         self.original_cots, self.timeout = original_cots, timeout
         self.wrt, self.part = wrt, part  # what the replay's call differentiated (NodeCall.wrt, .part)
+        self.executor = LocalExecutor(timeout, pool=pool)
         self.use_oracle = backends.get(ORACLE).unavailable() is None
         self.validator = "onnxruntime" if backends.get("onnxruntime").unavailable() is None else None
 
@@ -98,10 +101,10 @@ class _Runner:
         us = list(case.us[:len(spec.inputs)])
         wrt = None if self.wrt is None else tuple(k for k in self.wrt if k < len(inputs) and inputs[k] is not None)
         call = NodeCall(spec, self.mode, proto, tuple(inputs), tuple(cots), tuple(us), wrt=wrt, part=self.part)
-        got = run_everywhere(self.pool, call, None, [self.backend], self.use_oracle, self.timeout)
+        got = gather(self.executor, call, None, [self.backend], self.use_oracle)
         if got.ref is None:
             return None, None
-        return judge_node(self.pool, call, got, compare.Policy(), self.timeout), (spec, inputs, cots, us, got.ref, got.oracle, got.outs)
+        return judge_node(self.executor, call, got, compare.Policy()), (spec, inputs, cots, us, got.ref, got.oracle, got.outs)
 
 
 def _pick_label(results, backend, verdict):

@@ -1,0 +1,285 @@
+"""Execute: a NodeCall on a backend gives an Answer. An Executor sends a call and later receives its
+answer (every backend of a node computes at once); LocalExecutor runs the backends' workers on this
+machine. Caching and batching are Executors that wrap another (Polygraphy's runner composition): each
+answers what it can from its store and hands the rest to the executor it wraps, so a new way to run
+calls (another machine, a cluster) is one class, and the replay loop has no branch for any of them.
+
+An answer held at send time (a cached answer, one a batch brought back) is passed through the
+wrappers outside its holder as it is: they neither record nor store it again."""
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from backends._runtime.wire import Status
+from irtrace.replay import backends as registry
+from irtrace.replay.plan import ORACLE, REFERENCE
+from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt, start_wait
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a backend gave for a call: its Status, its reply (message, time_s, ...), the call's results
+    and the extra fields the call asked for beyond them, each declared by name in the reply (the
+    oracle's "magnitude", M, Q and N of every result; its "rounding", one spread per result). Unpacks as
+    (status, reply, results)."""
+    status: Status
+    reply: dict
+    results: list
+    extra: dict = field(default_factory=dict)
+
+    def __iter__(self):
+        return iter((self.status, self.reply, self.results))
+
+    @property
+    def ok(self):
+        return self.status == Status.OK
+
+    def arrays(self):
+        """Every array of the answer as a reply frame carries them: the results, then each extra field's."""
+        return list(self.results) + [a for groups in self.extra.values() for group in groups for a in group]
+
+
+def answer_of(reply, arrays):
+    """The Answer of a worker's reply frame: the arrays of each extra field the reply declares
+    (reply["extra"]: name -> the sizes of its groups, in order after the results) taken off the end."""
+    status = Status(reply["status"])
+    declared = reply.get("extra") or {}
+    n = sum(sum(sizes) for sizes in declared.values())
+    results, rest = (list(arrays[:len(arrays) - n]), list(arrays[len(arrays) - n:])) if n else (list(arrays), [])
+    extra = {}
+    for name, sizes in declared.items():
+        groups = []
+        for size in sizes:
+            groups.append(rest[:size])
+            rest = rest[size:]
+        extra[name] = groups
+    return Answer(status, reply, results, extra)
+
+
+@dataclass
+class Ticket:
+    """A call sent: to `backend`, `call`; `handle` what the executor that sent it needs to receive its
+    answer; `answer` when it was answered at send time."""
+    backend: str
+    call: object
+    handle: object = None
+    answer: Answer = None
+
+
+class Executor:
+    """Runs NodeCalls on backends: send(backend, call) -> Ticket, receive(Ticket) -> Answer. The rest
+    says what the backends are (their modes, whether they execute ONNX themselves) and what ran."""
+
+    def send(self, backend, call):
+        raise NotImplementedError
+
+    def receive(self, ticket):
+        raise NotImplementedError
+
+    def run(self, backend, call):
+        return self.receive(self.send(backend, call))
+
+    def modes(self, backend):
+        raise NotImplementedError
+
+    def native(self, backend):
+        """Whether the backend executes ONNX itself (gets --form original's node)."""
+        raise NotImplementedError
+
+
+class Wrapper(Executor):
+    """An Executor around another: everything it does not override goes to `inner`."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def send(self, backend, call):
+        return self.inner.send(backend, call)
+
+    def receive(self, ticket):
+        return ticket.answer if ticket.answer is not None else self.inner.receive(ticket)
+
+    def modes(self, backend):
+        return self.inner.modes(backend)
+
+    def native(self, backend):
+        return self.inner.native(backend)
+
+    def __getattr__(self, name):  # modes, native, prestart, pool, ... of the executor it wraps
+        return getattr(self.inner, name)
+
+
+class Stopped(Exception):
+    """The replay is being interrupted: no worker is started or restarted any more."""
+
+
+class WorkerPool:
+    """One worker per backend per thread (thread-local), all closed at the end. A worker that fails
+    to start is not an error here: its calls fail with the reason (WorkerProxy.ensure)."""
+
+    def __init__(self, start_timeout=None):
+        self.local = threading.local()
+        self.all = []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.start_timeout = start_timeout  # seconds a worker's start may take (None: WorkerProxy's default)
+
+    def _proxy(self, info):
+        w = adopt(info) or WorkerProxy(info)
+        if self.start_timeout is not None:
+            w.start_timeout = self.start_timeout
+        return w
+
+    def _mine(self):
+        d = getattr(self.local, "workers", None)
+        if d is None:
+            d = self.local.workers = {}
+        return d
+
+    def get(self, name):
+        if self.stopping.is_set():
+            raise Stopped()
+        d = self._mine()
+        if name not in d:
+            info = registry.get(name)
+            w = d[name] = self._proxy(info)
+            with self.lock:
+                self.all.append(w)
+            _start(w)
+        return d[name]
+
+    def prestart(self, names):
+        """Start this thread's workers for `names` concurrently (each start imports a framework)."""
+        d = self._mine()
+        workers = {n: self._proxy(registry.get(n)) for n in names if n not in d}
+        d.update(workers)
+        with self.lock:
+            self.all.extend(workers.values())
+        with ThreadPoolExecutor(max(1, len(workers))) as ex:
+            list(ex.map(_start, workers.values()))
+
+    def available(self):
+        return {w.info.name for w in self.all} | {n for n, i in registry.BACKENDS.items() if i.unavailable() is None}
+
+    def close(self):
+        for w in self.all:
+            w.ask_to_exit()
+        for w in self.all:
+            w.wait_exit()
+
+    def kill(self):
+        """Interrupted: no new worker starts, every running one is killed now (not asked to exit)."""
+        self.stopping.set()
+        with self.lock:
+            for w in self.all:
+                w.kill()
+
+
+def _start(worker):
+    try:
+        worker.ensure()
+    except WorkerFailed:
+        pass  # its calls report it: ERROR / CRASH on every node of that backend, the rest go on
+
+
+def failed(death):
+    """The Answer of a call whose worker died, hung or could not start (a WorkerFailed)."""
+    return Answer(death.status, {"message": death.message}, [])
+
+
+class LocalExecutor(Executor):
+    """Each backend's worker processes on this machine (a WorkerPool: one set per thread; `pool`, one
+    already open); `timeout` seconds per call (and per start, for a pool of its own)."""
+
+    def __init__(self, timeout, pool=None):
+        self.timeout = timeout
+        self.pool = pool if pool is not None else WorkerPool(start_wait(timeout))
+
+    def send(self, backend, call):
+        worker = self.pool.get(backend)
+        return Ticket(backend, call, (worker, worker.send(call.message(), call.arrays())))
+
+    def receive(self, ticket):
+        if ticket.answer is not None:
+            return ticket.answer
+        worker, rid = ticket.handle
+        try:
+            reply, out = worker.receive(self.timeout, rid)
+        except WorkerFailed as e:
+            if self.pool.stopping.is_set():
+                raise Stopped() from None  # killed by the interrupt, not by the node
+            return failed(e)
+        return answer_of(reply, out)
+
+    def modes(self, backend):
+        """The modes a backend computes (its worker says; its declaration when it could not start)."""
+        w = self.pool.get(backend)
+        return tuple(w.hello["modes"]) if w.hello else registry.get(backend).modes
+
+    def native(self, backend):
+        return bool((self.pool.get(backend).hello or {}).get("native"))
+
+    def prestart(self, names):
+        self.pool.prestart(names)
+
+    def versions(self):
+        """backend -> its worker's framework versions (the workers that started)."""
+        return {w.info.name: w.hello.get("versions", {}) for w in self.pool.all if w.hello}
+
+    def restarts(self):
+        out = {}
+        for w in self.pool.all:
+            out[w.info.name] = out.get(w.info.name, 0) + w.restarts
+        return out
+
+    def close(self):
+        self.pool.close()
+
+    def kill(self):
+        self.pool.kill()
+
+
+class Caching(Wrapper):
+    """The reference's and the oracle's answers kept beside the bundle (a ResultCache) and read from it:
+    torch and float64 give the same answers on the same node every time."""
+
+    def __init__(self, inner, cache):
+        super().__init__(inner)
+        self.cache = cache
+
+    def send(self, backend, call):
+        kept = self.cache.get(call, backend) if backend in (REFERENCE, ORACLE) else None
+        return Ticket(backend, call, answer=kept) if kept is not None else self.inner.send(backend, call)
+
+    def receive(self, ticket):
+        if ticket.answer is not None:
+            return ticket.answer
+        answer = self.inner.receive(ticket)
+        if ticket.backend in (REFERENCE, ORACLE):
+            self.cache.put(ticket.call, ticket.backend, answer)
+        return answer
+
+
+class Batching(Wrapper):
+    """The calls of the backends under test sent ahead in batches (replay/batch.py): `batches`, backend ->
+    Batches of the calls it will be sent, in order; a call no batch answers is sent alone."""
+
+    def __init__(self, inner, batches):
+        super().__init__(inner)
+        self.batches = batches
+
+    def send(self, backend, call):
+        sent = self.batches.get(backend)
+        answer = sent.take(call) if sent is not None else None
+        return Ticket(backend, call, answer=answer) if answer is not None else self.inner.send(backend, call)
+
+    def drain(self):
+        for sent in self.batches.values():
+            sent.drain()
+
+    def restarts(self):
+        """A batch's crash: its nodes were run again alone, and say their own."""
+        out = self.inner.restarts()
+        for backend, sent in self.batches.items():
+            out[backend] = out.get(backend, 0) - sent.crashes
+        return out
