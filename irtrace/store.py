@@ -17,16 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
+from irtrace import manifest as manifest_schema
 from irtrace import store_check
 from irtrace.errors import IrtraceError, suggest
+from irtrace.manifest import SCHEMA, Manifest
 
-SCHEMA = "irtrace.bundle/1"
 GRAPH, VALUES, MANIFEST = "graph.onnx", "values.safetensors", "manifest.json"
 # How values are named in the bundle (docs/bundle.md): recording writes these, replay and repro read them.
 GRAD_PREFIX = "grad/"   # grad/<value>: the cotangent of <value> under the bundle's loss
 SEED_PREFIX = "loss/"   # loss/<output>: the output seed c_o of the loss
 U_PREFIX = "u/"         # u/<value>: the seeded double-backward direction for the cotangent of <value>
-REQUIRED_MANIFEST_KEYS = ("schema", "source", "versions", "mode", "seed", "loss", "inputs", "outputs", "nodes")
 
 
 def grad_name(value):
@@ -200,7 +200,7 @@ class LazyValues:
 class Bundle:
     """An opened bundle: the canonical graph, the manifest, lazily read values."""
     path: Path
-    manifest: dict
+    manifest: Manifest
     values: LazyValues
     _model: object = field(default=None, repr=False)
 
@@ -323,9 +323,6 @@ def load(path):
     if schema != SCHEMA:
         raise IrtraceError(f"{where}: bundle schema {store_check.quote(schema)} is not supported (this irtrace reads "
                            f"{SCHEMA!r}); re-export it with this version of irtrace")
-    absent = [k for k in REQUIRED_MANIFEST_KEYS if k not in manifest]
-    if absent:
-        raise IrtraceError(f"{where}: missing keys {', '.join(absent)}")
     store_check.check_manifest(where, manifest)
     values = LazyValues(path / VALUES)
     store_check.check_values(path / VALUES, manifest, values)
@@ -473,7 +470,7 @@ def write_while(path, values, build, force=False):
             written = writer.submit(save_file, arrays, str(tmp / VALUES), metadata={"schema": SCHEMA})
             model, manifest = build()
             try:
-                manifest_text = json.dumps(manifest, indent=1, sort_keys=False, allow_nan=False) + "\n"
+                manifest_text = manifest_schema.dumps(manifest)
             except ValueError as e:  # strict JSON, as load() reads it: refused before the bundle is in place
                 raise IrtraceError(f"cannot write {path}: the manifest holds a value JSON cannot ({e})") from None
             written.result()  # the writer's error, raised here
