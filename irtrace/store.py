@@ -53,7 +53,7 @@ EXTERNAL_MIN_BYTES = 64
 # random draws). Integer and bool initializers (shapes, pads, axes, indices, dropout masks) and any
 # initializer read at an input the op's schema marks NonDifferentiable (Reshape's shape, Pad's pads,
 # Resize's scales) stay inline: shape inference reads those values when a model is loaded, and
-# onnxruntime refuses external ones there ("Cannot parse data from external tensors", measured on
+# onnxruntime refuses external ones there ("Cannot parse data from external tensors", e.g. for
 # StyleGAN2's Pad). Shape's, Size's and CastLike's such inputs are read for their shape or type
 # only (every weight of a torch export feeds a Shape): they do not keep a weight inline.
 _EXTERNAL_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
@@ -150,7 +150,7 @@ class LazyValues:
     def release(self):
         """Let the pages read so far leave this process's resident memory: they are the file's, clean,
         and stay in the page cache; a view handed out before reads them again from there. Called after
-        each node of a replay, so its resident memory does not grow with the depth of the model (P4)."""
+        each node of a replay, so its resident memory does not grow with the depth of the model."""
         if self._map is not None and self._map.size:
             try:
                 self._map._mmap.madvise(mmap.MADV_DONTNEED)
@@ -238,8 +238,8 @@ _SETTLED_NS = 2 * 10**9  # a file changed this recently is hashed again next tim
 
 
 def values_digest(path):
-    """SHA-256 (hex) of every byte of the file at `path` (a value store: 538 MB for ResNet-50, 0.8 s to
-    hash here). Remembered, signed with the user's key (irtrace/trust.py), in the user's cache folder
+    """SHA-256 (hex) of every byte of the file at `path` (a value store: 538 MB for ResNet-50, so
+    hashing it is worth remembering). Remembered, signed with the user's key (irtrace/trust.py), in the user's cache folder
     under the file's identity: device, inode, size, modification time and change time. Any write to the
     file, and any os.utime that puts its modification time back (cp -p, tar x), sets its change time to
     the clock's now, which no user can choose: an edited file is hashed again. A file changed less than

@@ -116,7 +116,7 @@ def _source(node):
 
 
 # torch.onnx's metadata on a node irtrace reads (_source); the rest (e.g. pkg.torch.onnx.stack_trace's
-# torch-internal frames) was ~268 KB of StyleGAN2's 340 KB graph.onnx
+# torch-internal frames) is dropped: it would be most of a graph.onnx's bytes (StyleGAN2's: 268 KB of 340 KB)
 _READ_METADATA = ("pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy", "pkg.torch.onnx.fx_node")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 
