@@ -248,7 +248,7 @@ def emulated_rounding(spread):
 
 # One-pass sweeps. A replay judges every output of every node; judged whole, each output costs ~20
 # passes over float64 copies of its arrays (memory-bound, and every large temporary is fresh memory the
-# kernel must map: ResNet-50's cached replay spent half its time there). A sweep reads the arrays once,
+# kernel must map: on ResNet-50 that is half of a cached replay). A sweep reads the arrays once,
 # block by block, so that each block's float64 temporaries stay in the core's cache, and keeps only
 # maxima; the scales the relative error needs come first from reductions without temporaries. numpy has
 # no fused reductions and numexpr's reductions are neither fused with the expression nor threaded, hence

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
+from irtrace import manifest as manifest_schema
 from irtrace import store_check
 from irtrace.errors import IrtraceError, suggest
+from irtrace.manifest import SCHEMA, Manifest
 
-SCHEMA = "irtrace.bundle/1"
 GRAPH, VALUES, MANIFEST = "graph.onnx", "values.safetensors", "manifest.json"
 # How values are named in the bundle (docs/bundle.md): recording writes these, replay and repro read them.
 GRAD_PREFIX = "grad/"   # grad/<value>: the cotangent of <value> under the bundle's loss
 SEED_PREFIX = "loss/"   # loss/<output>: the output seed c_o of the loss
 U_PREFIX = "u/"         # u/<value>: the seeded double-backward direction for the cotangent of <value>
-REQUIRED_MANIFEST_KEYS = ("schema", "source", "versions", "mode", "seed", "loss", "inputs", "outputs", "nodes")
 
 
 def grad_name(value):
@@ -53,7 +53,7 @@ EXTERNAL_MIN_BYTES = 64
 # random draws). Integer and bool initializers (shapes, pads, axes, indices, dropout masks) and any
 # initializer read at an input the op's schema marks NonDifferentiable (Reshape's shape, Pad's pads,
 # Resize's scales) stay inline: shape inference reads those values when a model is loaded, and
-# onnxruntime refuses external ones there ("Cannot parse data from external tensors", measured on
+# onnxruntime refuses external ones there ("Cannot parse data from external tensors", e.g. for
 # StyleGAN2's Pad). Shape's, Size's and CastLike's such inputs are read for their shape or type
 # only (every weight of a torch export feeds a Shape): they do not keep a weight inline.
 _EXTERNAL_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
@@ -150,7 +150,7 @@ class LazyValues:
     def release(self):
         """Let the pages read so far leave this process's resident memory: they are the file's, clean,
         and stay in the page cache; a view handed out before reads them again from there. Called after
-        each node of a replay, so its resident memory does not grow with the depth of the model (P4)."""
+        each node of a replay, so its resident memory does not grow with the depth of the model."""
         if self._map is not None and self._map.size:
             try:
                 self._map._mmap.madvise(mmap.MADV_DONTNEED)
@@ -200,7 +200,7 @@ class LazyValues:
 class Bundle:
     """An opened bundle: the canonical graph, the manifest, lazily read values."""
     path: Path
-    manifest: dict
+    manifest: Manifest
     values: LazyValues
     _model: object = field(default=None, repr=False)
 
@@ -238,8 +238,8 @@ _SETTLED_NS = 2 * 10**9  # a file changed this recently is hashed again next tim
 
 
 def values_digest(path):
-    """SHA-256 (hex) of every byte of the file at `path` (a value store: 538 MB for ResNet-50, 0.8 s to
-    hash here). Remembered, signed with the user's key (irtrace/trust.py), in the user's cache folder
+    """SHA-256 (hex) of every byte of the file at `path` (a value store: 538 MB for ResNet-50, so
+    hashing it is worth remembering). Remembered, signed with the user's key (irtrace/trust.py), in the user's cache folder
     under the file's identity: device, inode, size, modification time and change time. Any write to the
     file, and any os.utime that puts its modification time back (cp -p, tar x), sets its change time to
     the clock's now, which no user can choose: an edited file is hashed again. A file changed less than
@@ -323,9 +323,6 @@ def load(path):
     if schema != SCHEMA:
         raise IrtraceError(f"{where}: bundle schema {store_check.quote(schema)} is not supported (this irtrace reads "
                            f"{SCHEMA!r}); re-export it with this version of irtrace")
-    absent = [k for k in REQUIRED_MANIFEST_KEYS if k not in manifest]
-    if absent:
-        raise IrtraceError(f"{where}: missing keys {', '.join(absent)}")
     store_check.check_manifest(where, manifest)
     values = LazyValues(path / VALUES)
     store_check.check_values(path / VALUES, manifest, values)
@@ -473,7 +470,7 @@ def write_while(path, values, build, force=False):
             written = writer.submit(save_file, arrays, str(tmp / VALUES), metadata={"schema": SCHEMA})
             model, manifest = build()
             try:
-                manifest_text = json.dumps(manifest, indent=1, sort_keys=False, allow_nan=False) + "\n"
+                manifest_text = manifest_schema.dumps(manifest)
             except ValueError as e:  # strict JSON, as load() reads it: refused before the bundle is in place
                 raise IrtraceError(f"cannot write {path}: the manifest holds a value JSON cannot ({e})") from None
             written.result()  # the writer's error, raised here

@@ -8,13 +8,17 @@ IrtraceError of one line naming the file and the tensor or field, never a traceb
 may come from anyone, and a corrupt value must not pass as a recorded one (a zero-length or
 overlapping range would otherwise read zeros or another tensor's bytes).
 """
+import functools
 import json
 import keyword
 import os
+from types import NoneType, UnionType
+from typing import Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 import numpy as np
 
 from irtrace.errors import IrtraceError
+from irtrace.manifest import REQUIRED, Manifest, NonNegativeInt
 
 # safetensors dtype codes <-> numpy (the format's own table)
 ST_DTYPES = {
@@ -27,7 +31,6 @@ MAX_MANIFEST_BYTES = 256_000_000
 MAX_NDIM = 64                     # numpy's limit
 MAX_JSON_DEPTH = 64
 BUDGET_ENV = "IRTRACE_MEMORY_BUDGET"
-NODE_TEXT_FIELDS = ("module", "file_line", "class", "fx_node", "fx_op")
 
 
 def quote(name, limit=80):
@@ -197,72 +200,109 @@ def _check_tiling(where, entries, data_size):
         raise IrtraceError(f"{where}: bytes [{pos}, {data_size}) at the end of the data section belong to no tensor")
 
 
-def _is_str_list(v):
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+def check_manifest(where, m):
+    """Every field of the manifest (`m`, a JSON object) against its schema, irtrace.manifest.Manifest:
+    the required ones present, each of its type. The first wrong one is named, with its path, what it
+    must be and what it is."""
+    absent = [k for k in REQUIRED if k not in m]
+    if absent:
+        raise IrtraceError(f"{where}: missing keys {', '.join(absent)}")
+    wrong = _wrong("", m, Manifest)
+    if wrong:
+        raise IrtraceError(f"{where}: {wrong}")
+
+
+def _wrong(path, value, kind):
+    """What is wrong with `value` at `path` for the schema type `kind` (a type of irtrace.manifest), or
+    None. A record (TypedDict) names its first wrong field; one that is required is named together
+    with what the record must be. A list or an object of records names the entry. Anything else is
+    named as a whole (a list of strings with a number in it is not a list of strings)."""
+    if is_typeddict(kind):
+        if not isinstance(value, dict):
+            return _must(path, kind, value)
+        for key, sub in _fields(kind).items():
+            required = key in kind.__required_keys__
+            if key not in value:
+                if required:
+                    return _must(path, kind, value)
+                continue
+            wrong = _wrong(f"{path}.{key}" if path else key, value[key], sub)
+            if wrong:
+                return f"field {path} must be {_want(kind)}; {wrong}" if required and path else wrong
+        return None
+    origin, args = get_origin(kind), get_args(kind)
+    if origin in (list, dict) and is_typeddict(args[-1]):
+        if not isinstance(value, origin):
+            return _must(path, kind, value)
+        entries = enumerate(value) if origin is list else ((quote(k), v) for k, v in value.items())
+        return next((w for k, v in entries if (w := _wrong(f"{path}[{k}]", v, args[-1]))), None)
+    return None if _holds(value, kind) else _must(path, kind, value)
+
+
+def _holds(value, kind):
+    """Whether `value` (parsed JSON) is of the schema type `kind`, which holds no record."""
+    origin, args = get_origin(kind), get_args(kind)
+    if kind in _SCALARS:
+        return _SCALARS[kind][0](value)
+    if origin is Literal:
+        return any(type(value) is type(a) and value == a for a in args)
+    if origin in (Union, UnionType):
+        return any(value is None if a is NoneType else _holds(value, a) for a in args)
+    if origin is list:
+        return isinstance(value, list) and all(_holds(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_holds(v, args[1]) for v in value.values())
+    raise TypeError(f"irtrace.manifest uses a type the checker does not know: {kind!r}")
 
 
 def _is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def check_manifest(where, m):
-    """Types of every manifest field irtrace reads (docs/bundle.md); the first wrong one is named."""
-    def bad(field, want, got):
-        raise IrtraceError(f"{where}: field {field} must be {want}, got {quote(got, 60)}")
+# schema type -> (test, what a value must be, what values must be)
+_SCALARS = {
+    str: (lambda v: isinstance(v, str), "a string", "strings"),
+    bool: (lambda v: isinstance(v, bool), "a boolean", "booleans"),
+    int: (_is_int, "an integer", "integers"),
+    NonNegativeInt: (lambda v: _is_int(v) and v >= 0, "a non-negative integer", "non-negative integers"),
+    float: (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number", "numbers"),
+    dict: (lambda v: isinstance(v, dict), "an object", "objects"),
+}
 
-    if "name" in m and not isinstance(m["name"], str):
-        bad("name", "a string", m["name"])
-    src = m["source"]
-    if not isinstance(src, dict) or not isinstance(src.get("framework"), str):
-        bad("source", "an object with a string 'framework'", src)
-    if "model" in src and not isinstance(src["model"], str):
-        bad("source.model", "a string", src["model"])
-    versions = m["versions"]
-    if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
-        bad("versions", "an object of strings", versions)
-    if m["mode"] not in ("train", "eval"):
-        bad("mode", "'train' or 'eval'", m["mode"])
-    if not _is_int(m["seed"]):
-        bad("seed", "an integer", m["seed"])
-    loss = m["loss"]
-    if not isinstance(loss, dict) or not isinstance(loss.get("kind"), str):
-        bad("loss", "an object with a string 'kind'", loss)
-    if "definition" in loss and not isinstance(loss["definition"], str):
-        bad("loss.definition", "a string", loss["definition"])
-    if "outputs" in loss and not _is_str_list(loss["outputs"]):
-        bad("loss.outputs", "a list of strings", loss["outputs"])
-    if not isinstance(m["inputs"], list):
-        bad("inputs", "a list", m["inputs"])
-    for i, spec in enumerate(m["inputs"]):
-        if not isinstance(spec, dict):
-            bad(f"inputs[{i}]", "an object with name, dtype, shape", spec)
-        for k in ("name", "dtype"):
-            if not isinstance(spec.get(k), str):
-                bad(f"inputs[{i}].{k}", "a string", spec.get(k))
-        shape = spec.get("shape")
-        if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
-            bad(f"inputs[{i}].shape", "a list of non-negative integers", shape)
-    if not _is_str_list(m["outputs"]):
-        bad("outputs", "a list of strings", m["outputs"])
-    for k in ("parameters", "buffers", "differentiable", "trained"):
-        if k in m and m[k] is not None and not _is_str_list(m[k]):
-            bad(k, "a list of strings", m[k])
-    state = m.get("state_outputs", {})
-    if not isinstance(state, dict) or not all(isinstance(v, str) for v in state.values()):
-        bad("state_outputs", "an object of strings", state)
-    timings = m.get("timings", {})
-    if not isinstance(timings, dict) or not all(isinstance(v, (int, float)) for v in timings.values()):
-        bad("timings", "an object of numbers", timings)
-    if not isinstance(m["nodes"], dict):
-        bad("nodes", "an object: node name -> source", m["nodes"])
-    for name, source in m["nodes"].items():
-        if not isinstance(source, dict):
-            bad(f"nodes[{quote(name)}]", "an object", source)
-        for k in NODE_TEXT_FIELDS:
-            if k in source and not isinstance(source[k], str):
-                bad(f"nodes[{quote(name)}].{k}", "a string", source[k])
-        if "original_attrs" in source and not isinstance(source["original_attrs"], dict):
-            bad(f"nodes[{quote(name)}].original_attrs", "an object", source["original_attrs"])
+
+def _want(kind, plural=False):
+    """What a value of the schema type `kind` must be, in words: 'a list of strings'."""
+    origin, args = get_origin(kind), get_args(kind)
+    if kind in _SCALARS:
+        return _SCALARS[kind][2 if plural else 1]
+    if is_typeddict(kind):
+        if plural:
+            return "objects"
+        required = [f"{_want(sub)} {key!r}" for key, sub in _fields(kind).items() if key in kind.__required_keys__]
+        return "an object" + (" with " + _and(required) if required else "")
+    if origin is Literal:
+        return " or ".join(repr(a) for a in args)
+    if origin in (Union, UnionType):
+        return " or ".join("null" if a is NoneType else _want(a, plural) for a in args)
+    if origin is list:
+        return ("lists" if plural else "a list") + " of " + _want(args[0], plural=True)
+    if origin is dict:
+        return ("objects" if plural else "an object") + " of " + _want(args[1], plural=True)
+    raise TypeError(f"irtrace.manifest uses a type the checker does not know: {kind!r}")
+
+
+def _must(path, kind, value):
+    return f"field {path} must be {_want(kind)}, got {quote(value, 60)}"
+
+
+def _and(words):
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+@functools.cache
+def _fields(record):
+    """Key -> schema type of a TypedDict, in declaration order, NotRequired taken off."""
+    return get_type_hints(record)
 
 
 def check_values(where, manifest, values):

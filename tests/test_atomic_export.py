@@ -1,4 +1,4 @@
-"""`export --force` replaces a bundle atomically (issue 16): a failure or a kill at any point leaves
+"""`export --force` replaces a bundle atomically: a failure or a kill at any point leaves
 the old bundle whole, and what a killed export left is cleaned by the next export to that path."""
 import os
 import signal
@@ -55,7 +55,7 @@ def test_a_failing_forced_export_leaves_the_old_bundle(error, old, monkeypatch, 
     def broken(*args, **kwargs):
         raise error
     monkeypatch.setattr(safetensors.numpy, "save_file", broken)
-    assert export(old) == 2  # the environment, not a bug: one line (issue 27)
+    assert export(old) == 2  # the environment, not a bug: one line
     assert f"cannot write {old}: No space left on device" in capsys.readouterr().err
     assert snapshot(old) == before and sorted(p.name for p in old.parent.iterdir()) == ["t.irt"]
 

@@ -2,8 +2,8 @@
 own environment replays an example one call at a time and in batches, and every verdict, metric,
 message and restart count is the same. The GPT block on MegEngine has errors in the middle of batches
 (GELU's double backward is unimplemented, in both parts of a gradient penalty); a worker that dies
-with a batch in flight is tests/test_faults.py's (a real MegEngine no longer crashes on these examples
-now that replay differentiates only what a training step does)."""
+with a batch in flight is tests/test_faults.py's (a real MegEngine does not crash on these examples,
+where replay differentiates only what a training step does)."""
 import json
 
 import pytest

@@ -1,6 +1,6 @@
-"""Weights stored once (issue 12, P3): graph.onnx refers to them in values.safetensors as ONNX
+"""Weights stored once: graph.onnx refers to them in values.safetensors as ONNX
 external data. onnx, its checker and onnxruntime read graph.onnx with its weights; irtrace reads them
-from the value store; replay, chained replay and bundles of the old layout (weights inline) give the
+from the value store; replay, chained replay and bundles with every weight inline in graph.onnx give the
 same verdicts. The malformed external-data cases are in test_malformed.py (GRAPH_CASES)."""
 import os
 
@@ -45,7 +45,7 @@ def exported(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def inline(exported, tmp_path_factory):
-    """The same bundle in the old layout: every weight inline in graph.onnx (and in the value store)."""
+    """The same bundle with every weight inline in graph.onnx (and in the value store), a layout irtrace still reads."""
     import shutil
 
     import onnx
@@ -128,8 +128,8 @@ def test_replay_verdicts_unchanged(exported, inline):
 @pytest.mark.slow
 def test_chained_replay_reads_the_weights_from_the_value_store(exported, inline, tmp_path):
     """A chained run (onnxruntime has none; planted-f64 is torch's op table in float64, rounded back:
-    no wrong op) is fed every initializer: from the value store for the new layout, from graph.onnx
-    for the old one; the same values, gradients and parameter gradients come out."""
+    no wrong op) is fed every initializer: from the value store for external weights, from graph.onnx
+    for inline ones; the same values, gradients and parameter gradients come out."""
     import planted_backend
     planted_backend.register("f64")
     _, b = exported

@@ -1,4 +1,4 @@
-"""The reference's and oracle's answers are computed once per bundle (issue 12): a second replay
+"""The reference's and oracle's answers are computed once per bundle: a second replay
 starts neither, reads BUNDLE.cache/, and writes the same report.json; anything that could change an
 answer (the bundle's content, the worker that computes it) is another key; a torn entry is computed
 again; --no-cache computes everything."""
@@ -170,8 +170,8 @@ def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_est
 
 @pytest.mark.parametrize("names", ["torch,oracle", "onnxruntime,oracle", "torch,onnxruntime,oracle"])
 def test_a_cached_replay_is_the_computed_one_byte_for_byte(names, tmp_path):
-    """README's promise for every backend list (issue 27): with the oracle named in --backend, its
-    versions came back from the cache with their keys in another order. A replay that computes
+    """Deterministic reports for every backend list, the oracle named in --backend included (whose
+    versions must come back from the cache with their keys in the same order). A replay that computes
     everything (--no-cache), one that fills the cache and one served from it write the same bytes."""
     b = small(tmp_path / "b.irt")
     got = {}

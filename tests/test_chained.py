@@ -117,7 +117,7 @@ def test_gradient_penalty_loss_is_defined_in_the_manifest(mid, tmp_path):
     out = b.manifest["outputs"][0]
     c = b.values["loss/" + out]
     # the penalty ||dD/dx||^2 does not read the output's value, so dL/dy = c exactly (torch's
-    # retain_grad hooks once doubled it); it does change the weights' gradients
+    # retain_grad hooks, which also fire inside autograd.grad, must not double it); it does change the weights' gradients
     assert np.array_equal(b.values["grad/" + out], c)
     plain = irtrace.export(models_for_tests.mid_conv(), models_for_tests.mid_conv_inputs(), tmp_path / "dot.irt")
     weights = [p for p in b.manifest["parameters"] if p.endswith("weight")]
@@ -128,7 +128,7 @@ def test_gradient_penalty_loss_is_defined_in_the_manifest(mid, tmp_path):
 
 
 def test_a_broken_node_is_reported_and_the_chain_goes_on(mid, tmp_path):
-    """A wrong-shaped op in the middle of the chain (a conv one column short) no longer ends the run
+    """A wrong-shaped op in the middle of the chain (a conv one column short) does not end the run
     without a parameter table: the node is reported (SHAPE_MISMATCH), its recorded value is fed
     downstream, the head after it is still judged, and the parameters whose gradient passes through
     it are ERROR with the reason; the exit code counts it."""
@@ -155,7 +155,7 @@ def test_a_broken_node_is_reported_and_the_chain_goes_on(mid, tmp_path):
 @pytest.mark.parametrize("bug, phase, how", [("crash", "forward", "progress"),
                                              pytest.param("bwdcrash", "backward", "bisection", marks=pytest.mark.slow)])
 def test_a_chained_run_that_segfaults_names_its_node(bug, phase, how, tmp_path):
-    """Issue 26.4: a chained run killed by a segfault says in which node: in the forward from the progress
+    """A chained run killed by a segfault says in which node: in the forward from the progress
     its worker writes as it goes (Sigmoid segfaults), in the backward by bisection over cuts of the chain
     in fresh processes (Tanh's backward segfaults: the whole backward is one framework call); with that
     node's isolated verdicts."""

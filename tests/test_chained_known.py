@@ -186,7 +186,7 @@ def test_matmul_bias_tanh_against_float64_finite_differences(mlp_case, pool, bac
 def test_recorded_cotangents_by_hand(tmp_path, loss):
     """The bundle's own grad/<value> (what isolated vjp replays are fed) under each export loss:
     L = <x*w, c> (+ ||w*c||^2), so grad/y = c, grad/w = x*c (+ 2*w*c^2), grad/x = w*c. torch's
-    retain_grad hooks also fire inside autograd.grad, which once doubled grad/y under the penalty."""
+    retain_grad hooks also fire inside autograd.grad, which would double grad/y under the penalty."""
     model = _model([helper.make_node("Mul", ["x", "w"], ["y"], name="mul")], [("x", [3])], "y",
                    {"w": np.array([0.5, -1.0, 2.0])})
     b = bundle_from_onnx(model, {"x": np.array([1.0, 2.0, 3.0], np.float32)}, tmp_path / "m.irt", loss=loss)

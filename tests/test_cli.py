@@ -94,7 +94,7 @@ def test_output_path_is_a_file(tmp_path, capsys):
     f = tmp_path / "file"
     f.write_text("x")
     rc, _, err = _run(["export", "models_for_tests:tiny", "-o", str(f / "t.irt")], capsys)
-    assert rc == 2 and f"{f} is a file, not a folder" in err  # not "does not exist" (issue 27)
+    assert rc == 2 and f"{f} is a file, not a folder" in err  # names what is there, not "does not exist"
 
 
 def test_python_m_irtrace_and_console_script(tmp_path):

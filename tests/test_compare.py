@@ -51,8 +51,8 @@ def test_nan_pattern_and_shape():
 
 
 def test_nan_mismatch_counts_each_element_once():
-    """A NaN where the reference has 1.0 is one element (it was counted twice: not finite, and NaN);
-    +inf against -inf is one too (it was counted zero times)."""
+    """A NaN where the reference has 1.0 is one element (not two: not finite, and NaN); +inf against
+    -inf is one too (not zero)."""
     for oracle in (None, np.array([1.0])):
         verdict, _, details = compare.judge(np.float32([np.nan]), np.float32([1.0]), oracle)
         assert verdict == compare.NAN_MISMATCH and details["message"] == "non-finite pattern differs at 1 element"
@@ -87,7 +87,7 @@ def test_ulp_distance_across_zero():
 
 def test_report_json_takes_numpy_scalars():
     """A tolerance or metric that is an np.float32 (softmax over a length-1 axis gives an exactly-zero
-    gradient, whose allowed error came out as np.float32) once crashed the report writer."""
+    gradient, whose allowed error comes out as np.float32) must not crash the report writer."""
     import json
 
     from irtrace.report.json_report import clean
@@ -99,7 +99,7 @@ def test_report_json_takes_numpy_scalars():
 def test_rounding_model_accepts_a_different_summation_order_and_nothing_more():
     """Float32 dot products whose terms cancel (outputs tiny next to their terms), summed in two
     orders: the other order is within the rounding-error bound c·eps32·sqrt(n_eff)·max(|y|, ||t||)
-    of the float64 answer, where the old rule (within 8x the reference's own error) calls it DIVERGENT
+    of the float64 answer, where a rule of 8x the reference's own error would call it DIVERGENT
     when the reference happens to be exact. One term dropped, or a result scaled, stays DIVERGENT."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 4096)).astype(np.float32) * 100

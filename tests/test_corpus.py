@@ -1,4 +1,4 @@
-"""Issue 17 parts 5 and 6: every random draw recorded at export, the containers real models return,
+"""Real models: every random draw recorded at export, the containers real models return,
 the torch op table covering what torch.onnx.export emits for the corpus families, and the real-model
 corpus (torchvision, timm, transformers; random weights) exported and replayed on torch,
 onnxruntime and the oracle. Real frameworks, no mocks; seeded."""

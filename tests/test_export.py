@@ -178,7 +178,7 @@ def test_file_line_of_a_pip_installed_model_is_kept_and_short():
 
 
 def test_weight_standardisation_records_the_gradients_torch_autograd_gives_on_the_module(tmp_path):
-    """Issue 26.2: timm's ScaledStdConv2d standardises its weight with F.batch_norm(training=True), which
+    """timm's ScaledStdConv2d standardises its weight with F.batch_norm(training=True), which
     torch.onnx writes as ReduceMean statistics feeding an inference BatchNormalization. The statistics are
     on the gradient path: the recorded parameter gradients are the module's own (known answer: torch
     autograd on the module in float64), and the statistics' gradients are judged, not skipped."""
@@ -239,8 +239,8 @@ def test_a_gradient_that_is_zero_but_for_rounding_passes_the_export_check(tmp_pa
 
 
 def test_an_export_whose_graph_differentiates_less_than_the_module_is_refused(tmp_path, monkeypatch):
-    """Issue 26.2, the export check: a replay that treats computed statistics as constants (the torch
-    table's BatchNormalization as it was: mean and var detached) records gradients the module does not
+    """The export check: a replay that treats computed statistics as constants (a torch table whose
+    BatchNormalization detaches mean and var) records gradients the module does not
     have; the export fails naming the parameters, instead of writing a bundle every backend is judged
     against."""
     import models_for_tests as m

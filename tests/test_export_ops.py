@@ -41,7 +41,7 @@ class Sorts(nn.Module):
 
 
 def test_stable_sort_and_argsort_with_ties(tmp_path):
-    """aten.sort.stable had no ONNX translation ("step 3/3 ... Next steps:"): now TopK over the axis,
+    """aten.sort.stable, which torch.onnx cannot translate ("step 3/3 ... Next steps:"), is TopK over the axis,
     whose tie rule (the lower index first) is a stable sort; torch's TopK follows it too."""
     x = torch.tensor([[1., 2., 1., 3., 2.], [0., 0., 1., 1., 0.], [1., 2., 1., 3., 2.]])
     b = irtrace.export(Sorts(), (x,), tmp_path / "s.irt")
@@ -85,7 +85,7 @@ class AdaptiveMax(nn.Module):
 
 
 def test_adaptive_max_pool_of_any_size(tmp_path):
-    """adaptive_max_pool{1,2,3}d with sizes the output does not divide had no ONNX translation: now
+    """adaptive_max_pool{1,2,3}d with sizes the output does not divide, which torch.onnx cannot translate:
     each window gathered (shorter ones repeat their last position) and reduced; the indices, where the
     model reads them, by ArgMax. Ties inside a window (a block of 0.5) take the first, as torch does."""
     g = torch.Generator().manual_seed(0)
@@ -115,8 +115,8 @@ class ConvBN(nn.Module):
 
 
 def test_batchnorm_without_affine_parameters_trains(tmp_path):
-    """BatchNorm2d(affine=False) in training mode left BatchNormalization's scale and bias empty, which
-    onnx.checker refused ("input 1 is marked single but has an empty string"): now constants 1 and 0.
+    """BatchNorm2d(affine=False) in training mode gets constants 1 and 0 as BatchNormalization's scale and
+    bias (empty ones fail onnx.checker: "input 1 is marked single but has an empty string").
     The output and the running stats are torch's formulas, computed here in numpy."""
     torch.manual_seed(0)
     m = ConvBN()
@@ -157,9 +157,9 @@ class StatsAsArguments(nn.Module):
 
 
 def test_functional_batch_norm_on_stats_the_module_returns_or_is_passed(tmp_path):
-    """A module returning the running stats it updates was refused ("module returned 3 tensors, the
-    graph has 1 outputs": the stats were taken for irtrace's own state outputs); running stats passed
-    as arguments were recorded after the module had updated them in place."""
+    """A module may return the running stats it updates (they are not irtrace's own state outputs, which
+    would read "module returned 3 tensors, the graph has 1 outputs"); running stats passed as arguments
+    are recorded before the module updates them in place."""
     torch.manual_seed(0)
     m, x = ReturnsItsStats(), torch.randn(2, 3, 6, 6)
     b = irtrace.export(m, (x,), tmp_path / "r.irt", train=True)
@@ -212,8 +212,8 @@ def _triangle(n, o):
 
 
 def test_antialiased_interpolation_exports_as_torch_computes_it(tmp_path):
-    """F.interpolate(antialias=True) exported as Resize(antialias=1), whose filter is not torch's (the
-    export check refused it: max abs 0.39): now two MatMuls with the weights of torch's own kernel.
+    """F.interpolate(antialias=True) is exported as two MatMuls with the weights of torch's own kernel, not
+    as Resize(antialias=1), whose filter is not torch's (the export check would refuse it: max abs 0.39).
     The bilinear one against PIL's triangle filter, computed here."""
     x = torch.randn(2, 3, 7, 11, generator=torch.Generator().manual_seed(0))
     b = irtrace.export(Antialiased(), (x,), tmp_path / "aa.irt")

@@ -1,4 +1,4 @@
-"""Fault injection (issue 16): each worker kind (the reference, the float64 oracle, a backend under
+"""Fault injection: each worker kind (the reference, the float64 oracle, a backend under
 test) with a real segfault, a SIGKILL mid-call and while starting, a hang, a MemoryError, garbage on
 its output stream and a failing import. The node and backend get CRASH / TIMEOUT / ERROR with the
 reason, the worker is restarted (counted in report.json), every other node completes with its right
@@ -189,7 +189,7 @@ def long_chain(tmp_path_factory):
 @pytest.mark.parametrize("batch", [True, False])
 def test_a_worker_that_dies_with_batches_in_flight_fails_its_own_node_only(batch, long_chain, faulty, tmp_path,
                                                                           monkeypatch):
-    """Issue 26.1: batches of 4 calls; the backend under test (torch whose Sigmoid segfaults) races ahead
+    """Batches of 4 calls; the backend under test (torch whose Sigmoid segfaults) races ahead
     while the reference is slowed down (an injected delay), so it dies with the batch behind it already
     sent, and the next batch goes to a restarted process. Every reply is matched to its request by id:
     exactly one CRASH (the Sigmoid node), every other verdict what a clean run gives, batched or not."""
@@ -215,8 +215,8 @@ def test_a_worker_that_dies_with_batches_in_flight_fails_its_own_node_only(batch
 
 def test_a_worker_that_hangs_at_start_up_is_waited_on_as_the_timeout_says(chain, faulty, tmp_path, monkeypatch,
                                                                           capsys):
-    """The wait for a worker's hello was a fixed 120 s, whatever --timeout said (issue 27): it is the
-    timeout now, but at least START_MIN_S (a framework's import; --help says so). With the minimum
+    """The wait for a worker's hello is --timeout (not a fixed time whatever --timeout says), but at least
+    START_MIN_S (a framework's import; --help says so). With the minimum
     lowered, a worker hanging at start-up is killed after the 3 s timeout and started again."""
     from irtrace.cli import build_parser
     from irtrace.replay import worker

@@ -1,4 +1,4 @@
-"""Hostile names and crafted reports (issue 16): a name from a bundle (any ONNX file) is text on a
+"""Hostile names and crafted reports: a name from a bundle (any ONNX file) is text on a
 terminal, in issue.md and in a repro script, never control characters, markup or code; a report.json
 given to `irtrace repro` is user input: one line and exit 2 for anything malformed or crafted, and
 nothing is written outside -o, nor through a symbolic link."""
@@ -187,7 +187,7 @@ def test_empty_and_duplicate_node_names_keep_the_names_the_graph_gives(tmp_path)
     assert all(r["node"] == n["name"] for n in report["nodes"] for r in n["results"])
 
 
-# --- issue 27: nothing lost, nothing silently wrong -------------------------------------------------
+# --- nothing lost, nothing silently wrong -----------------------------------------------------------
 
 def relu_onnx(path):
     """A one-Relu ONNX file: the cheapest `irtrace export` there is."""
@@ -215,9 +215,9 @@ def one_line(rc, err, pattern):
 
 
 def test_force_replaces_only_a_bundle_or_an_empty_folder(tmp_path, monkeypatch):
-    """`export --force` used to delete whatever was at -o: a folder of the user's files (even the one
-    holding the current folder), a file. Now only an irtrace bundle or an empty folder is replaced;
-    anything else is one line, exit 2, and stays byte for byte."""
+    """`export --force` replaces only an irtrace bundle or an empty folder at -o, never a folder of the
+    user's files (even the one holding the current folder) or a file: anything else is one line, exit 2,
+    and stays byte for byte."""
     model = relu_onnx(tmp_path / "m.onnx")
     work = tmp_path / "work"
     (work / "notes").mkdir(parents=True)
@@ -260,9 +260,9 @@ def test_force_replaces_only_a_bundle_or_an_empty_folder(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("mask", [0o022, 0o027])
 def test_bundles_and_cache_files_get_the_umasks_permissions(mask, tmp_path):
-    """tempfile.mkdtemp makes 0700 folders and safetensors writes 0600 files: a team could not read a
-    bundle or its cache. Now they get what the umask gives, as any file the user makes; the signing
-    key alone stays private (0600)."""
+    """tempfile.mkdtemp makes 0700 folders and safetensors writes 0600 files, which a team could not read:
+    bundles and cache files get what the umask gives, as any file the user makes; the signing key alone
+    stays private (0600)."""
     from irtrace import trust
     old = os.umask(mask)
     try:
@@ -310,8 +310,8 @@ def test_an_internal_error_exits_3_and_leaves_no_earlier_report(tmp_path, monkey
 ])
 def test_an_interrupt_wrapped_by_torch_export_is_an_interrupt_and_colours_are_stripped(factory, code, pattern,
                                                                                        tmp_path):
-    """torch.export wraps what it meets while tracing in its own error: a Ctrl-C came out as "could not
-    export" (exit 2), and torch's colour codes were shown escaped in the message."""
+    """torch.export wraps what it meets while tracing in its own error: a Ctrl-C inside is still an
+    interrupt (not "could not export", exit 2), and torch's colour codes never reach the message."""
     rc, _, err = run_cli(["export", f"models_for_tests:{factory}", "--input", "x=2x3", "-o", tmp_path / "b.irt"])
     assert rc == code and len(err.splitlines()) == 1 and re.search(pattern, err.strip()), err
     assert "\x1b" not in err and "\\x1b" not in err and "[96m" not in err
@@ -460,8 +460,8 @@ def conv_pair(tmp_path, b_pads, b_output=None):
 
 
 def test_diff_never_calls_different_models_equivalent(tmp_path):
-    """`irtrace diff` of unrelated bundles said "no numeric divergence ... over 0 aligned nodes", exit 0;
-    a pair shown as "isolated diverge" was summed up as "numerically equivalent". The graph outputs are
+    """`irtrace diff` of unrelated bundles must not say "no numeric divergence ... over 0 aligned nodes"
+    with exit 0, nor sum up a pair shown as "isolated diverge" as "numerically equivalent". The graph outputs are
     always compared; 0 aligned nodes, different outputs, or an isolated divergence is a difference
     (exit 1), and the verdict names it."""
     a, b = unrelated_pair(tmp_path)
@@ -499,7 +499,7 @@ def test_diff_never_calls_different_models_equivalent(tmp_path):
 
 
 def test_a_second_replay_into_the_same_out_is_refused_while_the_first_runs(tmp_path):
-    """Two replays into one OUT at once mixed their journals and left one's report.json under the
+    """Two replays into one OUT at once would mix their journals and leave one's report.json under the
     other's "wrote" line. The first holds OUT (a lock on OUT/.irtrace.lock); the second is one line,
     exit 2, and removes nothing of the first's."""
     from irtrace.report.write import prepare_out
@@ -542,7 +542,7 @@ def test_a_full_disk_while_writing_the_report_is_one_line_and_resumes(tmp_path, 
 
 def test_a_replay_never_writes_into_its_bundle(tmp_path):
     """-o the bundle's own folder (or one inside it) would put reports among the bundle's files (and
-    make it a folder that export --force no longer replaces): refused before anything is written."""
+    make it a folder that export --force would not replace): refused before anything is written."""
     b = conv_bundle(tmp_path / "b.irt", "conv")
     before = snapshot_tree(b.path)
     for out in (b.path, b.path / "reports", tmp_path / "b.irt" / ".." / "b.irt"):

@@ -1,4 +1,4 @@
-"""Malformed bundles and arguments (issue 16): a generated corpus, and a property test.
+"""Malformed bundles and arguments: a generated corpus, and a property test.
 
 Every case starts from one small valid bundle (conv + relu, exported once per module) and breaks
 one thing: a byte, a header field, a manifest field, the graph, an argument. Each runs through
@@ -276,7 +276,7 @@ MANIFEST_CASES = [
     ("manifest duplicate key", raw_manifest(b'{"schema": "irtrace.bundle/1", "schema": "x"}'),
      r"manifest.json: not valid JSON \(duplicate key 'schema'\)"),
     ("manifest huge int", raw_manifest(b'{"seed": ' + b"9" * 5000 + b"}"), r"manifest.json: not valid JSON"),
-    # the manifest's claims about the graph (issue 27): names that exist, and a differentiable list that
+    # the manifest's claims about the graph: names that exist, and a differentiable list that
     # keeps every parameter and float input (one that drops a weight would stop judging its gradients)
     ("manifest differentiable ghost", set_path(("differentiable",), ["conv.bias", "conv.weight", "x", "ghost"]),
      r"manifest.json: differentiable names 'ghost', which is not an input or an initializer of graph.onnx"),
@@ -453,11 +453,11 @@ GRAPH_CASES = [
     ("graph node dropped", graph_edit(_drop_node), r"graph.onnx: 1 nodes, manifest.json lists 2 \(first not in the "
                                                    r"graph: 'node_relu'\)"),
     ("graph node renamed", graph_edit(_rename("node_relu", "other")), r"first not in the manifest: 'other'"),
-    # issue 27: an opset from the future is a malformed bundle (not 5 ERROR findings blamed on onnxruntime)
+    # an opset from the future is a malformed bundle (not 5 ERROR findings blamed on onnxruntime)
     ("graph opset from the future", graph_edit(_opset(99)),
      r"graph.onnx: opset 99 of the ONNX domain is newer than this onnx \([\d.]+\) knows \(up to \d+\)"),
     ("graph opset 0", graph_edit(_opset(0)), r"graph.onnx: opset 0 of domain '' is not a version"),
-    # issue 27: attribute names reach repro scripts; an ONNX attribute name is an identifier
+    # attribute names reach repro scripts; an ONNX attribute name is an identifier
     ("graph attribute name code", graph_edit(_attribute_name("pads=0);__import__('os').system('id');f(x")),
      r"graph.onnx: node 'node_conv2d' \('Conv'\) has an attribute named \"pads=0\);__import__.*not an identifier"),
     ("graph attribute name keyword", graph_edit(_attribute_name("lambda")),
@@ -541,7 +541,7 @@ ARG_CASES = [  # (argv after the bundle path, pattern); {tmp} is the test's fold
     (["-o", "{tmp}/afile/sub"], r"output folder .*afile/sub: cannot write there \(Not a directory"),
     (["-o", UNWRITABLE], r"output folder /proc/irtrace-out: cannot write there"),
     (["-o", UNWRITABLE + "/deeper"], r"output folder /proc/irtrace-out/deeper: cannot write there"),
-    # issue 27: one rule for "nothing would be tested", and the limits of --ops, --timeout, --jobs
+    # one rule for "nothing would be tested", and the limits of --ops, --timeout, --jobs
     (["--backend", "oracle"], r"--backend oracle --modes fwd,vjp,vjp2 \(and no --chained\): nothing would be "
                               r"tested \(oracle arbitrates, it is not tested\)"),
     (["--backend", "oracle", "--modes", "fwd"], r"nothing would be tested"),

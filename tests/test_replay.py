@@ -290,7 +290,7 @@ def test_index_tables_from_lengths_are_shape_arithmetic_but_a_scalar_parameter_i
 
 
 def test_the_harness_differentiates_what_a_training_step_does(tmp_path):
-    """Issue 26.3: y = x @ w, x a model input, w a parameter, the dot loss. A plain training step takes
+    """y = x @ w, x a model input, w a parameter, the dot loss. A plain training step takes
     only w's gradient; a gradient penalty's graph takes d/dx with the cotangent a constant, and ds/dg
     comes in a call of its own. A backend whose MatMul backward segfaults in exactly those two cases (as
     MegEngine's batched MatMul does) is CRASH there, and MATCH where g requires grad; before, vjp attached
@@ -321,7 +321,7 @@ def test_the_harness_differentiates_what_a_training_step_does(tmp_path):
 
 
 def test_one_root_cause_is_one_finding_with_its_attribute_classes(example_bundle):
-    """Issue 26.7: findings are grouped by (backend, op, mode, verdict, cause), not by node or attributes.
+    """Findings are grouped by (backend, op, mode, verdict, cause), not by node or attributes.
     On a torch replay of the ResNet example made to fail by hand: every Conv's vjp DIVERGENT, on a
     different result per node (d:0 on some, d:1 on others), is one finding whose signature lists both and
     whose classes count the nodes per attribute set; every Relu's fwd ERROR with messages differing only

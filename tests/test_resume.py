@@ -1,4 +1,4 @@
-"""Interrupted runs lose nothing and resume; verdicts are deterministic (issue 16).
+"""Interrupted runs lose nothing and resume; verdicts are deterministic.
 
 A replay appends each node's results to OUT/journal.jsonl as it completes. SIGTERM or SIGINT in
 the middle of a node: irtrace ends within seconds, its workers with it, the completed nodes are on

@@ -98,10 +98,10 @@ def test_exact_ops_are_not_perturbed_and_the_estimate_is_deterministic():
 
 
 def test_a_sum_whose_first_term_dominates_rounds_once_per_term_added():
-    """Issue 26.5, the rounding model by hand: b + t_1 + ... + t_4096 summed in float32 in that order (a
+    """The rounding model by hand: b + t_1 + ... + t_4096 summed in float32 in that order (a
     bias first, as a convolution's accumulator starts), with |b| far above every t_k. M^2/Q counts ~1
     term, but each of the 4096 additions rounds at the scale of |y|: the error (float64 exact sum, numpy
-    float32 scalar additions: no BLAS) exceeds the old bound c eps sqrt(M^2/Q) max(|y|, sqrt Q), and is
+    float32 scalar additions: no BLAS) exceeds the bound c eps sqrt(M^2/Q) max(|y|, sqrt Q) that counts terms by M^2/Q, and is
     within c eps sqrt(N) max(|y|, sqrt Q) with N = 4096 + 1 nonzero terms."""
     rng = np.random.default_rng(2)
     t = (rng.standard_normal(4096) * 1e-6).astype(np.float32)
@@ -112,15 +112,15 @@ def test_a_sum_whose_first_term_dominates_rounds_once_per_term_added():
     exact = np.array([terms.sum()])
     err = abs(float(acc) - exact[0])
     m, q, n = np.array([np.abs(terms).sum()]), np.array([np.square(terms).sum()]), np.array([4097.0])
-    assert err > float(compare.rounding_bound((m, q), exact)[0]) * 3  # the old model: 3.8x too tight
+    assert err > float(compare.rounding_bound((m, q), exact)[0]) * 3  # counting terms by M^2/Q: 3.8x too tight
     assert err < float(compare.rounding_bound((m, q, n), exact)[0]) / 10
 
 
 def test_ghostnet_conv_head_in_float32_torch_is_noise(tmp_path):
-    """Issue 26.5 on recorded data: timm GhostNet's conv_head (1x1 over 960 channels of small ReLU'd means,
-    a bias that dominates; 8 of its 1280 output channels, those the old model failed worst) was judged
-    DIVERGENT for a correct float32 torch (error 1.05x the old bound, within the allowance it printed).
-    Its fwd, vjp and vjp2 are now MATCH or NOISE, and every row's error is within its allowance."""
+    """The rounding model on recorded data: timm GhostNet's conv_head (1x1 over 960 channels of small ReLU'd means,
+    a bias that dominates; 8 of its 1280 output channels, those a bound counting terms by M^2/Q fails
+    worst, at 1.05x that bound) in a correct float32 torch. Its fwd, vjp and vjp2 are MATCH or NOISE,
+    and every row's error is within its allowance."""
     from onnx import TensorProto, helper, numpy_helper
 
     from irtrace.export.onnx_bundle import bundle_from_onnx
@@ -141,8 +141,8 @@ def test_ghostnet_conv_head_in_float32_torch_is_noise(tmp_path):
 @pytest.mark.parametrize("n", [12, 1 << 13])  # judged whole, and by the block sweep
 @pytest.mark.parametrize("who", ["backend", "reference"])
 def test_a_divergent_verdict_never_shows_an_allowance_above_its_error(n, who):
-    """Issue 26.5: the rounding bound is per element; a DIVERGENT result showed the largest bound as its
-    allowance, above the error it printed. Element 0 has a large bound and a small error, element 1 a
+    """The rounding bound is per element; a DIVERGENT result must not show the largest bound as its
+    allowance, above the error it prints. Element 0 has a large bound and a small error, element 1 a
     small bound and an error above it (below element 0's bound): the allowance shown is element 1's."""
     o = np.linspace(1.0, 2.0, n)
     m, q = np.abs(o) * 1.0, np.square(o)

@@ -1,10 +1,10 @@
-"""Nothing kept between runs can serve a stale or forged verdict (issue 27).
+"""Nothing kept between runs can serve a stale or forged verdict.
 
 The reference/oracle cache beside a bundle (BUNDLE.cache/) and `--resume`'s journal (OUT/journal.jsonl)
-were trusted as they were: keyed on the value store's size and modification time, a bundle edited in
-place with its modification time put back (cp -p, tar x) was served the old verdicts, and a cache
+are not trusted as they are: keyed on the value store's size and modification time, a bundle edited in
+place with its modification time put back (cp -p, tar x) would be served the old verdicts, and a cache
 whose torch rows were flipped from DIVERGENT to MATCH, or shipped beside a bundle from elsewhere,
-turned findings into exit 0. The property: for each edit below, a replay served from the cache, a
+would turn findings into exit 0. The property: for each edit below, a replay served from the cache, a
 resumed one and a --no-cache one give the same verdicts (the same report.json bytes); a resumed one
 may instead refuse the journal of a bundle that changed (exit 2, one line), never reuse it.
 """

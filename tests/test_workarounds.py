@@ -1,4 +1,4 @@
-"""Verified workarounds (issue 11): MegEngine's alternative formulations (backends/megengine/workarounds.py)
+"""Verified workarounds: MegEngine's alternative formulations (backends/megengine/workarounds.py)
 on the real MegEngine through its worker, judged against torch with the float64 oracle: each one on the
 op-case table in every mode, planted wrong ones reported as not matching, a known answer for Pad's
 second derivative, the findings of the StyleGAN2 example with their workarounds in report.json, and its
@@ -19,7 +19,7 @@ REASON = backends.get("megengine").unavailable()
 needs_megengine = pytest.mark.skipif(REASON is not None, reason=f"megengine unavailable: {REASON}")
 PASSING = (compare.MATCH, compare.NOISE)
 KEYS = ["code", "description", "matches", "name", "verdicts"]
-# what issue 11 asks a porter's alternatives to cover, at least
+# the ops a porter's alternatives must cover, at least
 ASKED = {"Pad", "LeakyRelu", "Gelu", "Softplus", "HardSwish", "HardSigmoid", "Softmax", "LogSoftmax",
          "LayerNormalization", "MatMul"}
 
@@ -300,7 +300,7 @@ print("ok")
 
 @needs_megengine
 def test_stylegan2_chained_grad_penalty_port_with_workarounds_matches_torch(stylegan2):
-    """Issue 11's target: MegEngine's own chained gradient-penalty run fails (F.leaky_relu has no double
+    """The porter's goal: MegEngine's own chained gradient-penalty run fails (F.leaky_relu has no double
     backward); with the verified workarounds for LeakyRelu and Pad in place, every parameter gradient
     matches torch's."""
     from irtrace.report.chained import lines

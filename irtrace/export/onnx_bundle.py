@@ -7,12 +7,13 @@ import platform
 import numpy as np
 import onnx
 
-from irtrace.version import __version__
 from irtrace import store
 from irtrace.errors import IrtraceError
 from irtrace.export.record import LOSSES, record
 from irtrace.ir import canonical
 from irtrace.ir.graph import gradient_sources, trained_sources
+from irtrace.manifest import SCHEMA, InputSpec, Loss, Manifest, Source
+from irtrace.version import __version__
 
 
 def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_estimator="biased", force=False,
@@ -37,25 +38,24 @@ def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_esti
     canonical.set_value_info(graph, specs)
     canonical.check(graph)
     sources = sources or {}
-    manifest = {
-        "schema": store.SCHEMA, "name": name or graph.graph.name,
-        "source": {"framework": "onnx", "model": name or graph.graph.name},
-        "versions": {"irtrace": __version__, "onnx": onnx.__version__, "numpy": np.__version__,
-                     "python": platform.python_version(), "platform": platform.platform()},
-        "mode": "eval", "seed": seed, "loss": {"kind": loss, "definition": LOSSES[loss], "outputs": outputs},
-        "inputs": [{"name": n, "dtype": str(np.asarray(inputs[n]).dtype), "shape": list(np.shape(inputs[n]))}
-                   for n in names],
-        "outputs": outputs, "state_outputs": {}, "parameters": weights, "timings": {},
+    float_inputs = [n for n in names if np.asarray(inputs[n]).dtype.kind == "f"]
+    manifest = Manifest(
+        schema=SCHEMA, name=name or graph.graph.name,
+        source=Source(framework="onnx", model=name or graph.graph.name),
+        versions={"irtrace": __version__, "onnx": onnx.__version__, "numpy": np.__version__,
+                  "python": platform.python_version(), "platform": platform.platform()},
+        mode="eval", seed=seed, loss=Loss(kind=loss, definition=LOSSES[loss], outputs=outputs),
+        inputs=[InputSpec(name=n, dtype=str(np.asarray(inputs[n]).dtype), shape=list(np.shape(inputs[n])))
+                for n in names],
+        outputs=outputs, state_outputs={}, parameters=weights, timings={},
         # the float inputs a named `trained` leaves out stand for buffers (an op case's running statistics)
-        "buffers": sorted(n for n in names if trained is not None and n not in trained
-                          and np.asarray(inputs[n]).dtype.kind == "f"),
+        buffers=sorted(n for n in float_inputs if trained is not None and n not in trained),
         # named `trained` sources are all the graph differentiates (an op case's running statistics are
         # graph inputs that stand for buffers: no gradient penalty takes their gradient either)
-        "differentiable": sorted(gradient_sources(graph, weights)) if trained is None else sorted(trained),
-        "trained": sorted(trained) if trained is not None else
-        trained_sources(weights, [n for n in names if np.asarray(inputs[n]).dtype.kind == "f"], loss),
-        "nodes": {n.name: {**sources.get(n.name, {}), **({"original_attrs": {
+        differentiable=sorted(gradient_sources(graph, weights)) if trained is None else sorted(trained),
+        trained=sorted(trained) if trained is not None else trained_sources(weights, float_inputs, loss),
+        nodes={n.name: {**sources.get(n.name, {}), **({"original_attrs": {
             k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in original[n.name].items()}}
             if n.name in original else {})} for n in graph.graph.node},
-    }
+    )
     return store.write(path, graph, values, manifest, force=force)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from irtrace import envs, store
+from irtrace import manifest as manifest_schema
 from irtrace.compare import close
 from irtrace.errors import IrtraceError
 from irtrace.export.onnx_import import export_onnx
@@ -67,7 +68,7 @@ def export_tf(source, out, specs=(), arrays=None, seed=0, loss="dot", force=Fals
         ok, d = close(bundle.values[name], ref, atol=1e-4)  # TF's kernels differ from torch's by more than ORT's
         if not ok:
             raise IrtraceError(f"export check failed: output {name!r} differs from TensorFlow's own (max abs {d:.3g})")
-    m["source"] = {"framework": "tensorflow", "model": str(source)}
+    m["source"] = manifest_schema.Source(framework="tensorflow", model=str(source))
     m["name"] = Path(str(source)).name
     m["versions"].update({"tensorflow": meta["tensorflow"], "tf2onnx": meta["tf2onnx"]})
     for n in bundle.model.graph.node:
@@ -81,5 +82,5 @@ def export_tf(source, out, specs=(), arrays=None, seed=0, loss="dot", force=Fals
             from irtrace.ir.spec import decode_attrs
             if decode_attrs(n).get("perm") in LAYOUT_PERMS:
                 src["layout_only"] = True
-    (bundle.path / store.MANIFEST).write_text(json.dumps(m, indent=1) + "\n")
+    (bundle.path / store.MANIFEST).write_text(manifest_schema.dumps(m))
     return store.load(bundle.path)

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-import irtrace
 from irtrace import store
 from irtrace.store import grad_name, seed_name
 from irtrace.compare import close
@@ -35,6 +34,8 @@ from irtrace.export import translations
 from irtrace.export.record import LOSSES, record
 from irtrace.ir import canonical
 from irtrace.ir.graph import gradient_sources, trained_sources
+from irtrace.manifest import SCHEMA, InputSpec, Loss, Manifest, Source
+from irtrace.version import __version__
 
 log = logging.getLogger(__name__)
 UPDATED = ":updated"   # suffix of a running stat's new value, e.g. layer1.0.bn1.running_var:updated
@@ -115,7 +116,7 @@ def _source(node):
 
 
 # torch.onnx's metadata on a node irtrace reads (_source); the rest (e.g. pkg.torch.onnx.stack_trace's
-# torch-internal frames) was ~268 KB of StyleGAN2's 340 KB graph.onnx
+# torch-internal frames) is dropped: it would be most of a graph.onnx's bytes (StyleGAN2's: 268 KB of 340 KB)
 _READ_METADATA = ("pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy", "pkg.torch.onnx.fx_node")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 
@@ -482,27 +483,27 @@ def _manifest(graph, f):
     (graph inputs the module updates in place) are buffers, neither trained nor penalised."""
     weights = [t.name for t in graph.graph.initializer if t.name in f.params]
     stat_inputs = [n for n in f.graph_inputs if n in f.state_outputs]
-    return {
-        "schema": store.SCHEMA,
-        "name": f.name,
-        "source": {"framework": "torch", "model": f.model},
-        "versions": _versions(),
-        "mode": "train" if f.train else "eval",
-        "seed": f.seed,
-        "loss": {"kind": f.loss, "definition": LOSSES[f.loss], "outputs": f.outputs},
-        "inputs": [{"name": n, "dtype": str(f.feeds[n].dtype), "shape": list(f.feeds[n].shape)} for n in f.graph_inputs],
-        "outputs": f.outputs,
-        "state_outputs": f.state_outputs,
-        "parameters": weights,
-        "buffers": [t.name for t in graph.graph.initializer if t.name in f.state and t.name not in f.params] + stat_inputs,
-        "differentiable": sorted(f.differentiable),
-        "trained": trained_sources(weights, [n for n in f.graph_inputs
-                                             if f.feeds[n].dtype.kind == "f" and n not in stat_inputs], f.loss),
-        "timings": {"torch_onnx_export_s": round(f.t_export, 3)},
-        "nodes": {n.name: {**f.sources.get(n.name, {}), **({"original_attrs": _jsonable(f.original_attrs[n.name])}
-                                                          if n.name in f.original_attrs else {})}
-                  for n in graph.graph.node},
-    }
+    return Manifest(
+        schema=SCHEMA,
+        name=f.name,
+        source=Source(framework="torch", model=f.model),
+        versions=_versions(),
+        mode="train" if f.train else "eval",
+        seed=f.seed,
+        loss=Loss(kind=f.loss, definition=LOSSES[f.loss], outputs=f.outputs),
+        inputs=[InputSpec(name=n, dtype=str(f.feeds[n].dtype), shape=list(f.feeds[n].shape)) for n in f.graph_inputs],
+        outputs=f.outputs,
+        state_outputs=f.state_outputs,
+        parameters=weights,
+        buffers=[t.name for t in graph.graph.initializer if t.name in f.state and t.name not in f.params] + stat_inputs,
+        differentiable=sorted(f.differentiable),
+        trained=trained_sources(weights, [n for n in f.graph_inputs
+                                          if f.feeds[n].dtype.kind == "f" and n not in stat_inputs], f.loss),
+        timings={"torch_onnx_export_s": round(f.t_export, 3)},
+        nodes={n.name: {**f.sources.get(n.name, {}), **({"original_attrs": _jsonable(f.original_attrs[n.name])}
+                                                        if n.name in f.original_attrs else {})}
+               for n in graph.graph.node},
+    )
 
 
 def _jsonable(attrs):
@@ -512,7 +513,7 @@ def _jsonable(attrs):
 def _versions():
     import onnxscript
     import torch
-    return {"irtrace": irtrace.__version__, "torch": torch.__version__, "onnx": onnx.__version__,
+    return {"irtrace": __version__, "torch": torch.__version__, "onnx": onnx.__version__,
             "onnxscript": onnxscript.__version__, "numpy": np.__version__,
             "python": platform.python_version(), "platform": platform.platform()}
 

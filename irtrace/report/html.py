@@ -85,7 +85,8 @@ def _escaped(text):
 
 def _emit(report, extra_html, out):
     """The page, piece by piece, into `out`: the report's JSON node by node (json's C encoder on each),
-    so a large report is never held as one text besides the report itself (P4: flat memory in depth)."""
+    so a large report is never held as one text besides the report itself: the host's memory stays flat in the
+    depth of the model."""
     s = report["summary"]
     summary = ", ".join(f"{k} {v}" for k, v in s.items() if isinstance(v, int) and not isinstance(v, bool) and v)
     legend = "".join(f'<span style="color:{c}">&#9632; {html.escape(str(k))}</span>' for k, c in _COLORS.items() if k)
