@@ -126,10 +126,27 @@ def _recorded(bundle):
     return {n: np.asarray(bundle.values[n]) for n in names}
 
 
-def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
+@dataclass
+class _Step:
+    """The port's step, planned: the bundle's weights as the port names and lays them out (`loaded`, from
+    align.match, and `weights` transformed), the model inputs, whether the loss is the plain one, the
+    chained request the reference runs (and its loss seeds), and what the port described of itself."""
+    loaded: list
+    weights: list
+    inputs: list
+    plain: bool
+    request: object
+    described: dict
+    values: dict
+
+    @property
+    def seeds(self):
+        return list(self.request.arrays[len(self.request.feeds):])
+
+
+def _plan(bundle, base, backend, mapping, loss, timeout, pool):
     m = bundle.manifest
     recorded = _recorded(bundle)
-    base = {"factory": factory, "path": path}
     described, _ = _ask(pool, backend, {"kind": "port-describe", **base, "recorded": list(recorded)},
                         list(recorded.values()), timeout)
     params = set(m.get("parameters", []))
@@ -143,28 +160,30 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
     # and the step is run and judged as one
     plain = loss == "dot" or not any(a.dtype.kind == "f" for a in inputs)
     request = chain_request(bundle, "bundle" if plain else "grad-penalty")
-    seeds = list(request.arrays[len(request.feeds):])
-    report = PortReport(str(bundle.path), backend, factory, loss, m.get("mode", "eval"))
-    if m.get("mode") == "train" and recorded:
-        which = f"{len(recorded)} random value(s) ({', '.join(list(recorded)[:3])}{', ...' if len(recorded) > 3 else ''})"
-        report.notes.append(f"the bundle's {which} were handed to the port's factory (recorded=)"
-                            if described.get("took_recorded") else
-                            f"the bundle recorded {which}: a port that draws its own differs from torch there; a "
-                            f"factory with a `recorded` keyword gets them")
-    msg = {"kind": "port-run", **base, "weights": [x.port for x in loaded], "loss": "dot" if plain else loss,
-           "train": m.get("mode") == "train", "counts": [len(weights), len(inputs), len(seeds)]}
-    try:
-        reply, out = _ask(pool, backend, msg, weights + inputs + seeds, timeout)
-    except PortFailed as e:
-        report.outputs.append(_row("(the step)", "", e.verdict, None, {"message": e.message,
-                                                                       **({"at": e.at} if e.at else {})}))
-        report.notes.append(f"the port did not finish its step: {e.message}")
-        return report
-    report.versions = pool.get(backend).hello.get("versions", {}) if pool.get(backend).hello else {}
+    return _Step(loaded, weights, inputs, plain, request, described, values)
+
+
+def _recorded_note(bundle, described):
+    """What the report says of the random values a training-mode bundle recorded, or None."""
+    recorded = _recorded(bundle)
+    if bundle.manifest.get("mode") != "train" or not recorded:
+        return None
+    which = f"{len(recorded)} random value(s) ({', '.join(list(recorded)[:3])}{', ...' if len(recorded) > 3 else ''})"
+    return (f"the bundle's {which} were handed to the port's factory (recorded=)" if described.get("took_recorded")
+            else f"the bundle recorded {which}: a port that draws its own differs from torch there; a factory with "
+                 f"a `recorded` keyword gets them")
+
+
+def _run_step(bundle, base, step, loss, timeout, pool, backend):
+    """(reply, {section: {name: array}}) of the port's step in its framework's worker."""
+    m = bundle.manifest
+    seeds = step.seeds
+    msg = {"kind": "port-run", **base, "weights": [x.port for x in step.loaded], "loss": "dot" if step.plain else loss,
+           "train": m.get("mode") == "train", "counts": [len(step.weights), len(step.inputs), len(seeds)]}
+    reply, out = _ask(pool, backend, msg, step.weights + step.inputs + seeds, timeout)
     got = {}
     for (section, name), a in zip(reply["names"], out):
         got.setdefault(section, {})[name] = a
-    report.notes += reply.get("notes", [])
     outputs = [got.get("outputs", {}).get(str(k)) for k in range(len(got.get("outputs", {})))]
     graph_outputs = m["outputs"]
     if len(outputs) != len(graph_outputs) or any(np.shape(a) != tuple(bundle.values.spec(o)[1])
@@ -172,80 +191,62 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
         raise IrtraceError(f"the port returned {len(outputs)} output(s) of shape(s) "
                            f"{[list(np.shape(a)) for a in outputs]}; the bundle's model returns {len(graph_outputs)} of "
                            f"shape(s) {[list(bundle.values.spec(o)[1]) for o in graph_outputs]}")
-    status, ref_reply, ref_vals, ref_grads = run_chain(pool, REFERENCE, request, timeout)
-    if status != Status.OK:
-        raise IrtraceError(f"the reference could not run the bundle chained: {ref_reply.get('message', '')}")
-    o_vals, o_grads = {}, {}
-    if ORACLE in pool.available():
-        o_status, _, o_vals, o_grads = run_chain(pool, ORACLE, request, timeout)
-    rounding = ChainRounding(pool, request, timeout)
-    policy = compare.Policy()
+    return reply, got, outputs
 
-    def judged(kind, name, label, value, actual, reference, oracle):
+
+class _Judge:
+    """Rows of the port's numbers against the reference's chained run of the bundle (and float64's)."""
+
+    def __init__(self, pool, request, timeout):
+        status, ref_reply, self.ref_vals, self.ref_grads = run_chain(pool, REFERENCE, request, timeout)
+        if status != Status.OK:
+            raise IrtraceError(f"the reference could not run the bundle chained: {ref_reply.get('message', '')}")
+        self.o_vals, self.o_grads = {}, {}
+        if ORACLE in pool.available():
+            _, _, self.o_vals, self.o_grads = run_chain(pool, ORACLE, request, timeout)
+        self.rounding = ChainRounding(pool, request, timeout)
+        self.policy = compare.Policy()
+
+    def row(self, kind, name, label, actual):
+        """The row of `actual` against the reference's `kind` ("values" or "grads") of value `name`, or
+        None where the reference has none."""
+        reference = (self.ref_vals if kind == "values" else self.ref_grads).get(name)
+        oracle = (self.o_vals if kind == "values" else self.o_grads).get(name)
         if reference is None:
             return None
         if np.shape(actual) != np.shape(reference):
-            return _row(label, value, compare.SHAPE_MISMATCH, None,
+            return _row(label, name, compare.SHAPE_MISMATCH, None,
                         {"message": f"shape {list(np.shape(actual))} in the port, {list(np.shape(reference))} in the bundle"})
-        verdict, met, details = rounding.judge(kind, name, np.asarray(actual), np.asarray(reference), oracle, policy)
-        return _row(label, value, verdict, met, details)
+        verdict, met, details = self.rounding.judge(kind, name, np.asarray(actual), np.asarray(reference), oracle,
+                                                    self.policy)
+        return _row(label, name, verdict, met, details)
 
-    for o, a in zip(graph_outputs, outputs):
-        report.outputs.append(judged("values", o, o, o, a, ref_vals.get(o), o_vals.get(o)))
-    sources = m.get("nodes", {})
-    state_values = set(m.get("state_outputs", {}).values())
-    scopes = align.module_values(bundle.model, sources, state_values)
-    captured = {mapping.bundle_name(p): a for p, a in got.get("modules", {}).items()}
-    grads = {mapping.bundle_name(p): a for p, a in got.get("grads", {}).items()}
-    report.unaligned = sorted(p for p in got.get("modules", {}) if mapping.bundle_name(p) not in scopes)
-    for scope, value in scopes.items():
-        if scope in captured:
-            row = judged("values", value, scope, value, captured[scope], ref_vals.get(value), o_vals.get(value))
-            if row is not None:
-                report.modules.append(row)
-    if plain:
-        if loss != "dot":
-            report.plain_loss = True
-            report.notes.append("the model has no float input for a gradient penalty to differentiate: its loss is "
-                                "the plain one, and module output gradients are compared as under it")
-        for scope, value in reversed(list(scopes.items())):
-            if scope in grads:
-                row = judged("grads", value, scope, value, grads[scope], ref_grads.get(value), o_grads.get(value))
-                if row is not None:
-                    report.grads.append(row)
-    else:
-        report.notes.append("module output gradients are not compared under a gradient penalty: there they depend on "
-                            "which tensors each framework's backward formulas keep, not on the model")
-    port_grads = got.get("params", {})
-    for x in loaded:
-        if x.kind != "parameter":
-            if values[x.bundle][0] == "parameter":  # torch trains it, the port does not: never dropped silently
-                report.parameters.append(_row(x.bundle, x.bundle, compare.ERROR, None, {
-                    "message": f"the port does not train {x.port} (its framework holds it as a constant: "
-                               f"stop_gradient / requires_grad off); torch does"}))
-            continue
-        if x.port not in port_grads:
-            report.parameters.append(_row(x.bundle, x.bundle, compare.ERROR, None,
-                                          {"message": f"{backend} computed no gradient for {x.port}"}))
-            continue
-        g = align.untransform(port_grads[x.port], x.how, x.bundle_shape)
-        row = judged("grads", x.bundle, x.bundle, x.bundle, g, ref_grads.get(x.bundle), o_grads.get(x.bundle))
-        if row is not None:
-            report.parameters.append(row)
-    report.parameters.sort(key=lambda r: (-compare.SEVERITY.get(r["verdict"], 0), -(r["max_rel"] or 0.0), r["name"]))
-    buffers = got.get("buffers", {})
-    by_port = {x.bundle: x for x in loaded if x.kind == "buffer"}
-    for key, value in m.get("state_outputs", {}).items():
-        x = by_port.get(key)
-        if x is None or x.port not in buffers:
-            continue
-        after = align.untransform(buffers[x.port], x.how, x.bundle_shape)
-        row = judged("values", value, key, value, after, ref_vals.get(value), o_vals.get(value))
-        if row is not None:
-            row["message"] = row["message"] or _estimator(bundle, key, after, ref_vals.get(value))
-            report.state.append(row)
-    if not plain and any(r["verdict"] in compare.FAILING for r in report.parameters):
-        report.penalty_dropped = _plain_loss_gradients(bundle, pool, loaded, port_grads, timeout)
+
+def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
+    m = bundle.manifest
+    base = {"factory": factory, "path": path}
+    step = _plan(bundle, base, backend, mapping, loss, timeout, pool)
+    report = PortReport(str(bundle.path), backend, factory, loss, m.get("mode", "eval"))
+    note = _recorded_note(bundle, step.described)
+    if note:
+        report.notes.append(note)
+    try:
+        reply, got, outputs = _run_step(bundle, base, step, loss, timeout, pool, backend)
+    except PortFailed as e:
+        report.outputs.append(_row("(the step)", "", e.verdict, None, {"message": e.message,
+                                                                       **({"at": e.at} if e.at else {})}))
+        report.notes.append(f"the port did not finish its step: {e.message}")
+        return report
+    report.versions = pool.get(backend).hello.get("versions", {}) if pool.get(backend).hello else {}
+    report.notes += reply.get("notes", [])
+    judge = _Judge(pool, step.request, timeout)
+    for o, a in zip(m["outputs"], outputs):
+        report.outputs.append(judge.row("values", o, o, a))
+    _judge_modules(bundle, report, judge, got, mapping, step.plain, loss)
+    _judge_parameters(report, judge, got.get("params", {}), step, backend)
+    _judge_state(bundle, report, judge, got.get("buffers", {}), step.loaded)
+    if not step.plain and any(r["verdict"] in compare.FAILING for r in report.parameters):
+        report.penalty_dropped = _plain_loss_gradients(bundle, pool, step.loaded, got.get("params", {}), timeout)
         if report.penalty_dropped:
             report.notes.append("the port's parameter gradients are those of the plain loss (no penalty term): its step "
                                 "drops the gradient penalty (an input detached, or a gradient taken without "
@@ -256,8 +257,70 @@ def _check(bundle, factory, backend, path, mapping, loss, timeout, pool):
     # completes what its description said
     seen = reply.get("attributes") or {}
     report.port_modules = [{**mod, "attributes": {**(mod.get("attributes") or {}), **seen.get(mod["path"], {})}}
-                           for mod in described.get("modules", [])]
+                           for mod in step.described.get("modules", [])]
     return report
+
+
+def _judge_modules(bundle, report, judge, got, mapping, plain, loss):
+    """Each aligned module's output, and under the plain loss its output's gradient, in report.modules
+    and report.grads (backward order)."""
+    m = bundle.manifest
+    scopes = align.module_values(bundle.model, m.get("nodes", {}), set(m.get("state_outputs", {}).values()))
+    captured = {mapping.bundle_name(p): a for p, a in got.get("modules", {}).items()}
+    grads = {mapping.bundle_name(p): a for p, a in got.get("grads", {}).items()}
+    report.unaligned = sorted(p for p in got.get("modules", {}) if mapping.bundle_name(p) not in scopes)
+    for scope, value in scopes.items():
+        if scope in captured:
+            row = judge.row("values", value, scope, captured[scope])
+            if row is not None:
+                report.modules.append(row)
+    if not plain:
+        report.notes.append("module output gradients are not compared under a gradient penalty: there they depend on "
+                            "which tensors each framework's backward formulas keep, not on the model")
+        return
+    if loss != "dot":
+        report.plain_loss = True
+        report.notes.append("the model has no float input for a gradient penalty to differentiate: its loss is "
+                            "the plain one, and module output gradients are compared as under it")
+    for scope, value in reversed(list(scopes.items())):
+        if scope in grads:
+            row = judge.row("grads", value, scope, grads[scope])
+            if row is not None:
+                report.grads.append(row)
+
+
+def _judge_parameters(report, judge, port_grads, step, backend):
+    """Every parameter torch trains: the port's gradient judged, or an ERROR saying why there is none."""
+    for x in step.loaded:
+        if x.kind != "parameter":
+            if step.values[x.bundle][0] == "parameter":  # torch trains it, the port does not: never dropped silently
+                report.parameters.append(_row(x.bundle, x.bundle, compare.ERROR, None, {
+                    "message": f"the port does not train {x.port} (its framework holds it as a constant: "
+                               f"stop_gradient / requires_grad off); torch does"}))
+            continue
+        if x.port not in port_grads:
+            report.parameters.append(_row(x.bundle, x.bundle, compare.ERROR, None,
+                                          {"message": f"{backend} computed no gradient for {x.port}"}))
+            continue
+        g = align.untransform(port_grads[x.port], x.how, x.bundle_shape)
+        row = judge.row("grads", x.bundle, x.bundle, g)
+        if row is not None:
+            report.parameters.append(row)
+    report.parameters.sort(key=lambda r: (-compare.SEVERITY.get(r["verdict"], 0), -(r["max_rel"] or 0.0), r["name"]))
+
+
+def _judge_state(bundle, report, judge, buffers, loaded):
+    """The port's buffers after its step (running statistics) against torch's, by state_dict key."""
+    by_port = {x.bundle: x for x in loaded if x.kind == "buffer"}
+    for key, value in bundle.manifest.get("state_outputs", {}).items():
+        x = by_port.get(key)
+        if x is None or x.port not in buffers:
+            continue
+        after = align.untransform(buffers[x.port], x.how, x.bundle_shape)
+        row = judge.row("values", value, key, after)
+        if row is not None:
+            row["message"] = row["message"] or _estimator(bundle, key, after, judge.ref_vals.get(value))
+            report.state.append(row)
 
 
 def _plain_loss_gradients(bundle, pool, loaded, port_grads, timeout):
