@@ -545,21 +545,36 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
     if worst <= floor:
         return result(MATCH)
     bound = rounding_bound(magnitude, o64, policy, eps)
+
+    def check(allowed):
+        limit = np.maximum(bound, allowed) if bound is not None else allowed
+        if not np.all(err <= limit):
+            return (False, *_tightest(err, limit, bound), None, None)
+        if bound is None:
+            return True, None, None, None, None
+        return True, None, None, float(np.max(bound)), float(bound.reshape(-1)[int(np.argmax(err))])
+    return result(_reference_beyond_floor(floor, details, policy, spread, check))
+
+
+def _reference_beyond_floor(floor, details, policy, spread, check):
+    """judge_reference's verdict for a result past the ULP floor: NOISE within the rounding-error model
+    or `noise_factor` times the Monte Carlo estimate, DIVERGENT beyond (`details` updated).
+    `check(allowed)`: (within, the limit and the rounding bound where the error is worst relative to
+    its limit, the rounding bound's maximum, the bound where the error peaks)."""
     emulated = emulated_rounding(spread)
     allowed = max(floor, policy.noise_factor * emulated) if emulated is not None else floor
     if emulated is not None:
         details.update(allowed=allowed, float32_rounding=emulated)
-    limit = np.maximum(bound, allowed) if bound is not None else allowed
-    if np.all(err <= limit):
-        if bound is not None:
-            details["allowed"] = max(allowed, float(np.max(bound)))
-            details["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(err))])
-        return result(NOISE)
+    within, shown, at, bound_max, bound_at_worst = check(allowed)
+    if within:
+        if bound_max is not None:
+            details.update(allowed=max(allowed, bound_max), rounding_bound=bound_at_worst)
+        return NOISE
     # the limit where the error is worst relative to it: the error printed there is above it
-    details["allowed"], at = _tightest(err, limit, bound)
+    details["allowed"] = shown
     if at is not None:
         details["rounding_bound"] = at
-    return result(DIVERGENT)
+    return DIVERGENT
 
 
 def _judge_reference_swept(r, o, policy, magnitude, spread, full, eps):
@@ -582,20 +597,11 @@ def _judge_reference_swept(r, o, policy, magnitude, spread, full, eps):
     bounds = _sweep(r, r, o, magnitude, policy, eps)  # |r - o| against the rounding model, where it applies
     if bounds is None:
         return None
-    emulated = emulated_rounding(spread)
-    allowed = max(floor, policy.noise_factor * emulated) if emulated is not None else floor
-    if emulated is not None:
-        details.update(allowed=allowed, float32_rounding=emulated)
-    within, shown, at = _within(r, o, bounds["magnitude"], allowed, policy, eps)
-    if within:
-        if bounds["bound_max"] is not None:
-            details.update(allowed=max(allowed, bounds["bound_max"]), rounding_bound=bounds["bound_at_worst"])
-        return result(NOISE)
-    # the limit where the error is worst relative to it: the error printed there is above it
-    details["allowed"] = shown
-    if at is not None:
-        details["rounding_bound"] = at
-    return result(DIVERGENT)
+
+    def check(allowed):
+        return (*_within(r, o, bounds["magnitude"], allowed, policy, eps), bounds["bound_max"],
+                bounds["bound_at_worst"])
+    return result(_reference_beyond_floor(floor, details, policy, spread, check))
 
 
 def allclose(actual, expected, rtol, atol):
