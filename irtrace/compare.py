@@ -252,17 +252,21 @@ def emulated_rounding(spread):
 # block by block, so that each block's float64 temporaries stay in the core's cache, and keeps only
 # maxima; the scales the relative error needs come first from reductions without temporaries. numpy has
 # no fused reductions and numexpr's reductions are neither fused with the expression nor threaded, hence
-# these loops. Only for results that are finite everywhere (a NaN or an infinity anywhere goes the
-# whole-array way, where the patterns are compared); verdicts, metrics and details are the same either
-# way (tests/test_compare.py).
+# these loops. Every finite result with an oracle is judged this way, whatever its size (a small one is
+# one block); a NaN or an infinity anywhere (where the patterns are compared), a result without an
+# oracle (allclose), a 0-d result and integers are judged on the whole arrays.
 BLOCK = 1 << 14   # elements per block (float64 temporaries of 128 kB)
-SWEPT = 1 << 12   # a result smaller than this is judged whole (a sweep's per-block calls cost more)
-_SWEPT_DTYPES = "efd"  # float16, float32, float64 (ml_dtypes' bfloat16 has no mixed-type ufunc loops)
+_SWEPT_DTYPES = "efd"  # float16, float32, float64: the dtypes numpy's mixed-type loops take
 
 
 def _sweepable(*arrays):
-    return all(x is not None and x.dtype.char in _SWEPT_DTYPES and x.ndim for x in arrays) and \
-        arrays[0].size >= SWEPT
+    return all(x is not None and x.dtype.char in _SWEPT_DTYPES and x.ndim for x in arrays)
+
+
+def _floats(x):
+    """`x` in a dtype the sweep takes: a float dtype numpy has no mixed-type loops for (ml_dtypes'
+    bfloat16) is widened to float32, exactly; float16, float32 and float64 are kept."""
+    return x if x.dtype.char in _SWEPT_DTYPES or x.dtype.kind in "biu?" else x.astype(np.float32)
 
 
 def _blocks(*arrays):
@@ -311,7 +315,7 @@ def _sweep(a, r, o, magnitude, policy, eps):
     (or the rounding bound is not)."""
     mags = None
     if magnitude is not None:
-        mags = [np.asarray(x) for x in magnitude]
+        mags = [_floats(np.asarray(x)) for x in magnitude]
         if mags[0].shape != o.shape or mags[1].shape != o.shape:
             mags = None  # as rounding_bound: no model for this result
         elif len(mags) > 2 and mags[2].shape != o.shape:
@@ -379,12 +383,14 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
     if a.dtype.kind in "biu" or r.dtype.kind in "biu" or a.dtype == np.bool_:
         m = metrics(a.astype(np.float64), r.astype(np.float64))
         return (MATCH if np.array_equal(a, r) else DIVERGENT), m, {}
-    o = None if oracle is None else np.asarray(oracle)
+    eps = eps_of(a.dtype, r.dtype)
+    a, r = _floats(a), _floats(r)
+    o = None if oracle is None else _floats(np.asarray(oracle))
     if not policy.fixed and o is not None and o.shape == r.shape and _sweepable(a, r, o):
         with np.errstate(invalid="ignore", over="ignore"):
-            swept = _sweep(a, r, o, magnitude, policy, eps_of(a.dtype, r.dtype))
+            swept = _sweep(a, r, o, magnitude, policy, eps)
         if swept is not None:
-            return _judge_swept(a, r, o, swept, policy, spread, full)
+            return _judge_swept(a, r, o, swept, policy, spread, full, eps)
     a64, r64 = a.astype(np.float64), r.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(a64 - r64)
@@ -408,7 +414,6 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
         oracle = None  # an oracle that cannot say anything about this shape does not arbitrate
     base = oracle if oracle is not None else r64
     scale = float(np.max(np.abs(np.where(finite, base, 0)))) if r64.size else 0.0
-    eps = eps_of(a.dtype, r.dtype)
     floor = policy.match_ulps * eps * max(scale, np.finfo(np.float32).tiny)
     details = {}
     if policy.fixed or oracle is None:
@@ -454,7 +459,7 @@ def _arbitration(ref_err, worst_b, floor, emulated, allowed, bound_at_worst):
     return details
 
 
-def _judge_swept(a, r, o, s, policy, spread, full):
+def _judge_swept(a, r, o, s, policy, spread, full, eps):
     """judge for a result that _sweep read (finite everywhere, with an oracle): the same verdict, metrics
     and details as the whole-array way, from the sweep's maxima; a second sweep only for a passing
     result's max rel and for a NOISE that the scalar allowance does not already decide."""
@@ -465,7 +470,6 @@ def _judge_swept(a, r, o, s, policy, spread, full):
         return verdict, Metrics(s["max_abs"], rel, None, None, None, None, None, None, s["max_abs"], rel), details
     if s["max_abs"] == 0.0:
         return result(MATCH, {})
-    eps = eps_of(a.dtype, r.dtype)
     floor = policy.match_ulps * eps * max(s["scale"], np.finfo(np.float32).tiny)
     ref_err, worst_b = s["ref_err"], s["worst_b"]
     emulated = emulated_rounding(spread)
@@ -482,16 +486,15 @@ def _judge_swept(a, r, o, s, policy, spread, full):
     return result(NOISE if within else DIVERGENT, details)
 
 
-def _passing(max_abs, diff, ref, finite=False, absolute=None):
+def _passing(max_abs, diff, ref, finite=False):
     """The metrics of a result that passes, when only failing ones get all of them (judge's full=False):
     max abs and max rel (relative as in metrics()). `finite`: the caller knows `diff` and `ref` are
-    finite everywhere (most results): three passes over the data instead of nine; `absolute`: |ref| in
-    float64 when the caller has it (overwritten here)."""
+    finite everywhere: three passes over the data instead of nine."""
     if max_abs == 0.0 or not diff.size:
         return Metrics(max_abs, 0.0, None, None, None, None, None, None, max_abs, 0.0)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         if finite:
-            size = np.atleast_1d(np.abs(ref, dtype=np.float64) if absolute is None else absolute)  # 0-d: a scalar
+            size = np.atleast_1d(np.abs(ref, dtype=np.float64))  # 0-d: a scalar
         else:
             fin = np.isfinite(diff) & np.isfinite(ref)
             size = np.atleast_1d(np.where(fin, np.abs(ref), 0.0))
@@ -514,62 +517,91 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
     if r.dtype.kind in "biu" or r.dtype == np.bool_:
         m = metrics(r.astype(np.float64), o.astype(np.float64))
         return (MATCH if np.array_equal(r, o.astype(r.dtype)) else DIVERGENT), m, {}
-    if _sweepable(r, o):  # most results: finite, within the ULP floor; read once
+    eps = eps_of(r.dtype)
+    r, o = _floats(r), _floats(o)
+    if _sweepable(r, o):
         with np.errstate(invalid="ignore", over="ignore"):
-            swept = _sweep_reference(r, o)
-        if swept is not None:
-            worst, rel, scale = swept
-            floor = policy.match_ulps * eps_of(r.dtype) * max(scale, np.finfo(np.float32).tiny)
-            if worst <= floor:
-                details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
-                if full:
-                    return MATCH, metrics(r.astype(np.float64), o.astype(np.float64), policy.rtol), details
-                rel = rel if worst else 0.0
-                return MATCH, Metrics(worst, rel, None, None, None, None, None, None, worst, rel), details
+            judged = _judge_reference_swept(r, o, policy, magnitude, spread, full, eps)
+        if judged is not None:
+            return judged
     o64 = o if o.dtype == np.float64 else o.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.asarray(np.subtract(r, o64, dtype=np.float64))  # casts r in the loop: no float64 copy
         np.abs(err, out=err)
+    r64 = r.astype(np.float64)
+    if _nonfinite_pattern_differs(r64, o64):
+        return NAN_MISMATCH, metrics(r64, o64), {"message": "non-finite pattern differs from float64"}
+    fin = np.isfinite(r64) & np.isfinite(o64)
+    err = np.where(fin, err, 0.0)
+    scale = float(np.max(np.abs(np.where(fin, o64, 0)))) if o64.size else 0.0
     worst = float(err.max()) if err.size else 0.0
-    absolute = None
-    if math.isfinite(worst):  # max propagates NaN and inf: both finite everywhere (inf - inf is nan, inf - x inf)
-        absolute = np.abs(o64)
-        scale = float(absolute.max()) if o64.size else 0.0
-        r64 = None  # made only for the full metrics
-    else:
-        r64 = r.astype(np.float64)
-        if _nonfinite_pattern_differs(r64, o64):
-            return NAN_MISMATCH, metrics(r64, o64), {"message": "non-finite pattern differs from float64"}
-        fin = np.isfinite(r64) & np.isfinite(o64)
-        err = np.where(fin, err, 0.0)
-        scale = float(np.max(np.abs(np.where(fin, o64, 0)))) if o64.size else 0.0
-        worst = float(err.max()) if err.size else 0.0
-    eps = eps_of(r.dtype)
     floor = policy.match_ulps * eps * max(scale, np.finfo(np.float32).tiny)
     details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
 
     def result(verdict):
         if full or verdict in _FAILING:
-            return verdict, metrics(r.astype(np.float64) if r64 is None else r64, o64, policy.rtol), details
-        return verdict, _passing(worst, err, o64, finite=r64 is None, absolute=absolute), details
+            return verdict, metrics(r64, o64, policy.rtol), details
+        return verdict, _passing(worst, err, o64), details
     if worst <= floor:
         return result(MATCH)
     bound = rounding_bound(magnitude, o64, policy, eps)
+
+    def check(allowed):
+        limit = np.maximum(bound, allowed) if bound is not None else allowed
+        if not np.all(err <= limit):
+            return (False, *_tightest(err, limit, bound), None, None)
+        if bound is None:
+            return True, None, None, None, None
+        return True, None, None, float(np.max(bound)), float(bound.reshape(-1)[int(np.argmax(err))])
+    return result(_reference_beyond_floor(floor, details, policy, spread, check))
+
+
+def _reference_beyond_floor(floor, details, policy, spread, check):
+    """judge_reference's verdict for a result past the ULP floor: NOISE within the rounding-error model
+    or `noise_factor` times the Monte Carlo estimate, DIVERGENT beyond (`details` updated).
+    `check(allowed)`: (within, the limit and the rounding bound where the error is worst relative to
+    its limit, the rounding bound's maximum, the bound where the error peaks)."""
     emulated = emulated_rounding(spread)
     allowed = max(floor, policy.noise_factor * emulated) if emulated is not None else floor
     if emulated is not None:
         details.update(allowed=allowed, float32_rounding=emulated)
-    limit = np.maximum(bound, allowed) if bound is not None else allowed
-    if np.all(err <= limit):
-        if bound is not None:
-            details["allowed"] = max(allowed, float(np.max(bound)))
-            details["rounding_bound"] = float(bound.reshape(-1)[int(np.argmax(err))])
-        return result(NOISE)
+    within, shown, at, bound_max, bound_at_worst = check(allowed)
+    if within:
+        if bound_max is not None:
+            details.update(allowed=max(allowed, bound_max), rounding_bound=bound_at_worst)
+        return NOISE
     # the limit where the error is worst relative to it: the error printed there is above it
-    details["allowed"], at = _tightest(err, limit, bound)
+    details["allowed"] = shown
     if at is not None:
         details["rounding_bound"] = at
-    return result(DIVERGENT)
+    return DIVERGENT
+
+
+def _judge_reference_swept(r, o, policy, magnitude, spread, full, eps):
+    """judge_reference for a result where the reference and float64 are finite everywhere, by blocks;
+    None where anything (or the rounding bound) is not finite."""
+    swept = _sweep_reference(r, o)
+    if swept is None:
+        return None
+    worst, rel, scale = swept
+    floor = policy.match_ulps * eps * max(scale, np.finfo(np.float32).tiny)
+    details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
+
+    def result(verdict):
+        if full or verdict in _FAILING:
+            return verdict, metrics(r.astype(np.float64), o.astype(np.float64), policy.rtol), details
+        shown = rel if worst else 0.0
+        return verdict, Metrics(worst, shown, None, None, None, None, None, None, worst, shown), details
+    if worst <= floor:
+        return result(MATCH)
+    bounds = _sweep(r, r, o, magnitude, policy, eps)  # |r - o| against the rounding model, where it applies
+    if bounds is None:
+        return None
+
+    def check(allowed):
+        return (*_within(r, o, bounds["magnitude"], allowed, policy, eps), bounds["bound_max"],
+                bounds["bound_at_worst"])
+    return result(_reference_beyond_floor(floor, details, policy, spread, check))
 
 
 def allclose(actual, expected, rtol, atol):

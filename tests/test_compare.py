@@ -1,5 +1,4 @@
 """Verdicts and metrics on hand-made numbers."""
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -218,59 +217,3 @@ def test_a_passing_results_max_rel_is_its_exact_relative_error():
     assert verdict == compare.MATCH
     floor = EPS32 * 3.0
     assert m.max_abs == float(np.float32(1e-9)) and m.max_rel == float(np.float32(1e-9)) / floor
-
-
-def _cases(rng, n, largest=40000):
-    """Seeded results of every kind judge meets: exact copies, rounding, real errors, a NaN, an infinity,
-    an infinite float64, float16 backends, an accumulating op's rounding model (and one of another
-    shape, which does not apply), a Monte Carlo rounding estimate, a stricter policy."""
-    for _ in range(n):
-        shape = tuple(int(d) for d in rng.integers(1, 6, size=rng.integers(1, 4))) if rng.random() < 0.7 \
-            else (int(rng.integers(3000, largest)),)
-        o = rng.standard_normal(shape) * 10.0 ** int(rng.integers(-3, 3))
-        r = (o + rng.standard_normal(shape) * 10.0 ** -int(rng.integers(4, 9))).astype(np.float32)
-        kind = int(rng.integers(0, 6))
-        a = [r.copy(), (o * (1 + 1e-7 * rng.standard_normal(shape))).astype(np.float32),
-             (o + 1e-2 * rng.standard_normal(shape)).astype(np.float32),
-             r + np.float32(1e-6) * (rng.random(shape) < 0.01), r.copy(), r.copy()][kind]
-        at = tuple(int(rng.integers(0, d)) for d in shape)
-        if kind == 4:
-            a[at] = np.float32(rng.choice([np.nan, np.inf, 1e30]))
-        elif kind == 5:
-            o = o.copy()
-            o[at] = rng.choice([np.inf, np.nan])
-        if rng.random() < 0.2:
-            with np.errstate(over="ignore"):
-                a = a.astype(np.float16)
-        mag = None
-        if rng.random() < 0.5:
-            m = np.abs(o) * rng.uniform(1, 100, shape)
-            q = m * m / rng.uniform(1, 50, shape)
-            mag = (m, q) if rng.random() < 0.9 else (m[..., :1], q)
-        spread = None if rng.random() < 0.7 else np.abs(rng.standard_normal(shape)) * 1e-6
-        policy = compare.Policy() if rng.random() < 0.8 else compare.Policy(noise_factor=2.0, match_ulps=1.0)
-        yield a, r, o, mag, spread, policy
-
-
-@pytest.mark.parametrize("block,swept", [(7, 1), (64, 5), (1 << 14, 1 << 12)])
-def test_a_sweep_by_blocks_judges_as_the_whole_arrays_do(monkeypatch, block, swept):
-    """judge and judge_reference read a finite result once, by blocks (compare._sweep): every verdict,
-    metric and detail is the one the whole-array computation gives (SWEPT above any size), for blocks
-    of 7 elements as for the default, on 300 seeded cases of every kind."""
-    rng = np.random.default_rng(block)
-    seen = set()
-    for a, r, o, mag, spread, policy in _cases(rng, 300, largest=6000 if block < 64 else 40000):
-        for full in (False, True):
-            got = []
-            for b, s in ((block, swept), (block, 1 << 62)):
-                monkeypatch.setattr(compare, "BLOCK", b)
-                monkeypatch.setattr(compare, "SWEPT", s)
-                got.append((compare.judge(a, r, o, policy, mag, spread, full=full),
-                            compare.judge_reference(r, o, policy, mag, spread, full=full)))
-            swept_way, whole = got
-            for x, y in zip(swept_way, whole):
-                assert x[0] == y[0]
-                np.testing.assert_equal(*(None if m is None else asdict(m) for m in (x[1], y[1])))  # NaN == NaN
-                np.testing.assert_equal(x[2], y[2])
-            seen.update((str(swept_way[0][0]), str(swept_way[1][0])))
-    assert {"MATCH", "NOISE", "DIVERGENT", "NAN_MISMATCH"} <= seen

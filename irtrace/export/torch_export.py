@@ -26,7 +26,7 @@ import onnx
 
 from irtrace import store
 from irtrace.store import grad_name, seed_name
-from irtrace.compare import close
+from irtrace.compare import close, metrics
 from irtrace.errors import IrtraceError, interrupt_in, strip_ansi
 from irtrace.export import dropout as dropout_mod
 from irtrace.export import random as random_mod
@@ -289,14 +289,13 @@ def _module_outputs(model, inputs, masks, draws):
 
 
 def _compare(a, b):
+    """(max abs, max rel) of `a` against `b` as a replay reports them (compare.metrics); inf for a
+    shape mismatch."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     if a.shape != b.shape:
         return float("inf"), float("inf")
-    if a.size == 0:
-        return 0.0, 0.0
-    d = np.abs(a - b)
-    d = np.where(np.isnan(a) & np.isnan(b), 0.0, d)
-    return float(np.max(d)), float(np.max(d / (np.abs(b) + 1e-12)))
+    m = metrics(a, b)
+    return m.max_abs, m.max_rel
 
 
 _NO_TRANSLATION = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
