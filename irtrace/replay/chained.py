@@ -236,111 +236,136 @@ def chained_replay(bundle, backends, pool, loss="bundle", timeout=600.0, policy=
     verified on a node (irtrace/replay/workarounds.py) in place of that node's op (ChainedRun.workarounds
     says which), when there is one."""
     request = chain_request(bundle, loss)
-    loss, penalty, feeds, specs, m = request.loss, request.penalty, request.feeds, request.specs, bundle.manifest
-    ref_status, ref_reply, ref_vals, ref_grads = run_chain(pool, REFERENCE, request, timeout)
-    if ref_status != Status.OK:
-        raise IrtraceError(f"the reference could not run the graph chained: {ref_reply.get('message', '')}")
-    o_status, _, o_vals, o_grads = run_chain(pool, ORACLE, request, timeout) if ORACLE in pool.available() else \
-        (None, {}, {}, {})
-    declared = m.get("differentiable")
-    path = gradient_path(bundle.model, declared if declared is not None else gradient_sources(bundle.model))
-    index = {s.name: i for i, s in enumerate(node_specs(bundle.model))}  # the report's node indices
-    op_of = {s.name: s.op_type for s in node_specs(bundle.model)}
-    producer = {o: (index[s.name], s.name) for s in specs for o in s.outputs if o}
-    order = [o for s in specs for o in s.outputs if o]
-    params = [p for p in m.get("parameters", []) if p in feeds]
-    state = m.get("state_outputs", {})
+    chain = _Chain(bundle, pool, request, timeout, policy, isolated)
     runs = []
-    rounding = ChainRounding(pool, request, timeout)
-    g = dag(node_specs(bundle.model))
+    for backend in backends:
+        runs.append(chain.run(backend, request))
+        chosen = applied(isolated, backend) if workarounds and isolated is not None else {}
+        if chosen:  # the port with every verified workaround in place of its failing op
+            run = chain.run(backend, chain_request(bundle, request.loss, workarounds=chosen))
+            run.workarounds = [{"node": n, "op_type": chain.op_of[n], "name": chosen[n]}
+                               for n in sorted(chosen, key=chain.index.get)]
+            runs.append(run)
+    return runs, request.loss
 
-    def one(backend, req):
-        """One chained run of `backend` on `req`, judged."""
+
+class _Chain:
+    """A bundle's chained replay: the reference's run of the whole graph (and float64's) that every
+    backend's run is judged against, and what judging needs of the graph."""
+
+    def __init__(self, bundle, pool, request, timeout, policy, isolated):
+        self.bundle, self.pool, self.timeout, self.policy, self.isolated = bundle, pool, timeout, policy, isolated
+        self.penalty, self.specs = request.penalty, request.specs
+        m = bundle.manifest
+        ref_status, ref_reply, self.ref_vals, self.ref_grads = run_chain(pool, REFERENCE, request, timeout)
+        if ref_status != Status.OK:
+            raise IrtraceError(f"the reference could not run the graph chained: {ref_reply.get('message', '')}")
+        _, _, self.o_vals, self.o_grads = run_chain(pool, ORACLE, request, timeout) \
+            if ORACLE in pool.available() else (None, {}, {}, {})
+        declared = m.get("differentiable")
+        self.path = gradient_path(bundle.model, declared if declared is not None else gradient_sources(bundle.model))
+        specs = node_specs(bundle.model)
+        self.index = {s.name: i for i, s in enumerate(specs)}  # the report's node indices
+        self.op_of = {s.name: s.op_type for s in specs}
+        self.producer = {o: (self.index[s.name], s.name) for s in request.specs for o in s.outputs if o}
+        self.order = [o for s in request.specs for o in s.outputs if o]
+        self.params = [p for p in m.get("parameters", []) if p in request.feeds]
+        self.state = m.get("state_outputs", {})
+        self.rounding = ChainRounding(pool, request, timeout)
+        self.graph = dag(specs)
+
+    def judge(self, kind, name, actual):
+        """(verdict, metrics, details) of a backend's value or gradient `name` against the reference's."""
+        ref, oracle = (self.ref_vals, self.o_vals) if kind == "values" else (self.ref_grads, self.o_grads)
+        return self.rounding.judge(kind, name, actual, ref[name], oracle.get(name), self.policy)
+
+    def entry(self, name, verdict, met, details, kind):
+        return _entry(name, self.producer[name][1], self.producer[name][0], verdict, met, details, kind)
+
+    def run(self, backend, request):
+        """One chained run of `backend` on `request`, judged."""
         t0 = time.perf_counter()
-        status, reply, vals, grads, substituted, req = _run_substituting(pool, backend, bundle, req, timeout)
+        status, reply, vals, grads, substituted, request = _run_substituting(self.pool, backend, self.bundle, request,
+                                                                             self.timeout)
         run = ChainedRun(backend, status, reply.get("message", ""), time.perf_counter() - t0)
         run.substituted = substituted
         if status in (compare.CRASH, compare.TIMEOUT):
-            run.crashed_at = locate_crash(pool, backend, bundle, req, status, reply, timeout)
-            if run.crashed_at and run.crashed_at.get("node"):
-                node = run.crashed_at["node"]
-                run.crashed_at["index"] = index.get(node)
-                run.crashed_at["op_type"] = op_of.get(node)
-                run.crashed_at["source"] = bundle.node_source(node)
-                run.crashed_at["isolated"] = {m: str(r.verdict) for m in ("fwd", "vjp", "vjp2")
-                                              if (r := _isolated(isolated, backend, node, m)) is not None}
-        if status == Status.OK:
-            unjudged = 0
-            failed = {o: sub for sub in substituted for o in sub["outputs"]}
-            # what a substituted node cuts off: every value upstream of it gets part of its cotangent through it
-            cut = {a for sub in substituted for a in _upstream_values(bundle.model, g, sub["node"])}
-            for name in order:
-                if name in failed:
-                    sub = failed[name]
-                    run.values.append(_entry(name, sub["node"], producer[name][0], sub["verdict"], None,
-                                             {"message": f"{sub['message']} (its recorded value was fed downstream)"},
-                                             "fwd"))
-                    continue
-                if name in vals and name in ref_vals:
-                    verdict, met, ex = rounding.judge("values", name, vals[name], ref_vals[name],
-                                                      o_vals.get(name), policy)
-                    run.values.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "fwd"))
-                if name in cut and name in path:
-                    run.grads.append(_entry(name, producer[name][1], producer[name][0], compare.ERROR, None,
-                                            {"message": "part of its cotangent flows through a substituted node"},
-                                            "bwd"))
-                elif penalty and name in grads:
-                    unjudged += 1
-                elif name in grads and name in ref_grads and name in path:
-                    verdict, met, ex = rounding.judge("grads", name, grads[name], ref_grads[name],
-                                                      o_grads.get(name), policy)
-                    run.grads.append(_entry(name, producer[name][1], producer[name][0], verdict, met, ex, "bwd"))
-            if unjudged:
-                # under a gradient penalty d loss / d v of an intermediate v depends on which tensors each
-                # framework's backward formulas read (the output of Sqrt, or its input), not on the model
-                run.notes.append(f"{unjudged} cotangents of intermediate values not judged: under a gradient "
-                                 f"penalty they depend on what each framework's backward saves, not on the model")
-            for p in params:
-                if p in cut:
-                    nodes = ", ".join(sub["node"] for sub in substituted)
-                    run.parameters.append(_entry(p, "", -1, compare.ERROR, None, {
-                        "message": f"not computed: its gradient passes through {nodes}, which failed on "
-                                   f"{backend} and was replaced by its recorded value"}, "param_grad"))
-                elif p in grads and p in ref_grads:
-                    verdict, met, ex = rounding.judge("grads", p, grads[p], ref_grads[p], o_grads.get(p), policy)
-                    run.parameters.append(_entry(p, "", -1, verdict, met, ex, "param_grad"))
-            run.parameters.sort(key=lambda e: (-compare.SEVERITY.get(e["verdict"], 0), -(e["max_rel"] or 0.0), e["value"]))
-            for key, value in state.items():
-                if value in vals and value in ref_vals:
-                    verdict, met, ex = rounding.judge("values", value, vals[value], ref_vals[value],
-                                                      o_vals.get(value), policy)
-                    run.state.append({**_entry(value, producer[value][1], producer[value][0], verdict, met, ex,
-                                               "state"), "state_dict_key": key})
-            run.first_divergence = _link(run.values, specs, isolated, backend, "fwd", "upstream")
-            # a cotangent is made by the nodes downstream of its value; with a gradient penalty the
-            # backward pass runs every op's double backward, so isolated vjp2 is the one to ask
-            run.first_grad_divergence = _link(list(reversed(run.grads)), specs, isolated, backend,
-                                              "vjp2" if penalty else "vjp", "everywhere" if penalty else "downstream")
+            self._locate(run, backend, request, status, reply)
         if status != Status.OK:  # every parameter still gets a row: what could not be computed, and why
             reason = f"the chained run ended in {status}: {run.message}"
             verdict = status if status in compare.VERDICTS else compare.ERROR
-            run.parameters = [_entry(p, "", -1, verdict, None, {"message": reason}, "param_grad") for p in params]
-        elif any(p not in grads for p in params):
-            for p in params:
+            run.parameters = [_entry(p, "", -1, verdict, None, {"message": reason}, "param_grad") for p in self.params]
+            return run
+        # what a substituted node cuts off: every value upstream of it gets part of its cotangent through it
+        cut = {a for sub in substituted for a in _upstream_values(self.bundle.model, self.graph, sub["node"])}
+        self._judge_values(run, vals, grads, substituted, cut)
+        self._judge_parameters(run, backend, grads, substituted, cut)
+        for key, value in self.state.items():
+            if value in vals and value in self.ref_vals:
+                verdict, met, ex = self.judge("values", value, vals[value])
+                run.state.append({**self.entry(value, verdict, met, ex, "state"), "state_dict_key": key})
+        run.first_divergence = _link(run.values, self.specs, self.isolated, backend, "fwd", "upstream")
+        # a cotangent is made by the nodes downstream of its value; with a gradient penalty the
+        # backward pass runs every op's double backward, so isolated vjp2 is the one to ask
+        run.first_grad_divergence = _link(list(reversed(run.grads)), self.specs, self.isolated, backend,
+                                          "vjp2" if self.penalty else "vjp",
+                                          "everywhere" if self.penalty else "downstream")
+        if any(p not in grads for p in self.params):
+            for p in self.params:
                 if p not in grads:
                     run.parameters.append(_entry(p, "", -1, compare.ERROR, None,
                                                  {"message": f"{backend} returned no gradient for {p}"}, "param_grad"))
         return run
 
-    for backend in backends:
-        runs.append(one(backend, request))
-        chosen = applied(isolated, backend) if workarounds and isolated is not None else {}
-        if chosen:  # the port with every verified workaround in place of its failing op
-            run = one(backend, chain_request(bundle, loss, workarounds=chosen))
-            run.workarounds = [{"node": n, "op_type": op_of[n], "name": chosen[n]}
-                               for n in sorted(chosen, key=index.get)]
-            runs.append(run)
-    return runs, loss
+    def _locate(self, run, backend, request, status, reply):
+        """Where a chained run that crashed or hung stopped, with the node's isolated verdicts."""
+        run.crashed_at = locate_crash(self.pool, backend, self.bundle, request, status, reply, self.timeout)
+        node = (run.crashed_at or {}).get("node")
+        if node:
+            run.crashed_at["index"] = self.index.get(node)
+            run.crashed_at["op_type"] = self.op_of.get(node)
+            run.crashed_at["source"] = self.bundle.node_source(node)
+            run.crashed_at["isolated"] = {m: str(r.verdict) for m in ("fwd", "vjp", "vjp2")
+                                          if (r := _isolated(self.isolated, backend, node, m)) is not None}
+
+    def _judge_values(self, run, vals, grads, substituted, cut):
+        """Every value in graph order, and its cotangent (run.values, run.grads)."""
+        unjudged = 0
+        failed = {o: sub for sub in substituted for o in sub["outputs"]}
+        for name in self.order:
+            if name in failed:
+                sub = failed[name]
+                run.values.append(_entry(name, sub["node"], self.producer[name][0], sub["verdict"], None,
+                                         {"message": f"{sub['message']} (its recorded value was fed downstream)"},
+                                         "fwd"))
+                continue
+            if name in vals and name in self.ref_vals:
+                run.values.append(self.entry(name, *self.judge("values", name, vals[name]), "fwd"))
+            if name in cut and name in self.path:
+                run.grads.append(self.entry(name, compare.ERROR, None,
+                                            {"message": "part of its cotangent flows through a substituted node"},
+                                            "bwd"))
+            elif self.penalty and name in grads:
+                unjudged += 1
+            elif name in grads and name in self.ref_grads and name in self.path:
+                run.grads.append(self.entry(name, *self.judge("grads", name, grads[name]), "bwd"))
+        if unjudged:
+            # under a gradient penalty d loss / d v of an intermediate v depends on which tensors each
+            # framework's backward formulas read (the output of Sqrt, or its input), not on the model
+            run.notes.append(f"{unjudged} cotangents of intermediate values not judged: under a gradient "
+                             f"penalty they depend on what each framework's backward saves, not on the model")
+
+    def _judge_parameters(self, run, backend, grads, substituted, cut):
+        for p in self.params:
+            if p in cut:
+                nodes = ", ".join(sub["node"] for sub in substituted)
+                run.parameters.append(_entry(p, "", -1, compare.ERROR, None, {
+                    "message": f"not computed: its gradient passes through {nodes}, which failed on "
+                               f"{backend} and was replaced by its recorded value"}, "param_grad"))
+            elif p in grads and p in self.ref_grads:
+                verdict, met, ex = self.judge("grads", p, grads[p])
+                run.parameters.append(_entry(p, "", -1, verdict, met, ex, "param_grad"))
+        run.parameters.sort(key=lambda e: (-compare.SEVERITY.get(e["verdict"], 0), -(e["max_rel"] or 0.0), e["value"]))
 
 
 def _run_substituting(pool, backend, bundle, request, timeout, limit=20):
