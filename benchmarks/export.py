@@ -1,4 +1,6 @@
-"""Time of `irtrace export` vs `torch.onnx.export` alone, per example model, in one run.
+"""Time of `irtrace export` vs `torch.onnx.export` alone, per example model, in one run, and how much of
+irtrace's export is its gradient check (torch autograd on the module again, in float32 and on a float64
+copy, to prove the recorded parameter gradients).
 
     .venv/bin/python benchmarks/export.py
 """
@@ -24,18 +26,37 @@ def time_torch_onnx_export(model, inputs):
         return time.perf_counter() - t
 
 
+class Timed:
+    """Wraps a function and adds up the seconds spent in it."""
+
+    def __init__(self, fn):
+        self.fn, self.seconds = fn, 0.0
+
+    def __call__(self, *a, **k):
+        t = time.perf_counter()
+        try:
+            return self.fn(*a, **k)
+        finally:
+            self.seconds += time.perf_counter() - t
+
+
 def main():
-    print(f"{'model':18} {'torch.onnx.export s':>20} {'irtrace export s':>17} {'ratio':>6}")
+    from irtrace.export import torch_export
+    check = torch_export._gradient_check = Timed(torch_export._gradient_check)
+    print(f"{'model':18} {'torch.onnx.export s':>20} {'irtrace export s':>17} {'ratio':>6} {'gradient check s':>17} "
+          f"{'share':>6}")
     with tempfile.TemporaryDirectory() as d:
         warm = EXAMPLES["resnet"]  # first calls pay for imports and registry set-up: not measured
         irtrace.export(warm.build(), warm.inputs(), Path(d) / "warm.irt", train=True)
         for name, e in EXAMPLES.items():
             model, inputs = e.build().train(e.train), e.inputs()
             t_onnx = time_torch_onnx_export(model, inputs)
+            check.seconds = 0.0
             t = time.perf_counter()
             irtrace.export(e.build(), inputs, Path(d) / f"{name}.irt", train=e.train)
             t_irt = time.perf_counter() - t
-            print(f"{name:18} {t_onnx:20.2f} {t_irt:17.2f} {t_irt / t_onnx:6.2f}")
+            print(f"{name:18} {t_onnx:20.2f} {t_irt:17.2f} {t_irt / t_onnx:6.2f} {check.seconds:17.2f} "
+                  f"{check.seconds / t_irt:6.1%}")
 
 
 if __name__ == "__main__":
