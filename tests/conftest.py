@@ -27,6 +27,32 @@ def update_known(module, name, table):
     return True
 
 
+@pytest.fixture(scope="session", autouse=True)
+def warm_workers():
+    """Backend workers kept running between the session's replays (irtrace.replay.worker.keep_warm): each
+    framework is imported once per session and environment, not once per replay. IRTRACE_COLD_WORKERS=1
+    starts them per replay as a single `irtrace replay` does."""
+    from irtrace.replay import worker
+    if os.environ.get("IRTRACE_COLD_WORKERS") == "1":
+        yield
+        return
+    worker.keep_warm()
+    yield
+    worker.close_warm()
+
+
+@pytest.fixture
+def cold_workers():
+    """Within one test, workers start for each replay and end with it (a test that counts the starts)."""
+    from irtrace.replay import worker
+    was = worker._WARM is not None
+    worker.close_warm()
+    yield
+    worker.close_warm()
+    if was:
+        worker.keep_warm()
+
+
 @pytest.fixture(scope="session")
 def example_bundle(tmp_path_factory):
     """Export an example model once per session: example_bundle('resnet') -> Bundle."""

@@ -31,8 +31,8 @@ def small(path, seed=0):
 
 
 @pytest.fixture
-def started(monkeypatch):
-    """The names of the workers started, in order."""
+def started(monkeypatch, cold_workers):
+    """The names of the workers started, in order (each replay's own: none kept warm)."""
     names, real = [], WorkerProxy.start
 
     def start(self):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from backends._runtime.wire import Status
 from irtrace.replay import backends as registry
 from irtrace.replay.plan import ORACLE, REFERENCE
-from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt, start_wait
+from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt, park, start_wait, warm
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class WorkerPool:
         self.start_timeout = start_timeout  # seconds a worker's start may take (None: WorkerProxy's default)
 
     def _proxy(self, info):
-        w = adopt(info) or WorkerProxy(info)
+        w = adopt(info) or warm(info) or WorkerProxy(info)
         if self.start_timeout is not None:
             w.start_timeout = self.start_timeout
         return w
@@ -162,9 +162,11 @@ class WorkerPool:
         return {w.info.name for w in self.all} | {n for n, i in registry.BACKENDS.items() if i.unavailable() is None}
 
     def close(self):
-        for w in self.all:
+        """Every worker closed, or kept warm for the next replay (worker.keep_warm)."""
+        leaving = [w for w in self.all if not park(w)]
+        for w in leaving:
             w.ask_to_exit()
-        for w in self.all:
+        for w in leaving:
             w.wait_exit()
 
     def kill(self):

@@ -84,6 +84,65 @@ def discard_early():
         _EARLY.popitem()[1].kill()
 
 
+# Workers kept running between the replays of one process (keep_warm): a replay's workers, healthy and
+# idle at its end, wait for the next replay that asks for the same declaration under the same environment
+# variables, instead of importing their framework again (seconds each: TensorFlow's 4-7 s). Off by default;
+# the demo (four examples in a row) and the test session turn it on.
+_WARM = None          # [(BackendInfo, environment key, WorkerProxy)] of the idle workers, or None (off)
+WARM_PER_BACKEND = 4  # idle workers kept per declaration (--jobs N parks up to N)
+
+
+def keep_warm():
+    """From now on, keep the workers a replay ends with for the next one in this process (close_warm ends them)."""
+    global _WARM
+    if _WARM is None:
+        _WARM = []
+        import atexit
+        atexit.register(close_warm)
+
+
+def close_warm():
+    """End every worker kept warm, and keep none from now on."""
+    global _WARM
+    idle, _WARM = _WARM or [], None
+    for _, _, w in idle:
+        w.ask_to_exit()
+    for _, _, w in idle:
+        w.wait_exit()
+
+
+def _environment():
+    return hash(frozenset(os.environ.items()))
+
+
+def park(worker):
+    """Keep `worker` for a later replay when workers are kept warm and it is alive and owes nothing;
+    False (the caller closes it) otherwise."""
+    if _WARM is None or not worker.idle():
+        return False
+    same = [w for info, _, w in _WARM if info == worker.info]
+    if len(same) >= WARM_PER_BACKEND:
+        return False
+    _WARM.append((worker.info, _environment(), worker))
+    return True
+
+
+def warm(info):
+    """A worker kept warm for `info` (the same declaration, the same environment variables), or None."""
+    if not _WARM:
+        return None
+    here = _environment()
+    for k, (kept, env, w) in enumerate(_WARM):
+        if kept == info and env == here:
+            del _WARM[k]
+            if w.idle():
+                w.restarts = 0
+                return w
+            w.kill()
+            return None
+    return None
+
+
 START_MIN_S = 30.0  # the shortest wait for a worker's hello: a framework's import (TensorFlow: 4.6 s here, idle)
 
 
@@ -339,6 +398,12 @@ class WorkerProxy:
     def close(self):
         self.ask_to_exit()
         self.wait_exit()
+
+    def idle(self):
+        """Running, started, and owing no request: it can serve another replay as it is."""
+        self._written()
+        return (self.proc is not None and self.proc.poll() is None and self.hello is not None and not self.dead
+                and self._greeting is None and not self._owed and not self._early and not self._lost)
 
     def ask_to_exit(self):
         """The first half of close(): several workers exit at the same time (a framework's
