@@ -18,6 +18,7 @@ import builtins
 import copy
 import math
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -526,23 +527,25 @@ def _wrap(text, width=110, indent="    "):
 
 
 class Script:
-    """The straight-line script of one case. Call `text()`; arrays too big to inline are in `npz`."""
+    """The straight-line script of one case being written: its setup lines, and the arrays too big to
+    inline (`npz`, for data.npz). Literals share one budget of INLINE_TOTAL elements."""
 
     def __init__(self, recipe):
         self.recipe, self.npz, self.setup = recipe, {}, []
+        self.budget = INLINE_TOTAL
 
-    def value(self, name, array, wrap, budget, comment=""):
+    def value(self, name, array, wrap, comment=""):
         """`name = <literal or data.npz entry>` (wrapped in the framework's tensor when `wrap`)."""
         a = np.asarray(array)
         dt = self.recipe.get("dtypes", {}).get(a.dtype.name, a.dtype.name)
         lines = None
-        if a.size <= INLINE_ELEMENTS and budget[0] >= a.size:
+        if a.size <= INLINE_ELEMENTS and self.budget >= a.size:
             expr = array_text(a.astype(dt), dt)
             lines = _wrap(f"{name} = {self.recipe[wrap].format(expr) if wrap else expr}")
             if len(lines) > 2:  # a literal of more than two lines reads worse than data.npz
                 lines = None
             else:
-                budget[0] -= a.size
+                self.budget -= a.size
         if lines is None:
             self.npz[name] = a.astype(dt)
             expr = f"data[{name!r}]"
@@ -580,94 +583,175 @@ def _fed(lines, value, recipe, names):
     return new, ast.unparse(Ren().visit(ast.parse(value, mode="eval")))
 
 
-def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, want, f64, allowed, doc, who,
-            fed=False, prune=True, part=None):
-    """(script text, arrays for data.npz). `op`: (lines, returned expression, helper sources, imports)
-    of the specialised op (or the function form); `check`: the index of the checked result of `mode`
-    (fwd: per output; vjp: per input; vjp2: per input, then per output); `diff`: per input, whether it
-    requires grad; `part` (vjp2): "g" for ds/dg (the cotangents require grad), else ds/dx (the
-    penalty's own graph: the cotangents are constants)."""
-    lines, value, helpers, op_imports = op
-    sc = Script(recipe)
-    if prune and len(cots) > 1 and verdict not in ("CRASH", "TIMEOUT"):  # outputs the mode never reads: not computed
-        wanted = {check} if mode == "fwd" else {j for j, c in enumerate(cots) if c is not None}
-        lines, value = _drop_unused(lines, value, wanted)
-    budget = [INLINE_TOTAL]
-    n_in, n_out = len(inputs), len(cots)
-    grads = mode != "fwd"
-    xs = [i for i in range(n_in) if grads and diff[i]]
+_RAISES = ("ERROR", "CRASH", "TIMEOUT")   # verdicts with no numbers to check: the call itself is the problem
+_KILLS = ("CRASH", "TIMEOUT")             # ... and those that may take the process with them
+# a script whose op may kill the process runs it again in a child, and reports how the child ended
+_IN_A_CHILD = ["import subprocess", "import sys",
+               'if "--child" not in sys.argv:  # the op may kill the process: it runs in a child',
+               "    try:",
+               '        code = subprocess.run([sys.executable, __file__, "--child"], timeout=60).returncode',
+               "    except subprocess.TimeoutExpired:",
+               '        code = "no answer within 60 s"',
+               '    print("the op\'s process:", code if not isinstance(code, int) or code >= 0 else '
+               'f"killed by signal {-code}")',
+               "    raise SystemExit(0 if code in (0, 1) else 1)"]
+
+
+@dataclass(frozen=True)
+class ScriptCase:
+    """One (shrunk) case as a repro script computes and checks it. `spec`: the node's wire spec (with
+    its "proto"); `check`: the index of the checked result of `mode` (fwd: per output; vjp: per input;
+    vjp2: per input, then per output); `nondiff`: the input positions that do not require grad;
+    `part` (vjp2): "g" for ds/dg (the cotangents require grad), else ds/dx (the penalty's own graph:
+    the cotangents are constants); `want`, `f64`, `got`: the checked result as the reference, float64
+    and the backend's worker computed it (None where there is none); `allowed`: irtrace's tolerance,
+    and `allowance` what it is, in words (the comment on the script's check)."""
+    spec: dict
+    mode: str
+    verdict: str
+    check: int
+    inputs: tuple
+    cots: tuple
+    us: tuple
+    nondiff: tuple = ()
+    attrs: dict = field(default_factory=dict)
+    want: object = None
+    f64: object = None
+    got: object = None
+    allowed: float = 0.0
+    allowance: str = "irtrace's tolerance for this case"
+    part: str = None
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The script's names for one case: per input (the op's own parameter names), the differentiated
+    inputs `xs` (positions) with their results `h` and directions `u`, the outputs `outs`, those with a
+    cotangent `with_cot` and its name `g`, the penalised inputs `ps` (vjp2: with a direction) and the
+    second-order results `d`."""
+    inputs: list
+    xs: list
+    h: dict
+    u: dict
+    outs: list
+    with_cot: list
+    g: dict
+    ps: list
+    d: dict
+
+
+def _names(case, names):
+    grads = case.mode != "fwd"
+    diff = [a is not None and np.asarray(a).dtype.kind == "f" and i not in case.nondiff
+            for i, a in enumerate(case.inputs)]
+    xs = [i for i in range(len(case.inputs)) if grads and diff[i]]
     if grads and not xs:
         raise CannotSpecialise("no differentiated input")
-    single = len(xs) == 1
-    h = {i: "h" if single else f"h_{names[i]}" for i in xs}
-    u = {i: "u" if single else f"u_{names[i]}" for i in xs}
-    outs = ["y"] if n_out == 1 else [f"ys[{j}]" for j in range(n_out)]
-    with_cot = [j for j in range(n_out) if grads and cots[j] is not None]
+    single, n_out = len(xs) == 1, len(case.cots)
+    with_cot = [j for j in range(n_out) if grads and case.cots[j] is not None]
     if grads and not with_cot:
         raise CannotSpecialise("no output with a cotangent")
     g = {j: "g" if n_out == 1 else f"g{j}" for j in with_cot}
-    used = {n.id for n in ast.walk(ast.parse("\n".join(lines + [f"y = {value}"]))) if isinstance(n, ast.Name)}
-    for i, a in enumerate(inputs):
-        if a is None:
-            continue
-        if i in xs or names[i] in used:
-            kind = "leaf" if i in xs else "tensor"
-            sc.value(names[i], a, kind, budget)
-    of_g = mode == "vjp2" and part == "g"
-    for j in with_cot:
-        sc.value(g[j], cots[j], "leaf" if of_g else "tensor", budget, f"cotangent of {outs[j]}")
+    d = {("g", j): f"d_{g[j]}" for j in with_cot} if _of_g(case) else {("x", i): f"d_{names[i]}" for i in xs}
+    return _Names(names, xs, {i: "h" if single else f"h_{names[i]}" for i in xs},
+                  {i: "u" if single else f"u_{names[i]}" for i in xs},
+                  ["y"] if n_out == 1 else [f"ys[{j}]" for j in range(n_out)], with_cot, g,
+                  [i for i in xs if case.mode == "vjp2" and case.us[i] is not None], d)
+
+
+def _of_g(case):
+    return case.mode == "vjp2" and case.part == "g"
+
+
+def compose(recipe, case, op, names, doc, who, copies=False, prune=True):
+    """(script text, arrays for data.npz) of `case` (a ScriptCase) in the framework of `recipe` (the
+    backend's repro.py). `op`: (lines, returned expression, helper sources, imports) of the specialised
+    op (or the function form); `names`: the script's name of each input; `doc`: the docstring; `who`:
+    whose the expected values are; `copies`: the op reads recorded copies of the differentiated inputs
+    (recipe["fed"]); `prune`: outputs the mode never reads are not computed."""
+    lines, value = op[:2]
+    if prune and len(case.cots) > 1 and case.verdict not in _KILLS:
+        wanted = {case.check} if case.mode == "fwd" else {j for j, c in enumerate(case.cots) if c is not None}
+        lines, value = _drop_unused(lines, value, wanted)
+    v = _names(case, names)
+    sc = Script(recipe)
+    terms = _arrays(sc, case, v, lines + [f"y = {value}"])
+    if copies:
+        lines, value = _fed(lines, value, recipe, [names[i] for i in v.xs])
+    body = _autodiff(recipe, case, v, lines + [f"{'y' if len(case.cots) == 1 else 'ys'} = {value}"], terms)
+    result = _checked(case, v)
+    tail = [] if case.verdict in _RAISES else _check(sc, case, result, who)
+    return _assemble(sc, case, doc, op, body, tail), sc.npz
+
+
+def _arrays(sc, case, v, op_lines):
+    """The setup lines of the inputs the op reads (leaves: those differentiated), the cotangents and
+    (vjp2) the directions; the terms of vjp2's s."""
+    used = {n.id for n in ast.walk(ast.parse("\n".join(op_lines))) if isinstance(n, ast.Name)}
+    for i, a in enumerate(case.inputs):
+        if a is not None and (i in v.xs or v.inputs[i] in used):
+            sc.value(v.inputs[i], a, "leaf" if i in v.xs else "tensor")
+    for j in v.with_cot:
+        sc.value(v.g[j], case.cots[j], "leaf" if _of_g(case) else "tensor", f"cotangent of {v.outs[j]}")
+    if case.mode != "vjp2":
+        return []
     terms = []
-    ps = [i for i in xs if mode == "vjp2" and us[i] is not None]  # what the penalty's first backward takes
-    if mode == "vjp2":
-        for i in ps:
-            sc.value(u[i], us[i], "tensor", budget, f"direction: s = <{h[i]}, {u[i]}>" if single else "")
-            terms.append(recipe["term"].format(h=h[i], u=u[i]))
-        if not terms:
-            raise CannotSpecialise("no direction u")
-    if fed:
-        lines, value = _fed(lines, value, recipe, [names[i] for i in xs])
-    d = {("g", j): f"d_{g[j]}" for j in with_cot} if of_g else {("x", i): f"d_{names[i]}" for i in xs}
-    op_lines = lines + [f"{'y' if n_out == 1 else 'ys'} = {value}"]
-    gs = ", ".join(g[j] for j in with_cot)
-    fields = {"op": op_lines, "xs": ", ".join(names[i] for i in xs), "ys": ", ".join(outs[j] for j in with_cot),
-              "gs": gs, "hs": ", ".join(h[i] for i in (ps if mode == "vjp2" else xs)),
-              "ps": ", ".join(names[i] for i in ps), "ws": gs if of_g else ", ".join(names[i] for i in xs),
-              "and_gs": f", {gs}" if of_g else "", "ds": ", ".join(d.values()), "s": " + ".join(terms)}
-    each = [{"x": names[i], "h": h[i]} for i in xs]
-    each_p = [{"p": names[i], "h": h[i]} for i in ps]
-    body = op_lines if mode == "fwd" else _fill(recipe[mode], fields, each, each_p)
-    if mode == "fwd":
-        result = outs[check] if check < n_out else None
-    elif mode == "vjp":
-        result = h.get(check)
+    for i in v.ps:
+        sc.value(v.u[i], case.us[i], "tensor", f"direction: s = <{v.h[i]}, {v.u[i]}>" if len(v.xs) == 1 else "")
+        terms.append(sc.recipe["term"].format(h=v.h[i], u=v.u[i]))
+    if not terms:
+        raise CannotSpecialise("no direction u")
+    return terms
+
+
+def _autodiff(recipe, case, v, op_lines, terms):
+    """The op's lines inside the recipe's autodiff steps for the mode (fwd: the op's lines alone)."""
+    if case.mode == "fwd":
+        return op_lines
+    of_g = _of_g(case)
+    gs = ", ".join(v.g[j] for j in v.with_cot)
+    xs = ", ".join(v.inputs[i] for i in v.xs)
+    fields = {"op": op_lines, "xs": xs, "ys": ", ".join(v.outs[j] for j in v.with_cot),
+              "gs": gs, "hs": ", ".join(v.h[i] for i in (v.ps if case.mode == "vjp2" else v.xs)),
+              "ps": ", ".join(v.inputs[i] for i in v.ps), "ws": gs if of_g else xs,
+              "and_gs": f", {gs}" if of_g else "", "ds": ", ".join(v.d.values()), "s": " + ".join(terms)}
+    each = [{"x": v.inputs[i], "h": v.h[i]} for i in v.xs]
+    each_p = [{"p": v.inputs[i], "h": v.h[i]} for i in v.ps]
+    return _fill(recipe[case.mode], fields, each, each_p)
+
+
+def _checked(case, v):
+    """The script's name of the checked result (None for a verdict that checks none)."""
+    n_in, n_out, check = len(case.inputs), len(case.cots), case.check
+    if case.mode == "fwd":
+        result = v.outs[check] if check < n_out else None
+    elif case.mode == "vjp":
+        result = v.h.get(check)
     else:
-        result = d.get(("x", check)) if check < n_in else d.get(("g", check - n_in))
-    if result is None and verdict not in ("ERROR", "CRASH", "TIMEOUT"):
+        result = v.d.get(("x", check)) if check < n_in else v.d.get(("g", check - n_in))
+    if result is None and case.verdict not in _RAISES:
         raise CannotSpecialise("the checked result is not one the script computes")
-    tail = []
-    if verdict in ("ERROR", "CRASH", "TIMEOUT"):
-        pass
-    else:
-        numpy = recipe["numpy"].format(result)
-        if recipe.get("none_is_zero") and mode != "fwd":
-            numpy = f"np.zeros({tuple(np.shape(want))!r}, 'float32') if {result} is None else {numpy}"
-        tail.append(f"got = {numpy}")
-        sc.value("want", want, None, budget, who)
-        if f64 is not None:
-            sc.value("f64", f64, None, budget, "float64")
-        tail += _check_lines(verdict, np.shape(want), allowed, f64 is not None, np.size(want))
-    head = [f'"""{doc}"""']
-    if verdict in ("CRASH", "TIMEOUT"):
-        head += ["import subprocess", "import sys",
-                 'if "--child" not in sys.argv:  # the op may kill the process: it runs in a child',
-                 "    try:",
-                 '        code = subprocess.run([sys.executable, __file__, "--child"], timeout=60).returncode',
-                 "    except subprocess.TimeoutExpired:",
-                 '        code = "no answer within 60 s"',
-                 '    print("the op\'s process:", code if not isinstance(code, int) or code >= 0 else f"killed by signal {-code}")',
-                 "    raise SystemExit(0 if code in (0, 1) else 1)"]
-    head += (["import os"] if sc.npz else []) + ["import numpy as np"] + list(recipe["imports"]) + \
-        [x for x in op_imports if x not in recipe["imports"] and "import numpy as np" != x]
+    return result
+
+
+def _check(sc, case, result, who):
+    """The lines that take the checked result as numpy (`got`) and judge it; `want` and `f64` set up."""
+    numpy = sc.recipe["numpy"].format(result)
+    if sc.recipe.get("none_is_zero") and case.mode != "fwd":
+        numpy = f"np.zeros({tuple(np.shape(case.want))!r}, 'float32') if {result} is None else {numpy}"
+    sc.value("want", case.want, None, who)
+    if case.f64 is not None:
+        sc.value("f64", case.f64, None, "float64")
+    return [f"got = {numpy}"] + _check_lines(case, np.size(case.want))
+
+
+def _assemble(sc, case, doc, op, body, tail):
+    """The script's text: docstring, imports, the op's helpers, the setup, then the body and its check."""
+    helpers, op_imports = op[2:]
+    imports = list(sc.recipe["imports"])
+    head = [f'"""{doc}"""'] + (_IN_A_CHILD if case.verdict in _KILLS else [])
+    head += (["import os"] if sc.npz else []) + ["import numpy as np"] + imports + \
+        [x for x in op_imports if x not in imports and "import numpy as np" != x]
     out = head + [""]
     for src in helpers:
         out += ["", src.rstrip(), ""]
@@ -676,17 +760,17 @@ def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, wan
     if sc.npz:
         out.append('data = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data.npz"))')
     out += sc.setup
-    if verdict == "ERROR":
+    if case.verdict == "ERROR":
         out += ["try:"] + ["    " + x for x in body] + [
             "except Exception as e:  # the framework's own error is the problem",
             "    print(f\"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\")",
             "    raise SystemExit(1)",
             'print("no error: does not reproduce")', "raise SystemExit(0)"]
-    elif verdict in ("CRASH", "TIMEOUT"):
+    elif case.verdict in _KILLS:
         out += body + ['print("the op returned: does not reproduce")']
     else:
         out += body + tail
-    return "\n".join(out) + "\n", sc.npz
+    return "\n".join(out) + "\n"
 
 
 def _drop_unused(lines, value, wanted):
@@ -719,12 +803,12 @@ def _drop_unused(lines, value, wanted):
     return kept, value
 
 
-def _check_lines(verdict, shape, allowed, has_f64, size):
+def _check_lines(case, size):
     show = size <= 16
-    if verdict == "SHAPE_MISMATCH":
+    if case.verdict == "SHAPE_MISMATCH":
         return ['print("shape", list(got.shape), "expected", list(want.shape))',
                 "raise SystemExit(1 if got.shape != want.shape else 0)"]
-    if verdict == "NAN_MISMATCH":
+    if case.verdict == "NAN_MISMATCH":
         return ["odd = np.isfinite(got) != np.isfinite(want)",
                 'print(f"{odd.sum()} of {odd.size} elements are finite on one side only")'] + \
                (['print("got", got.ravel(), "expected", want.ravel())'] if show else []) + \
@@ -732,8 +816,8 @@ def _check_lines(verdict, shape, allowed, has_f64, size):
     lines = ["err = np.abs(got.astype(np.float64) - want)",
              "i = np.unravel_index(np.argmax(err), err.shape)",
              'print(f"max abs difference {err.max():.3g} at {[int(k) for k in i]}: got {got[i].item()!r}, '
-             'expected {want[i].item()!r}' + (' (float64 {f64[i].item()!r})")' if has_f64 else '")')]
+             'expected {want[i].item()!r}' + (' (float64 {f64[i].item()!r})")' if case.f64 is not None else '")')]
     if show:
         lines.append('print("got", got.ravel(), "expected", want.ravel())')
-    lines.append(f"raise SystemExit(1 if err.max() > {float(allowed):.3g} else 0)  # irtrace's tolerance for this case")
+    lines.append(f"raise SystemExit(1 if err.max() > {float(case.allowed):.3g} else 0)  # {case.allowance}")
     return lines
