@@ -17,7 +17,7 @@ from irtrace.errors import IrtraceError, suggest
 from irtrace.ir.spec import decode_attrs, node_specs
 from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
-from irtrace.replay.call import NodeCall, bundle_paths, from_bundle, proto_text, wire_spec
+from irtrace.replay.call import NodeCall, bundle_paths, differentiated, from_bundle, proto_text, wire_spec
 from irtrace.replay.execute import LocalExecutor, WorkerPool
 from irtrace.replay.judge import gather, judge_node, labels
 from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
@@ -368,8 +368,11 @@ def _context(bundle, f, call, shrunk, sources, pool):
 def _script_case(shrunk, ctx):
     """The shrunk case as the scripts compute and check it."""
     call, data = shrunk.call, shrunk.data
+    nondiff = set(ctx["nondiff"])
+    if call.mode == "fwd":  # nothing requires grad: the schema's attribute-like inputs (Resize's scales) are known
+        nondiff |= differentiated(call.spec, list(call.inputs), set())[1]
     return ScriptCase(wire_spec(call.spec, call.proto), call.mode, ctx["verdict"], shrunk.check, call.inputs,
-                      call.cots, call.us, tuple(ctx["nondiff"]), ctx["attrs"], want=data.get("reference"),
+                      call.cots, call.us, tuple(sorted(nondiff)), ctx["attrs"], want=data.get("reference"),
                       f64=data.get("oracle"), got=data.get("backend_result"), allowed=ctx["allowed"],
                       allowance=f"irtrace's allowance: {ctx['allowance']}", part=call.part)
 

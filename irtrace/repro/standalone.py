@@ -97,7 +97,8 @@ def _tensors(names, case, shape_type):
             continue
         a = np.asarray(a)
         known = a.dtype.kind != "f" or i in case.nondiff
-        out.append(straight.Tensor(n, a.shape, a if known else None, shape_type))
+        out.append(straight.Tensor(n, a.shape, a if known else None, shape_type,
+                                   requires_grad=not known and case.mode != "fwd"))
     return out
 
 

@@ -16,6 +16,7 @@ The autodiff steps come from the backend's recipe (backends/<name>/repro.py, dat
 import ast
 import builtins
 import copy
+import keyword
 import math
 import re
 from dataclasses import dataclass, field
@@ -78,11 +79,16 @@ class _Shape(tuple):
 
 class Tensor:
     """An op input in the script: a variable name, a known shape; contents known (integer inputs such
-    as pads) or not (float data)."""
+    as pads) or not (float data); `requires_grad`: whether the script differentiates it (a leaf)."""
 
-    def __init__(self, name, shape, value=None, shape_type=_Shape):
+    def __init__(self, name, shape, value=None, shape_type=_Shape, requires_grad=False):
         self.name, self._shape, self.value, self._shape_type = name, tuple(shape), value, shape_type
+        self._requires_grad = requires_grad
         self.used = False
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
 
     @property
     def shape(self):
@@ -141,6 +147,10 @@ class _Emitted(Tensor):
 
     @property
     def ndim(self):
+        raise _Touched(self.name)
+
+    @property
+    def requires_grad(self):
         raise _Touched(self.name)
 
 
@@ -297,7 +307,7 @@ class _Folder(ast.NodeTransformer):
             except Exception:  # noqa: BLE001 - depends on tensors: kept
                 pass
         if isinstance(node, ast.expr) and not isinstance(node, (ast.Starred, ast.Lambda, ast.Slice)) \
-                and not (_free(node) & self.bound):
+                and not ((_free(node) - _bound_names(node)) & self.bound):  # a comprehension's own names
             try:
                 value = eval(compile(ast.Expression(node), "<op>", "eval"), self.ns)  # noqa: S307 - our own op code
             except Exception:  # noqa: BLE001 - not foldable: keep the expression, fold inside it
@@ -307,6 +317,29 @@ class _Folder(ast.NodeTransformer):
                 if text is not None:
                     return ast.parse(text, mode="eval").body
         return self.generic_visit(node)
+
+
+class _Keywords(ast.NodeTransformer):
+    """`f(x, **{'scale_factor': 2.0})`, a keyword dict the op built and folding made a literal, written
+    as the keywords it passes: `f(x, scale_factor=2.0)` (only names that are identifiers and not passed
+    twice)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        named = {k.arg for k in node.keywords if k.arg is not None}
+        out = []
+        for k in node.keywords:
+            keys = getattr(k.value, "keys", None) if k.arg is None and isinstance(k.value, ast.Dict) else None
+            names = [key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+                     for key in keys or []]
+            if keys and all(n is not None and n.isidentifier() and not keyword.iskeyword(n) for n in names) \
+                    and not (set(names) & named) and len(set(names)) == len(names):
+                out += [ast.keyword(n, v) for n, v in zip(names, k.value.values)]
+                named |= set(names)
+            else:
+                out.append(k)
+        node.keywords = out
+        return node
 
 
 class _Renamer(ast.NodeTransformer):
@@ -327,16 +360,19 @@ class Specialiser:
     def __init__(self, ns, render, names_taken):
         self.ns, self.render, self.lines = ns, render, []
         self.taken = set(names_taken)
+        self.emitted = set()   # every name the lines assign (a local assigned twice has two)
 
     def _script_name(self, name):
         new = name
         while new in RESERVED or new in self.taken:
             new += "_"
         self.taken.add(new)
+        self.emitted.add(new)
         return new
 
     def fold(self, expr):
-        return ast.unparse(_Folder(self.ns, self.render, _bound_names(expr), self.inline).visit(copy.deepcopy(expr)))
+        folded = _Folder(self.ns, self.render, _bound_names(expr), self.inline).visit(copy.deepcopy(expr))
+        return ast.unparse(_Keywords().visit(folded))
 
     def emit(self, stmt):
         if isinstance(stmt, ast.Assign) and all(isinstance(t, (ast.Name, ast.Tuple)) for t in stmt.targets):
@@ -389,6 +425,26 @@ class Specialiser:
         if top:
             raise CannotSpecialise("the op's body ends without a return")
         return None
+
+
+def _one_expression_helpers(tree):
+    """name -> (parameters, expression) of the block's helpers that are one expression (a function of one
+    `return expr` after a docstring, or `name = lambda ...: expr`): written out in place where called."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name != "op":
+            args = node.args
+            body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+            expr = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and node.targets[0].id != "op":
+            args, expr = node.value.args, node.value.body
+        else:
+            continue
+        if expr is not None and not (args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs):
+            out[node.name if isinstance(node, ast.FunctionDef) else node.targets[0].id] = \
+                ([a.arg for a in args.args], expr)
+    return out
 
 
 def _signature_binder(fn_node):
@@ -457,13 +513,7 @@ def specialise(block, imports, inputs, attrs, shape_type=_Shape):
     render = Renderer(helpers)
     taken = {t.name for t in inputs if isinstance(t, Tensor)}
     sp = Specialiser(ns, render, taken)
-    sp.inline = {}
-    for node in tree.body:  # helpers of one `return expr` (after a docstring) are written out in place
-        if isinstance(node, ast.FunctionDef) and node.name != "op" and not node.args.vararg and \
-                not node.args.kwonlyargs and not node.args.defaults:
-            body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
-            if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-                sp.inline[node.name] = ([a.arg for a in node.args.args], body[0].value)
+    sp.inline = _one_expression_helpers(tree)
     sp.locals = set(params)
     ns.update(bound)
     value = sp.body(op_def.body)
@@ -471,7 +521,7 @@ def specialise(block, imports, inputs, attrs, shape_type=_Shape):
     text = "\n".join(lines + [f"y = {value}"])
     # what the lines name must exist in the script: tensors, imports, helpers, builtins
     used = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
-    emitted = {v.name for v in ns.values() if isinstance(v, _Emitted)}
+    emitted = sp.emitted | _bound_names(ast.parse(text))  # comprehension variables are the lines' own
     inputs_named = {t.name for t in inputs if isinstance(t, Tensor)} | {
         t.name for v in bound.values() if isinstance(v, (tuple, list)) for t in v if isinstance(t, Tensor)}
     imports_by_name = import_names(imports)
