@@ -473,9 +473,8 @@ def import_names(imports):
     return out
 
 
-def specialise(block, imports, inputs, attrs, shape_type=_Shape):
-    """(op lines, the returned expression, helper sources, import lines) for the op of `block` called as
-    op(*inputs, **attrs). `inputs`: Tensor or None per input. Raises CannotSpecialise."""
+def _split_block(block):
+    """(the module's tree, the `op` function's node, name -> source of every other definition)."""
     tree = ast.parse(block)
     op_def = None
     helpers_src = {}
@@ -493,6 +492,13 @@ def specialise(block, imports, inputs, attrs, shape_type=_Shape):
                                                            decorator_list=[], returns=None, type_params=[]))
     if not isinstance(op_def, ast.FunctionDef):
         raise CannotSpecialise("the op is not a plain function")
+    return tree, op_def, helpers_src
+
+
+def specialise(block, imports, inputs, attrs, shape_type=_Shape):
+    """(op lines, the returned expression, helper sources, import lines) for the op of `block` called as
+    op(*inputs, **attrs). `inputs`: Tensor or None per input. Raises CannotSpecialise."""
+    tree, op_def, helpers_src = _split_block(block)
     ns = {"__builtins__": builtins}
     for name, line in import_names(imports).items():
         ns[name] = np if line.split()[1].split(".")[0] == "numpy" else _Framework(name)
@@ -509,21 +515,23 @@ def specialise(block, imports, inputs, attrs, shape_type=_Shape):
         bound = ns.pop("__bind")(*inputs, **attrs)
     except TypeError as e:
         raise CannotSpecialise(f"the op's parameters do not take this call: {e}") from e
-    params = set(bound)
-    render = Renderer(helpers)
-    taken = {t.name for t in inputs if isinstance(t, Tensor)}
-    sp = Specialiser(ns, render, taken)
+    sp = Specialiser(ns, Renderer(helpers), {t.name for t in inputs if isinstance(t, Tensor)})
     sp.inline = _one_expression_helpers(tree)
-    sp.locals = set(params)
+    sp.locals = set(bound)
     ns.update(bound)
     value = sp.body(op_def.body)
-    lines = sp.lines
-    text = "\n".join(lines + [f"y = {value}"])
-    # what the lines name must exist in the script: tensors, imports, helpers, builtins
-    used = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
-    emitted = sp.emitted | _bound_names(ast.parse(text))  # comprehension variables are the lines' own
     inputs_named = {t.name for t in inputs if isinstance(t, Tensor)} | {
         t.name for v in bound.values() if isinstance(v, (tuple, list)) for t in v if isinstance(t, Tensor)}
+    srcs, import_lines = _needed(sp, value, inputs_named, helpers_src, imports)
+    return sp.lines, value, srcs, import_lines
+
+
+def _needed(sp, value, inputs_named, helpers_src, imports):
+    """(helper sources, import lines) the written-out lines need; CannotSpecialise when they name anything
+    the script would not have (tensors, imports, helpers, builtins)."""
+    text = "\n".join(sp.lines + [f"y = {value}"])
+    used = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+    emitted = sp.emitted | _bound_names(ast.parse(text))  # comprehension variables are the lines' own
     imports_by_name = import_names(imports)
     need_helpers = sorted(used & set(helpers_src))
     unknown = used - emitted - inputs_named - set(imports_by_name) - set(need_helpers) - set(dir(builtins)) - {"y"}
@@ -540,8 +548,7 @@ def specialise(block, imports, inputs, attrs, shape_type=_Shape):
         for m in sorted({x.id for x in ast.walk(ast.parse(src)) if isinstance(x, ast.Name)} & set(helpers_src)):
             todo.append(m)
         used |= {x.id for x in ast.walk(ast.parse(src)) if isinstance(x, ast.Name)}
-    import_lines = [line for name, line in imports_by_name.items() if name in used]
-    return lines, value, list(reversed(srcs)), import_lines
+    return list(reversed(srcs)), [line for name, line in imports_by_name.items() if name in used]
 
 
 def param_names(block, n_inputs):
