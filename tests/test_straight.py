@@ -1,7 +1,8 @@
-"""irtrace/repro/straight.py, the specialiser, on each backend's own op functions: for Conv with
-asymmetric pads, Pad, MaxPool, BatchNormalization, Gemm, ReduceSum with keepdims=0 and Resize, the
-straight-line script `irtrace repro` writes first (irtrace/repro/standalone.build): the framework's own
-call with every attribute a literal, the script compiles, and it imports neither irtrace nor backends.
+"""irtrace/repro/straight.py, the specialiser (and irtrace/repro/recipe.py around it), on each backend's
+own op functions: for Conv with asymmetric pads, Pad, MaxPool, BatchNormalization, Gemm, ReduceSum with
+keepdims=0 and Resize, the straight-line script `irtrace repro` writes first (standalone.build): the
+framework's own call with every attribute a literal, the script compiles, and it imports neither irtrace
+nor backends.
 
 Pure Python, no worker: an op's source is read from its backend's op table as the worker reads it
 (backends/_runtime/source.py). The table's module imports its framework, which need not be installed
@@ -25,6 +26,7 @@ from irtrace.ir.canonical import canonicalize
 from irtrace.ir.spec import node_specs
 from irtrace.replay.call import differentiated, proto_text, wire_spec
 from irtrace.repro import standalone, straight
+from irtrace.repro.recipe import ScriptCase
 
 FRAMEWORKS = {"torch": "torch", "megengine": "megengine", "paddle": "paddle", "tensorflow": "tensorflow",
               "oneflow": "oneflow"}
@@ -194,10 +196,10 @@ def _job(ops, recipe, backend, op, mode="fwd", cots=(None,), us=(), part=None):
     entry = ops.lookup("", op, 20)
     body, imports = op_source(entry.fn)
     _, passive = differentiated(spec, list(inputs), set())
-    case = straight.ScriptCase(wire_spec(spec, proto_text(node)), mode, "DIVERGENT", 0, inputs, cots, us,
-                               tuple(sorted(set(entry.flags.get("nondiff", ())) | passive)), dict(spec.attrs),
-                               want=np.zeros(CASES[op][3], np.float32), allowed=1e-6, part=part,
-                               allowance="irtrace's allowance: 8 float32 ULPs at the output's scale")
+    case = ScriptCase(wire_spec(spec, proto_text(node)), mode, "DIVERGENT", 0, inputs, cots, us,
+                      tuple(sorted(set(entry.flags.get("nondiff", ())) | passive)), dict(spec.attrs),
+                      want=np.zeros(CASES[op][3], np.float32), allowed=1e-6, part=part,
+                      allowance="irtrace's allowance: 8 float32 ULPs at the output's scale")
     src = {"op": body, "imports": imports, "script": {"framework": FRAMEWORKS[backend], "recipe": recipe}}
     return standalone.Job(src, case, "title", "PyTorch, float32")
 

@@ -25,7 +25,7 @@ from irtrace.report.json_report import clean
 from irtrace.repro import script, standalone
 from irtrace.repro.standalone import write_npz
 from irtrace.repro.shrink import Case, shrink
-from irtrace.repro.straight import ScriptCase
+from irtrace.repro.recipe import ScriptCase
 from irtrace.store import load
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from irtrace.repro import script, straight
+from irtrace.repro import recipe as script_recipe, script, straight
 
 log = logging.getLogger(__name__)
 
@@ -178,10 +178,10 @@ COMPARE_TORCH = Target("compare_torch.py", 0, False)  # exit 0: PyTorch's own op
 @dataclass(frozen=True)
 class Job:
     """A script to write: `src` the worker's "source" reply (the op's code, the framework's recipe),
-    `case` a straight.ScriptCase, `title` its first line, `who` whose the expected values are; for the
+    `case` a recipe.ScriptCase, `title` its first line, `who` whose the expected values are; for the
     harness form `harness`: (its fields, the arrays of its data.npz), see script.render_script."""
     src: dict
-    case: straight.ScriptCase
+    case: script_recipe.ScriptCase
     title: str
     who: str
     target: Target = REPRO
@@ -228,7 +228,7 @@ def build(job, form):
                                      shape_type)
         else:
             op = _call_form(src["op"], src["imports"], names, case.inputs, case.attrs)
-    return straight.compose(recipe, case, op, names, doc, job.who, copies=form.copies, prune=form.prune)
+    return script_recipe.compose(recipe, case, op, names, doc, job.who, copies=form.copies, prune=form.prune)
 
 
 def write(job, forms, info, folder):
