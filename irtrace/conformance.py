@@ -4,7 +4,6 @@ The onnx wheel ships the generators, not the data: `collect_testcases()` rebuild
 Every single-node case of an op the backend claims (its op table) runs forward through the
 backend's worker, exactly as replay would run it (canonicalized node, same wire), and is
 compared with the case's expected outputs at the case's own rtol/atol."""
-import base64
 import contextlib
 import io
 import logging
@@ -21,7 +20,7 @@ from irtrace.ir.canonical import canonicalize
 from irtrace.ir.spec import node_specs
 from irtrace import compare
 from irtrace.replay import backends as registry
-from irtrace.replay.call import NodeCall
+from irtrace.replay.call import NodeCall, proto_text
 from irtrace.replay.worker import WorkerFailed, WorkerProxy
 
 log = logging.getLogger(__name__)
@@ -84,7 +83,7 @@ def _run_case(w, name, model, ins, outs, rtol, atol):
     if len(canon.graph.node) != 1:
         return CaseResult(name, op, SKIP, "folded away by canonicalization (a Constant)")
     spec = node_specs(canon)[0]
-    proto = base64.b64encode(canon.graph.node[0].SerializeToString()).decode()
+    proto = proto_text(canon.graph.node[0])
     feeds = dict(zip([i.name for i in model.graph.input], ins))
     pending = iter(outs)  # the case's outputs are the node's named ones, in order
     dtypes = [next(pending, None) if o else None for o in spec.outputs]

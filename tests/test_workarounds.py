@@ -196,10 +196,8 @@ def test_pad_via_concat_second_derivative_is_pad_of_u_by_hand():
     """Known answer: y = pad(x) is linear, so h = vjp(g) = g cropped, s = <h, u>, ds/dx = 0 and
     ds/dg = pad(u) with zeros (the constant does not enter). F.pad's ds/dg is 0 (the finding); the
     alternative's is pad(u)."""
-    import base64
-
     from irtrace.ir.spec import node_specs
-    from irtrace.replay.call import NodeCall
+    from irtrace.replay.call import NodeCall, proto_text
     from irtrace.replay.worker import WorkerProxy
     x = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2)
     pads = np.array([0, 0, 1, 0, 0, 0, 0, 2], np.int64)   # begin (1 row) and end (2 columns) differ
@@ -210,7 +208,7 @@ def test_pad_via_concat_second_derivative_is_pad_of_u_by_hand():
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 4])])
     spec = node_specs(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]))[0]
-    proto = base64.b64encode(node.SerializeToString()).decode()
+    proto = proto_text(node)
     call = NodeCall(spec, "vjp2", proto, (x, pads, value), (g,), (u, None, None))
     w = WorkerProxy(backends.get("megengine"))
     w.start()

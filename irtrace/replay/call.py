@@ -1,5 +1,6 @@
 """One node in one mode, as every backend receives it: built once, turned into a wire message by one
 function (engine, repro shrinking and conformance all send this)."""
+import base64
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -30,8 +31,7 @@ class NodeCall:
 
     def message(self):
         """The wire message (JSON-able) of this call."""
-        spec = {**self.spec.to_json(), "proto": self.proto,
-                "out_dtypes": list(self.out_dtypes) or [""] * len(self.spec.outputs)}
+        spec = wire_spec(self.spec, self.proto, list(self.out_dtypes) or [""] * len(self.spec.outputs))
         grads = {}
         if self.mode != "fwd" and self.wrt is not None:
             grads["wrt"] = list(self.wrt)
@@ -67,6 +67,34 @@ class NodeCall:
 
     def with_extra(self, **fields):
         return replace(self, extra={**self.extra, **fields})
+
+    def request(self, kind, **fields):
+        """The message of a request about this call's node that runs nothing: "source" (the op as
+        script text). `fields`: the request's own (e.g. "workaround": NAME)."""
+        return node_request(kind, self.spec, self.proto, self.out_dtypes or None, **fields)
+
+
+def proto_text(node):
+    """A NodeProto as every message carries it: serialized, base64."""
+    return base64.b64encode(node.SerializeToString()).decode()
+
+
+def wire_spec(spec, proto=None, out_dtypes=None):
+    """The "spec" of a message: the node's JSON, with its proto and the recorded outputs' dtypes where
+    the receiver reads them."""
+    out = spec.to_json()
+    if proto is not None:
+        out["proto"] = proto
+    if out_dtypes is not None:
+        out["out_dtypes"] = list(out_dtypes)
+    return out
+
+
+def node_request(kind, spec, proto=None, out_dtypes=None, **fields):
+    """The message of a request about a node that runs nothing: "source" (its op, or with
+    "workaround": NAME that alternative, as script text) or "alternatives" (the workarounds its backend
+    declares for the op)."""
+    return {"kind": kind, "spec": wire_spec(spec, proto, out_dtypes), **fields}
 
 
 def from_bundle(bundle, spec, mode, proto, us_off=()):

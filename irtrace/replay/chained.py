@@ -17,6 +17,7 @@ from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.ir.graph import dag, gradient_path, gradient_sources, shape_arithmetic
 from irtrace.ir.spec import node_specs
+from irtrace.replay.call import proto_text
 from irtrace.replay.plan import ORACLE, REFERENCE
 from irtrace.replay.worker import WorkerFailed
 from irtrace.replay.workarounds import applied
@@ -183,12 +184,11 @@ def chain_request(bundle, loss="bundle", substituted=(), workarounds=None):
     `workarounds`: node name -> an alternative formulation the backend runs in place of its op."""
     if loss not in LOSSES:
         raise IrtraceError(f"unknown chained loss {loss!r}; choose from {', '.join(LOSSES)}")
-    import base64
     model = bundle.model
     # shape arithmetic is what a port computes in Python: every backend gets its recorded values
     shapes_only = shape_arithmetic(model, bundle.state) | set(substituted)
     specs = [s for s in node_specs(model) if s.name not in shapes_only]
-    protos = {n.name: base64.b64encode(n.SerializeToString()).decode() for n in model.graph.node}
+    protos = {n.name: proto_text(n) for n in model.graph.node}
     m = bundle.manifest
     feeds = dict(initializers(model, bundle.values))
     for i in model.graph.input:

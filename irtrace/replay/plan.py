@@ -2,7 +2,6 @@
 each node the NodeCalls of the modes it judges (each differentiating exactly what a training step
 does) with what it does not judge and why, the backends it is judged on, and the form of the node
 each backend gets. Nothing here runs a backend: execute.py does, judge.py judges the answers."""
-import base64
 import re
 from dataclasses import dataclass, field, replace
 
@@ -12,7 +11,7 @@ from irtrace.errors import IrtraceError, suggest
 from irtrace.ir.graph import shape_arithmetic
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as registry
-from irtrace.replay.call import bundle_paths, differentiated, from_bundle
+from irtrace.replay.call import bundle_paths, differentiated, from_bundle, proto_text
 from irtrace.replay.select import search_names
 
 MODES = ("fwd", "vjp", "vjp2")
@@ -48,11 +47,6 @@ def select(specs, nodes_regex, ops):
     return out
 
 
-def node_proto(node):
-    """A NodeProto as NodeCall.proto carries it (base64 of its bytes)."""
-    return base64.b64encode(node.SerializeToString()).decode()
-
-
 def original_proto(node, original_attrs):
     """The node as it was before canonicalization (e.g. auto_pad=SAME_LOWER), for backends that
     execute ONNX themselves: their own auto_pad handling is code under test too."""
@@ -62,7 +56,7 @@ def original_proto(node, original_attrs):
     del n.attribute[:]
     for k, v in original_attrs.items():
         n.attribute.append(helper.make_attribute(k, v))
-    return node_proto(n)
+    return proto_text(n)
 
 
 def mode_calls(bundle, spec, modes, paths, proto):
@@ -188,5 +182,5 @@ def plan(bundle, options):
                 originals[n.name] = original_proto(n, attrs)
     selected = select(specs, options.nodes, list(options.ops) if options.ops else None)
     return Plan(bundle, list(options.backends), list(options.modes), selected,
-                {n.name: node_proto(n) for n in model.graph.node}, originals, bundle_paths(bundle),
+                {n.name: proto_text(n) for n in model.graph.node}, originals, bundle_paths(bundle),
                 shape_arithmetic(model, bundle.state))

@@ -8,6 +8,7 @@ import logging
 
 from backends._runtime.wire import Status
 from irtrace import compare
+from irtrace.replay.call import node_request
 from irtrace.replay.judge import gather, judge_node
 from irtrace.replay.plan import MODES, ORACLE, REFERENCE, mode_calls, recorded_outputs
 from irtrace.replay.worker import WorkerFailed
@@ -47,7 +48,7 @@ def _ask(pool, backend, msg, timeout):
 def code_of(pool, backend, spec, name, timeout):
     """The standalone source of an alternative (its imports, the helpers it calls, the function under
     its own name), as the backend's worker extracts it; "" when it cannot."""
-    reply = _ask(pool, backend, {"kind": "source", "spec": spec.to_json(), "workaround": name}, timeout)
+    reply = _ask(pool, backend, node_request("source", spec, workaround=name), timeout)
     if reply is None:
         return ""
     return "".join(f"{line}\n" for line in reply["imports"]) + ("\n\n" if reply["imports"] else "") + reply["op"]
@@ -56,7 +57,7 @@ def code_of(pool, backend, spec, name, timeout):
 def declared(pool, backend, spec, timeout):
     """{name: description} of the alternatives `backend` itself declares for the op of `spec` (its
     workers' "alternatives" reply; {} when it declares none or cannot answer)."""
-    reply = _ask(pool, backend, {"kind": "alternatives", "spec": spec.to_json()}, timeout)
+    reply = _ask(pool, backend, node_request("alternatives", spec), timeout)
     return {a["name"]: a["description"] for a in (reply or {}).get("alternatives", [])
             if isinstance(a, dict) and isinstance(a.get("name"), str) and isinstance(a.get("description"), str)}
 
@@ -109,7 +110,7 @@ def verify(session, nodes, everywhere=False):
         code = {}
         for node in failed:
             spec = specs[node.name]
-            reply = _ask(pool, backend, {"kind": "alternatives", "spec": spec.to_json()}, timeout)
+            reply = _ask(pool, backend, node_request("alternatives", spec), timeout)
             tried = []
             for alt in (reply or {}).get("alternatives", []):
                 name = alt["name"]

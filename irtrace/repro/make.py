@@ -1,13 +1,11 @@
 """`irtrace repro`: per distinct finding of a report, shrink the first node's case and write
 repro.py, issue.md, data.npz (and finding.json, the shrunk numbers, for tools and tests)."""
 import base64
-import io
 import json
 import logging
 import platform
 import re
-import zipfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +14,10 @@ from onnx import helper
 
 from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
-from irtrace.store import u_name
 from irtrace.ir.spec import decode_attrs, node_specs
 from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
-from irtrace.replay.call import NodeCall, bundle_paths
+from irtrace.replay.call import NodeCall, bundle_paths, differentiated, from_bundle, proto_text, wire_spec
 from irtrace.replay.execute import LocalExecutor, WorkerPool
 from irtrace.replay.judge import gather, judge_node, labels
 from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
@@ -28,18 +25,18 @@ from irtrace.report.json_report import clean
 from irtrace.repro import script, standalone
 from irtrace.repro.standalone import write_npz
 from irtrace.repro.shrink import Case, shrink
-from irtrace.store import grad_name, load
+from irtrace.repro.recipe import ScriptCase
+from irtrace.store import load
 
 log = logging.getLogger(__name__)
 
 
 class _Runner:
-    """Evaluates one node in one mode on candidate inputs: reference, oracle, one backend."""
+    """Evaluates the finding's node in its mode on candidate inputs: reference, oracle, one backend.
+    `call`: the NodeCall the replay made (its cotangents, what it differentiated: wrt, part)."""
 
-    def __init__(self, pool, spec, proto, backend, mode, original_cots, timeout, wrt=None, part=None):
-        self.pool, self.spec, self.proto, self.backend, self.mode = pool, spec, proto, backend, mode
-        self.original_cots, self.timeout = original_cots, timeout
-        self.wrt, self.part = wrt, part  # what the replay's call differentiated (NodeCall.wrt, .part)
+    def __init__(self, pool, call, backend, timeout):
+        self.pool, self.call, self.backend, self.timeout = pool, call, backend, timeout
         self.executor = LocalExecutor(timeout, pool=pool)
         self.use_oracle = backends.get(ORACLE).unavailable() is None
         self.validator = "onnxruntime" if backends.get("onnxruntime").unavailable() is None else None
@@ -49,34 +46,34 @@ class _Runner:
         would run an inconsistent node: a candidate it rejects is not a valid smaller node."""
         if self.validator is None:
             return True
-        msg = {"kind": "run", "mode": "fwd", "spec": {**spec.to_json(), "proto": proto}}
-        reply, _ = self.pool.get(self.validator).call(msg, inputs, self.timeout)
+        forward = NodeCall(spec, "fwd", proto, tuple(inputs))
+        reply, _ = self.pool.get(self.validator).call(forward.message(), forward.arrays(), self.timeout)
         return reply.get("status") != "error"
 
     def _spec_for(self, case):
-        names = tuple("" if a is None else n for n, a in zip(self.spec.inputs, case.inputs))
+        names = tuple("" if a is None else n for n, a in zip(self.call.spec.inputs, case.inputs))
         node = onnx.NodeProto()
-        node.ParseFromString(base64.b64decode(self.proto))
+        node.ParseFromString(base64.b64decode(self.call.proto))
         del node.input[:]
         node.input.extend(names)
         while node.input and not node.input[-1]:
             node.input.pop()
         names = tuple(node.input)
-        spec = replace(self.spec, inputs=names)
+        spec = replace(self.call.spec, inputs=names)
         if case.attrs:  # the shrinker's plainer attributes, in the node and its spec alike
             keep = [a for a in node.attribute if a.name not in dict(case.attrs)]
             del node.attribute[:]
             node.attribute.extend(keep + [helper.make_attribute(k, v) for k, v in case.attrs])
             spec = replace(spec, attrs=decode_attrs(node))
-        return spec, base64.b64encode(node.SerializeToString()).decode()
+        return spec, proto_text(node)
 
     def cots_for(self, case, spec, proto):
-        msg = {"kind": "run", "mode": "fwd", "spec": {**spec.to_json(), "proto": proto}}
-        reply, out = self.pool.get(REFERENCE).call(msg, list(case.inputs[:len(spec.inputs)]), self.timeout)
+        forward = NodeCall(spec, "fwd", proto, tuple(case.inputs[:len(spec.inputs)]))
+        reply, out = self.pool.get(REFERENCE).call(forward.message(), forward.arrays(), self.timeout)
         if reply.get("status") != "ok":
             return None
         cots = []
-        for y, g in zip(out, self.original_cots):
+        for y, g in zip(out, self.call.cots):
             if y is None or g is None or np.asarray(y).dtype.kind != "f":
                 cots.append(None)
             elif case.cot_style == "ones":
@@ -88,23 +85,26 @@ class _Runner:
         return cots
 
     def evaluate(self, case, check=True):
-        """(results, raw numbers) for `case`, or (None, None) when it is not a valid node."""
+        """(results, the NodeCall, what each side answered) for `case`, or (None, None, None) when it is
+        not a valid node."""
+        mode = self.call.mode
         spec, proto = self._spec_for(case)
         inputs = list(case.inputs[:len(spec.inputs)])
         if check and not self.valid(spec, proto, inputs):
-            return None, None
+            return None, None, None
         cots = [None] * len(spec.outputs)
-        if self.mode != "fwd":
+        if mode != "fwd":
             cots = self.cots_for(case, spec, proto)
             if cots is None:
-                return None, None
+                return None, None, None
         us = list(case.us[:len(spec.inputs)])
-        wrt = None if self.wrt is None else tuple(k for k in self.wrt if k < len(inputs) and inputs[k] is not None)
-        call = NodeCall(spec, self.mode, proto, tuple(inputs), tuple(cots), tuple(us), wrt=wrt, part=self.part)
+        wrt = self.call.wrt
+        wrt = None if wrt is None else tuple(k for k in wrt if k < len(inputs) and inputs[k] is not None)
+        call = NodeCall(spec, mode, proto, tuple(inputs), tuple(cots), tuple(us), wrt=wrt, part=self.call.part)
         got = gather(self.executor, call, None, [self.backend], self.use_oracle)
         if got.ref is None:
-            return None, None
-        return judge_node(self.executor, call, got, compare.Policy()), (spec, inputs, cots, us, got.ref, got.oracle, got.outs)
+            return None, None, None
+        return judge_node(self.executor, call, got, compare.Policy()), call, got
 
 
 def _pick_label(results, backend, verdict):
@@ -192,7 +192,7 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
     folders = []
     try:
         for f in findings:
-            folder = _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anonymize)
+            folder = _write_repro(bundle, f, pool, out_dir, shrink_budget, timeout, anonymize)
             if folder is not None:
                 folders.append(folder)
     finally:
@@ -200,45 +200,95 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
     return folders
 
 
-def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anonymize=True):
-    backend, mode, verdict = f["backend"], f["mode"], f["verdict"]
-    specs = {s.name: s for s in node_specs(bundle.model)}
-    spec = specs[f["first_node"]]
-    proto = next(base64.b64encode(n.SerializeToString()).decode() for n in bundle.model.graph.node
-                 if n.name == spec.name)
-    v = bundle.values
-    inputs = tuple(np.array(v[i]) if i else None for i in spec.inputs)
-    # the call the replay made: the same inputs require grad, the same directions are in vjp2's s, and
-    # for vjp2 the same part (ds/dx with the cotangent a constant, or ds/dg)
+@dataclass(frozen=True)
+class _Shrunk:
+    """A finding's node, shrunk: the case before and after with the shrinker's stats, the smaller case's
+    NodeCall, the backend's Result for the checked result (`label`, index `check` among the mode's
+    results), the arrays of case.npz and the numbers of finding.json."""
+    original: Case
+    small: Case
+    stats: object
+    call: NodeCall
+    result: object
+    label: str
+    check: int
+    data: dict
+    numbers: dict
+
+
+def _write_repro(bundle, f, pool, out_dir, shrink_budget, timeout, anonymize=True):
+    call = _replayed(bundle, f)
+    sources = _sources(pool, call, f, timeout)
+    if sources is None:
+        return None
+    shrunk = _shrink_finding(_Runner(pool, call, f["backend"], timeout), call, f, shrink_budget)
+    if shrunk is None:
+        return None
+    ctx = _context(bundle, f, call, shrunk, sources, pool)
+    folder = out_dir / f["id"]  # read_report: a plain name, never '..' or a path
+    if folder.is_symlink():
+        raise IrtraceError(f"{folder}: is a symbolic link; not writing through it")
+    folder.mkdir(parents=True, exist_ok=True)
+    case = _script_case(shrunk, ctx)
+    backend, verdict, data = f["backend"], f["verdict"], shrunk.data
+    who = f"PyTorch {ctx['torch_version']}, float32" if backend != REFERENCE else "float64"
+    written = standalone.write(standalone.Job(sources[0], case, ctx["title"], who, harness=(ctx, data)),
+                               standalone.repro_forms(sources[0], case), backends.get(backend), folder)
+    got = data.get("backend_result")
+    ctx.update(form=written.form, output=written.run.output, exit_code=written.run.code, anonymize=anonymize,
+               api=standalone.api_of(written.text), has_data=(folder / "data.npz").exists(),
+               workarounds=own_workarounds(pool, backend, call.spec, f.get("workarounds"), timeout),
+               all_zero=got is not None and got.size > 0 and not np.any(got) and "reference" in data
+               and bool(np.any(data["reference"])))
+    if verdict not in (compare.CRASH, compare.TIMEOUT):
+        standalone.compare_torch(sources[1], case, pool.get(REFERENCE).info, folder, script.safe(ctx["title"], 200))
+    _write_files(folder, f, ctx, shrunk, written)
+    return folder
+
+
+def _replayed(bundle, f):
+    """The NodeCall the replay made of the finding's first node, on copies of the recorded values: the
+    same inputs require grad, the same directions are in vjp2's s, and for vjp2 the same part (ds/dx with
+    the cotangent a constant, or ds/dg)."""
+    mode = f["mode"]
+    spec = next(s for s in node_specs(bundle.model) if s.name == f["first_node"])
+    node = next(n for n in bundle.model.graph.node if n.name == spec.name)
+    recorded = from_bundle(bundle, spec, mode, proto_text(node))
     part = ("g" if str(f.get("worst", {}).get("output", "")).startswith("d2g") else "x") if mode == "vjp2" else None
-    made = [c for c in mode_calls(bundle, spec, [mode], bundle_paths(bundle), proto)[0] if c.part == part]
-    wrt = made[0].wrt if made else None
-    us = tuple(np.array(u) if u is not None else None for u in made[0].us) if made else \
-        tuple(np.array(v[u_name(i)]) if i and u_name(i) in v else None for i in spec.inputs)
-    cots = [np.array(v[grad_name(o)]) if o and grad_name(o) in v else None for o in spec.outputs]
-    out_dtypes = [v.spec(o)[0].str if o and o in v else "" for o in spec.outputs]
+    made = [c for c in mode_calls(bundle, spec, [mode], bundle_paths(bundle), recorded.proto)[0] if c.part == part]
+    copied = lambda arrays: tuple(None if a is None else np.array(a) for a in arrays)  # noqa: E731
+    return replace(recorded, inputs=copied(recorded.inputs), cots=copied(recorded.cots),
+                   us=copied(made[0].us if made else recorded.us), wrt=made[0].wrt if made else None, part=part)
+
+
+def _sources(pool, call, f, timeout):
+    """(the backend's "source" reply, the reference's) for the finding's node; None when the backend
+    writes no script for it (said, and the next finding goes on)."""
     try:
-        pool.get(backend)
-        src = pool.get(backend).call({"kind": "source", "spec": {**spec.to_json(), "proto": proto,
-                                                                 "out_dtypes": out_dtypes}}, [], timeout)[0]
-        torch_src = pool.get(REFERENCE).call({"kind": "source", "spec": {**spec.to_json(), "proto": proto}}, [],
-                                             timeout)[0]
+        src = pool.get(f["backend"]).call(call.request("source"), [], timeout)[0]
+        torch_src = pool.get(REFERENCE).call(call.request("source"), [], timeout)[0]
     except Exception as e:  # a backend that cannot even start writes no repro; say so, go on
         log.warning("%s: no repro (%s)", f["id"], e)
         return None
     if src.get("status") != "ok":
         print(f"{f['id']}: no repro script: {src.get('message')}")
         return None
-    runner = _Runner(pool, spec, proto, backend, mode, cots, timeout, wrt, part)
-    original = Case(inputs, us)
-    results, _ = runner.evaluate(original, check=False)
+    return src, torch_src
+
+
+def _shrink_finding(runner, call, f, shrink_budget):
+    """The finding's node shrunk while the backend's result keeps its verdict; None (said) when the node
+    alone does not show it any more."""
+    backend, verdict, spec = f["backend"], f["verdict"], call.spec
+    original = Case(call.inputs, call.us)
+    results, _, _ = runner.evaluate(original, check=False)
     label = _pick_label(results or [], backend, verdict)
     if label is None:
         print(f"{f['id']}: does not reproduce on node {spec.name} in isolation any more; skipped")
         return None
 
     def predicate(case):
-        res, _ = runner.evaluate(case)
+        res, _, _ = runner.evaluate(case)
         return res is not None and any(r.backend == backend and r.output == label and r.verdict == verdict for r in res)
 
     optional = [i for i in range(len(spec.inputs)) if i > 0 and i == len(spec.inputs) - 1]
@@ -247,22 +297,22 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
     small, stats = shrink(original, predicate, optional=optional, budget=shrink_budget, rank=not axis_attrs,
                           attrs=spec.attrs, op_type=spec.op_type,
                           seconds=30.0 if verdict in (compare.CRASH, compare.TIMEOUT) else 90.0)
-    results, raw = runner.evaluate(small, check=small is not original)
-    sspec, sinputs, scots, sus, ref, oracle, outs = raw
+    results, small_call, got = runner.evaluate(small, check=small is not original)
     result = next(r for r in results if r.backend == backend and r.output == label)
-    names = labels(sspec, mode)
+    names = labels(small_call.spec, call.mode)
     k = names.index(label) if label in names else 0
-    status, reply, out = outs[backend]
-    data = {}
-    for i, a in enumerate(sinputs):
-        if a is not None:
-            data[f"input{i}"] = a
-    for j, g in enumerate(scots if mode != "fwd" else []):
-        if g is not None:
-            data[f"cot{j}"] = g
-    for i, u in enumerate(sus if mode == "vjp2" else []):
-        if u is not None:
-            data[f"u{i}"] = u
+    data = _case_arrays(small_call, got, backend, label, k)
+    return _Shrunk(original, small, stats, small_call, result, label, k, data, _numbers(result, data))
+
+
+def _case_arrays(call, got, backend, label, k):
+    """case.npz: the call's arrays (inputs, cotangents, directions as the mode takes them) and the
+    checked result as the reference, float64 and the backend computed it."""
+    data = {f"input{i}": a for i, a in enumerate(call.inputs) if a is not None}
+    data.update({f"cot{j}": g for j, g in enumerate(call.cots if call.mode != "fwd" else []) if g is not None})
+    data.update({f"u{i}": u for i, u in enumerate(call.us if call.mode == "vjp2" else []) if u is not None})
+    ref, oracle = got.ref, got.oracle
+    status, _, out = got.outs[backend]
     if backend == REFERENCE:  # a finding against the reference itself: float64 is what it should give
         ref = [None if o is None else np.asarray(o, np.float64) for o in oracle] if oracle is not None else None
     if not label.endswith("*") and ref is not None and k < len(ref) and ref[k] is not None:
@@ -271,80 +321,84 @@ def _write_repro(bundle, report, f, pool, out_dir, shrink_budget, timeout, anony
             data["oracle"] = np.asarray(oracle[k], np.float64)
         if status == "ok" and k < len(out) and out[k] is not None:
             data["backend_result"] = np.asarray(out[k])
+    return data
+
+
+def _numbers(result, data):
     m = result.metrics
-    numbers = {"max_abs": m.max_abs if m else None, "max_rel": m.max_rel if m else None,
-               "worst_index": list(m.worst_index) if m else None,
-               "actual_at_worst": m.actual_at_worst if m else None, "ref_at_worst": m.ref_at_worst if m else None,
-               "oracle_at_worst": float(np.asarray(data["oracle"])[tuple(m.worst_index)])
-               if m and "oracle" in data else None,
-               "oracle_abs": result.oracle_abs, "allowed": result.allowed}
+    return {"max_abs": m.max_abs if m else None, "max_rel": m.max_rel if m else None,
+            "worst_index": list(m.worst_index) if m else None,
+            "actual_at_worst": m.actual_at_worst if m else None, "ref_at_worst": m.ref_at_worst if m else None,
+            "oracle_at_worst": float(np.asarray(data["oracle"])[tuple(m.worst_index)])
+            if m and "oracle" in data else None,
+            "oracle_abs": result.oracle_abs, "allowed": result.allowed}
+
+
+def _context(bundle, f, call, shrunk, sources, pool):
+    """The fields of the harness script and issue.md (script.render_script, script.render_issue)."""
+    src, torch_src = sources
+    spec, mode, verdict, label, result = call.spec, f["mode"], f["verdict"], shrunk.label, shrunk.result
+    small = shrunk.call
     fw = src["script"]["framework"]
-    framework_name = script.framework_name(src["script"], backend)
-    versions = {**src.get("versions", {})}
-    role = input_role(spec.op_type, spec.domain, spec.opset, k) if label.startswith(("d:", "d2x:")) and \
-        not label.endswith("*") else "input"
-    title = f"[{framework_name}] {script.safe(spec.op_type)}: {script.symptom(verdict, label, numbers, result.message, role)} " \
-            f"in {script._MODE_WORDS[mode]}"
-    manifest = bundle.manifest
-    ctx = {
-        "title": title, "role": role, "framework": fw, "framework_module": fw, "framework_name": framework_name,
+    framework_name = script.framework_name(src["script"], f["backend"])
+    role = input_role(spec.op_type, spec.domain, spec.opset, shrunk.check) \
+        if label.startswith(("d:", "d2x:")) and not label.endswith("*") else "input"
+    symptom = script.symptom(verdict, label, shrunk.numbers, result.message, role)
+    return {
+        "title": f"[{framework_name}] {script.safe(spec.op_type)}: {symptom} in {script._MODE_WORDS[mode]}",
+        "role": role, "framework": fw, "framework_module": fw, "framework_name": framework_name,
         "autodiff": src["script"]["autodiff"], "op": src["op"], "imports": src["imports"],
-        "defined_in": src["defined_in"], "attrs": _plain_attrs(sspec.attrs), "mode": mode, "part": part,
-        "nondiff": _nondiff(src["nondiff"], wrt, sinputs),
-        "n_inputs": len(sspec.inputs), "n_outputs": len(sspec.outputs), "check_index": k, "label": label,
-        "verdict": verdict, "allowed": float(result.allowed if result.allowed is not None else 0.0), "node": spec.name, "op_type": spec.op_type,
-        "module": f.get("module", ""), "file_line": f.get("file_line", ""), "model": manifest.get("name", ""),
-        "torch_code": _torch_block(torch_src), "numbers": numbers, "message": result.message or f.get("message", ""),
+        "defined_in": src["defined_in"], "attrs": _plain_attrs(small.spec.attrs), "mode": mode, "part": call.part,
+        "nondiff": _nondiff(src["nondiff"], call.wrt, small.inputs),
+        "n_inputs": len(small.spec.inputs), "n_outputs": len(small.spec.outputs), "check_index": shrunk.check,
+        "label": label, "verdict": verdict, "allowed": float(result.allowed if result.allowed is not None else 0.0),
+        "allowance": script.allowance(result) or "none: the finding is not a number",
+        "node": spec.name, "op_type": spec.op_type, "module": f.get("module", ""),
+        "file_line": f.get("file_line", ""), "model": bundle.manifest.get("name", ""),
+        "torch_code": _torch_block(torch_src), "numbers": shrunk.numbers,
+        "message": result.message or f.get("message", ""),
         "torch_version": pool.get(REFERENCE).hello["versions"].get("torch", ""),
-        "environment": {**{k2: v2 for k2, v2 in versions.items()},
-                        "Python": src["script"].get("python", ""), "OS": platform.platform(),
-                        "CPU": _cpu()},
-        "n_nodes": len(f["nodes"]), "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),
-        "shrink_calls": stats.calls,
+        "environment": {**src.get("versions", {}), "Python": src["script"].get("python", ""),
+                        "OS": platform.platform(), "CPU": _cpu()},
+        "n_nodes": len(f["nodes"]), "original_shapes": shrunk.original.shapes(),
+        "shrunk_shapes": shrunk.small.shapes(), "shrink_calls": shrunk.stats.calls,
     }
-    folder = out_dir / f["id"]  # read_report: a plain name, never '..' or a path
-    if folder.is_symlink():
-        raise IrtraceError(f"{folder}: is a symbolic link; not writing through it")
-    folder.mkdir(parents=True, exist_ok=True)
-    _, sproto = runner._spec_for(small)
-    case = {"spec": {**sspec.to_json(), "proto": sproto}, "mode": mode, "part": part, "verdict": verdict, "check": k,
-            "inputs": sinputs, "cots": scots, "us": sus, "nondiff": ctx["nondiff"], "attrs": ctx["attrs"],
-            "want": data.get("reference"),
-            "f64": data.get("oracle"), "allowed": ctx["allowed"], "got": data.get("backend_result")}
-    who = f"PyTorch {ctx['torch_version']}, float32" if backend != REFERENCE else "float64"
-    info = backends.get(backend)
-    text, npz, form, run = standalone.best_script(src, case, info, folder, ctx["title"], who)
-    if text is None:  # no straight-line form reproduces: the harness that runs irtrace's own autodiff
-        text, npz, form = script.render_script(ctx), data, "harness"
-        write_npz(folder / "data.npz", npz)
-        run = standalone.run_script(info, folder, text)
-    got_w = data.get("backend_result")
-    workarounds = own_workarounds(pool, backend, spec, f.get("workarounds"), timeout)
-    ctx.update(form=form, output=run.output, exit_code=run.code, anonymize=anonymize, api=standalone.api_of(text),
-               has_data=(folder / "data.npz").exists(), workarounds=workarounds,
-               all_zero=got_w is not None and got_w.size > 0 and not np.any(got_w) and "reference" in data
-               and bool(np.any(data["reference"])))
-    if verdict not in (compare.CRASH, compare.TIMEOUT):
-        ctx["straight_torch"] = standalone.torch_script(torch_src, case, folder, pool.get(REFERENCE).info,
-                                                        script.safe(ctx["title"], 200))
-    (folder / "issue.md").write_text(script.render_issue(ctx, text))
-    write_npz(folder / "case.npz", data)  # every array of the shrunk case, for tools and tests
-    matching = [w for w in workarounds if w["matches"] and w["code"]]
+
+
+def _script_case(shrunk, ctx):
+    """The shrunk case as the scripts compute and check it."""
+    call, data = shrunk.call, shrunk.data
+    nondiff = set(ctx["nondiff"])
+    if call.mode == "fwd":  # nothing requires grad: the schema's attribute-like inputs (Resize's scales) are known
+        nondiff |= differentiated(call.spec, list(call.inputs), set())[1]
+    return ScriptCase(wire_spec(call.spec, call.proto), call.mode, ctx["verdict"], shrunk.check, call.inputs,
+                      call.cots, call.us, tuple(sorted(nondiff)), ctx["attrs"], want=data.get("reference"),
+                      f64=data.get("oracle"), got=data.get("backend_result"), allowed=ctx["allowed"],
+                      allowance=f"irtrace's allowance: {ctx['allowance']}", part=call.part)
+
+
+def _write_files(folder, f, ctx, shrunk, written):
+    """issue.md, case.npz, workaround.py (when one matches) and finding.json beside the script; one line
+    on the terminal."""
+    (folder / "issue.md").write_text(script.render_issue(ctx, written.text))
+    write_npz(folder / "case.npz", shrunk.data)  # every array of the shrunk case, for tools and tests
+    matching = [w for w in ctx["workarounds"] if w["matches"] and w["code"]]
     if matching:  # the first matching workaround's code, as the backend declares it
         (folder / "workaround.py").write_text(matching[0]["code"].rstrip() + "\n")
+    run, text, stats = written.run, written.text, shrunk.stats
     (folder / "finding.json").write_text(json.dumps(clean({
-        "id": f["id"], "backend": backend, "mode": mode, "verdict": verdict, "label": label, "node": spec.name,
-        "numbers": numbers, "original_shapes": original.shapes(), "shrunk_shapes": small.shapes(),
+        "id": f["id"], "backend": f["backend"], "mode": f["mode"], "verdict": f["verdict"], "label": shrunk.label,
+        "node": f["first_node"], "numbers": shrunk.numbers, "original_shapes": shrunk.original.shapes(),
+        "shrunk_shapes": shrunk.small.shapes(),
         "shrink": {"calls": stats.calls, "accepted": stats.accepted, "seconds": round(stats.seconds, 3),
                    "stopped": stats.stopped},
-        "environment_python": src["script"].get("python", ""), "framework": fw,
-        "script": {"form": form, "lines": text.count("\n"), "exit_code": run.code, "reproduces": run.code == 1,
-                   "same_result": run.same}}), indent=1, allow_nan=False,
+        "environment_python": ctx["environment"]["Python"], "framework": ctx["framework"],
+        "script": {"form": written.form, "lines": text.count("\n"), "exit_code": run.code,
+                   "reproduces": run.code == 1, "same_result": run.same}}), indent=1, allow_nan=False,
         default=lambda o: None) + "\n")
     said = "reproduces" if run.code == 1 else f"DOES NOT reproduce standalone (exit {run.code})"
-    print(f"{f['id']}: {folder} (shrunk {original.shapes()} -> {small.shapes()} in {stats.calls} steps; "
-          f"{form} script, {text.count(chr(10))} lines, {said})")
-    return folder
+    print(f"{f['id']}: {folder} (shrunk {shrunk.original.shapes()} -> {shrunk.small.shapes()} in {stats.calls} "
+          f"steps; {written.form} script, {text.count(chr(10))} lines, {said})")
 
 
 def _nondiff(own, wrt, inputs):

@@ -1,8 +1,9 @@
 """The repro script a maintainer files: straight-line code (irtrace/repro/straight.py), written,
 then run in the framework's own environment without irtrace to check that it reproduces and that
-what it computes is what irtrace's worker computed. A form that does not pass is never kept:
-straight-line first, then the op's function called with the case's arguments, then (the caller)
-the harness that runs irtrace's own autodiff module."""
+what it computes is what irtrace's worker computed. One writer (`write`) for every script of a
+case: repro.py in the first form that passes (straight-line, then the op's function called with the
+case's arguments, then the harness that runs irtrace's own autodiff module, see repro_forms) and
+compare_torch.py, the same case in PyTorch. A form that does not pass is never kept."""
 import base64
 import io
 import logging
@@ -11,14 +12,14 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from irtrace.repro import straight
+from irtrace.repro import recipe as script_recipe, script, straight
 
 log = logging.getLogger(__name__)
 
@@ -87,16 +88,17 @@ def run_script(info, folder, text, name="repro.py", want_got=None, timeout=300):
     return Run(code, out, same)
 
 
-def _tensors(names, inputs, case, shape_type):
+def _tensors(names, case, shape_type):
     """The op's inputs as straight.Tensor: integer and non-differentiated inputs known by value."""
     out = []
-    for i, (n, a) in enumerate(zip(names, inputs)):
+    for i, (n, a) in enumerate(zip(names, case.inputs)):
         if a is None:
             out.append(None)
             continue
         a = np.asarray(a)
-        known = a.dtype.kind != "f" or i in case["nondiff"]
-        out.append(straight.Tensor(n, a.shape, a if known else None, shape_type))
+        known = a.dtype.kind != "f" or i in case.nondiff
+        out.append(straight.Tensor(n, a.shape, a if known else None, shape_type,
+                                   requires_grad=not known and case.mode != "fwd"))
     return out
 
 
@@ -148,58 +150,111 @@ def _node_form(spec_json, names, inputs):
     return lines, feeds
 
 
-def build(src, case, title, who, form, fed=False, prune=True):
-    """(text, npz) of the script in `form` ("straight" or "function"); CannotSpecialise when none."""
+@dataclass(frozen=True)
+class Form:
+    """One way to write a case's script: "straight" (the op's lines specialised to the case, in the
+    framework's public API), "function" (the op's own function called with the case's arguments) or
+    "harness" (irtrace's autodiff module and the op reading data.npz, see script.render_script: the
+    last resort, kept whatever it shows). `copies`: the op reads recorded copies of the differentiated
+    inputs, as in a network (the recipe's "fed"); `prune`: outputs the mode never reads are not computed."""
+    kind: str
+    copies: bool = False
+    prune: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which script of a case: its file, the exit code that shows what it claims, and whether arrays may
+    stay in data.npz beside it (else it keeps to inline literals)."""
+    name: str
+    exits: int
+    data: bool
+
+
+REPRO = Target("repro.py", 1, True)                  # exit 1: the problem reproduces
+COMPARE_TORCH = Target("compare_torch.py", 0, False)  # exit 0: PyTorch's own op agrees with the stored answer
+
+
+@dataclass(frozen=True)
+class Job:
+    """A script to write: `src` the worker's "source" reply (the op's code, the framework's recipe),
+    `case` a recipe.ScriptCase, `title` its first line, `who` whose the expected values are; for the
+    harness form `harness`: (its fields, the arrays of its data.npz), see script.render_script."""
+    src: dict
+    case: script_recipe.ScriptCase
+    title: str
+    who: str
+    target: Target = REPRO
+    harness: tuple = None
+
+
+@dataclass(frozen=True)
+class Written:
+    text: str
+    npz: dict
+    form: str
+    run: Run
+
+
+def repro_forms(src, case):
+    """The forms of repro.py, in the order they are tried: straight-line pruned (outputs the mode never
+    reads not computed), then whole (an op may update a running stat in place), then with the leaf
+    copies, then the op's function called as is, then the harness."""
+    fed = (src["script"].get("recipe") or {}).get("fed") is not None and case.mode != "fwd"
+    return [Form("straight", prune=True), Form("straight")] + ([Form("straight", copies=True)] if fed else []) \
+        + [Form("function"), Form("harness")]
+
+
+def build(job, form):
+    """(text, npz) of `job`'s script in a "straight" or "function" form; CannotSpecialise when none."""
+    src, case = job.src, job.case
     recipe = src["script"].get("recipe")
     if recipe is None:
         raise straight.CannotSpecialise("the backend declares no script recipe")
-    spec = case["spec"]
-    inputs = case["inputs"]
-    doc = (f"{title}\nWritten by irtrace; needs numpy and {src['script']['framework']} only; "
-           f"exits 1 while the problem reproduces, 0 once it is fixed.")
+    doc = (f"{straight.safe_doc(job.title)}\nWritten by irtrace; needs numpy and {src['script']['framework']} "
+           f"only; exits 1 while the problem reproduces, 0 once it is fixed.")
     if recipe.get("node"):
-        names = [f"x{i}" for i in range(len(inputs))]
-        lines, feeds = _node_form(spec, names, inputs)
+        names = [f"x{i}" for i in range(len(case.inputs))]
+        lines, feeds = _node_form(case.spec, names, case.inputs)
         lines += recipe.get("setup", [])
-        value = recipe["run"].format(feeds=feeds) + ("[0]" if len(spec["outputs"]) == 1 else "")
+        value = recipe["run"].format(feeds=feeds) + ("[0]" if len(case.spec["outputs"]) == 1 else "")
         op = (lines, value, [], [])
         recipe = {**recipe, "tensor": "{}", "leaf": "{}"}
     else:
-        names = straight.param_names(src["op"], len(inputs))
-        if form == "straight":
-            tensors = _tensors(names, inputs, case, list if recipe.get("shape_type") == "list" else straight._Shape)
-            op = straight.specialise(src["op"], src["imports"], tensors, case["attrs"],
-                                     list if recipe.get("shape_type") == "list" else straight._Shape)
+        names = straight.param_names(src["op"], len(case.inputs))
+        if form.kind == "straight":
+            shape_type = list if recipe.get("shape_type") == "list" else straight._Shape
+            op = straight.specialise(src["op"], src["imports"], _tensors(names, case, shape_type), case.attrs,
+                                     shape_type)
         else:
-            op = _call_form(src["op"], src["imports"], names, inputs, case["attrs"])
-    diff = [a is not None and np.asarray(a).dtype.kind == "f" and i not in case["nondiff"]
-            for i, a in enumerate(inputs)]
-    return straight.compose(recipe, case["mode"], case["verdict"], case["check"], names, inputs, diff,
-                            case["cots"], case["us"], op, case["want"], case["f64"], case["allowed"], doc, who,
-                            fed=fed, prune=prune, part=case.get("part"))
+            op = _call_form(src["op"], src["imports"], names, case.inputs, case.attrs)
+    return script_recipe.compose(recipe, case, op, names, doc, job.who, copies=form.copies, prune=form.prune)
 
 
-def best_script(src, case, info, folder, title, who):
-    """(text, npz, form, Run) of the first form that reproduces and computes what the worker did;
-    (None, None, None, None) when none does (the caller writes the harness)."""
-    fed = (src["script"].get("recipe") or {}).get("fed") is not None and case["mode"] != "fwd"
-    # pruned (outputs the mode never reads not computed), then whole (an op may update a running stat
-    # in place), then with the leaf copies, then the op's function called as is
-    forms = [("straight", False, True), ("straight", False, False)] + ([("straight", True, False)] if fed else []) \
-        + [("function", False, False)]
-    for form, copies, prune in forms:
+def write(job, forms, info, folder):
+    """The first of `forms` whose script, written as folder/<its target's name> and run with the
+    backend's interpreter without irtrace, exits as its target says and computes what the worker did
+    (the harness is kept whatever it shows): Written, or None when none does (no script left behind)."""
+    for form in forms:
+        last = form.kind == "harness"
         try:
-            text, npz = build(src, case, straight.safe_doc(title), who, form, copies, prune)
+            text, npz = (script.render_script(job.harness[0]), job.harness[1]) if last else build(job, form)
         except straight.CannotSpecialise as e:
-            log.info("%s form: %s", form, e)
+            log.info("%s form: %s", form.kind, e)
             continue
-        _write_data(folder, npz)
-        run = run_script(info, folder, text, want_got=case["got"] if case["verdict"] not in (
-            "ERROR", "CRASH", "TIMEOUT") else None)
-        if run.code == 1 and run.same is not False:
-            return text, npz, form, run
-        log.info("%s form does not pass: exit %s, same result %s: %s", form, run.code, run.same, run.output[-300:])
-    return None, None, None, None
+        if npz and not job.target.data:
+            log.info("%s form: %s keeps to inline data", form.kind, job.target.name)
+            continue
+        if job.target.data:
+            _write_data(folder, npz, keep=last)
+        judged = not last and job.case.verdict not in ("ERROR", "CRASH", "TIMEOUT")
+        run = run_script(info, folder, text, job.target.name, want_got=job.case.got if judged else None)
+        if last or (run.code == job.target.exits and run.same is not False):
+            return Written(text, npz, form.kind, run)
+        log.info("%s form does not pass: exit %s, same result %s: %s", form.kind, run.code, run.same,
+                 run.output[-300:])
+    (Path(folder) / job.target.name).unlink(missing_ok=True)
+    return None
 
 
 def write_npz(path, arrays):
@@ -213,35 +268,23 @@ def write_npz(path, arrays):
     Path(path).write_bytes(buf.getvalue())
 
 
-def _write_data(folder, npz):
+def _write_data(folder, npz, keep=False):
+    """data.npz beside the script: its arrays; none (removed) when it has none, unless `keep`."""
     path = Path(folder) / "data.npz"
-    if npz:
+    if npz or keep:
         write_npz(path, npz)
     elif path.exists():
         path.unlink()
 
 
-def torch_script(torch_src, case, folder, info, title):
-    """compare_torch.py: the same case in PyTorch (straight-line), kept when it runs and prints
-    PyTorch's answer; None otherwise."""
-    if torch_src.get("status") != "ok":
+def compare_torch(torch_src, case, info, folder, title):
+    """compare_torch.py: the same case in PyTorch (straight-line, inline data), kept when it runs and
+    prints PyTorch's answer; Written, or None."""
+    if torch_src.get("status") != "ok" or case.want is None:
         return None
-    tcase = {**case, "verdict": "DIVERGENT" if case["verdict"] == "ERROR" or case["want"] is not None else
-             case["verdict"], "got": case["want"]}
-    if tcase["want"] is None:
-        return None
-    try:
-        text, npz = build(torch_src, tcase, straight.safe_doc(f"The same case in PyTorch: {title}"), "PyTorch (stored)",
-                          "straight")
-    except straight.CannotSpecialise:
-        return None
-    if npz:
-        return None  # compare_torch.py keeps to inline data
-    run = run_script(info, folder, text, name="compare_torch.py", want_got=case["want"])
-    if run.code != 0 or run.same is False:
-        (Path(folder) / "compare_torch.py").unlink()
-        return None
-    return text
+    tcase = replace(case, verdict="DIVERGENT", got=case.want)
+    job = Job(torch_src, tcase, f"The same case in PyTorch: {title}", "PyTorch (stored)", COMPARE_TORCH)
+    return write(job, [Form("straight", prune=True)], info, folder)
 
 
 def api_of(text):

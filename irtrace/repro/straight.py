@@ -12,10 +12,12 @@ function itself and called with the case's arguments. Either way `irtrace repro`
 script in the framework's environment and checks it gives what the worker computed
 (irtrace/repro/make.py), so a wrong specialisation can never become a repro.
 
-The autodiff steps come from the backend's recipe (backends/<name>/repro.py, data only)."""
+The autodiff steps around these lines come from the backend's recipe (irtrace/repro/recipe.py
+fills it in)."""
 import ast
 import builtins
 import copy
+import keyword
 import math
 import re
 
@@ -24,8 +26,6 @@ import numpy as np
 # names the script itself uses around the op's lines: an op local with one of these is renamed
 RESERVED = {"np", "os", "sys", "subprocess", "gm", "outer", "inner", "t", "s", "got", "want", "f64", "err", "i",
             "here", "data", "y", "ys", "tape", "r", "e"}
-INLINE_ELEMENTS = 64       # a tensor of at most this many elements is written as a literal
-INLINE_TOTAL = 96          # ... while all literals together stay under this many elements
 
 
 class CannotSpecialise(Exception):
@@ -77,11 +77,16 @@ class _Shape(tuple):
 
 class Tensor:
     """An op input in the script: a variable name, a known shape; contents known (integer inputs such
-    as pads) or not (float data)."""
+    as pads) or not (float data); `requires_grad`: whether the script differentiates it (a leaf)."""
 
-    def __init__(self, name, shape, value=None, shape_type=_Shape):
+    def __init__(self, name, shape, value=None, shape_type=_Shape, requires_grad=False):
         self.name, self._shape, self.value, self._shape_type = name, tuple(shape), value, shape_type
+        self._requires_grad = requires_grad
         self.used = False
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
 
     @property
     def shape(self):
@@ -140,6 +145,10 @@ class _Emitted(Tensor):
 
     @property
     def ndim(self):
+        raise _Touched(self.name)
+
+    @property
+    def requires_grad(self):
         raise _Touched(self.name)
 
 
@@ -296,7 +305,7 @@ class _Folder(ast.NodeTransformer):
             except Exception:  # noqa: BLE001 - depends on tensors: kept
                 pass
         if isinstance(node, ast.expr) and not isinstance(node, (ast.Starred, ast.Lambda, ast.Slice)) \
-                and not (_free(node) & self.bound):
+                and not ((_free(node) - _bound_names(node)) & self.bound):  # a comprehension's own names
             try:
                 value = eval(compile(ast.Expression(node), "<op>", "eval"), self.ns)  # noqa: S307 - our own op code
             except Exception:  # noqa: BLE001 - not foldable: keep the expression, fold inside it
@@ -306,6 +315,29 @@ class _Folder(ast.NodeTransformer):
                 if text is not None:
                     return ast.parse(text, mode="eval").body
         return self.generic_visit(node)
+
+
+class _Keywords(ast.NodeTransformer):
+    """`f(x, **{'scale_factor': 2.0})`, a keyword dict the op built and folding made a literal, written
+    as the keywords it passes: `f(x, scale_factor=2.0)` (only names that are identifiers and not passed
+    twice)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        named = {k.arg for k in node.keywords if k.arg is not None}
+        out = []
+        for k in node.keywords:
+            keys = getattr(k.value, "keys", None) if k.arg is None and isinstance(k.value, ast.Dict) else None
+            names = [key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+                     for key in keys or []]
+            if keys and all(n is not None and n.isidentifier() and not keyword.iskeyword(n) for n in names) \
+                    and not (set(names) & named) and len(set(names)) == len(names):
+                out += [ast.keyword(n, v) for n, v in zip(names, k.value.values)]
+                named |= set(names)
+            else:
+                out.append(k)
+        node.keywords = out
+        return node
 
 
 class _Renamer(ast.NodeTransformer):
@@ -326,16 +358,19 @@ class Specialiser:
     def __init__(self, ns, render, names_taken):
         self.ns, self.render, self.lines = ns, render, []
         self.taken = set(names_taken)
+        self.emitted = set()   # every name the lines assign (a local assigned twice has two)
 
     def _script_name(self, name):
         new = name
         while new in RESERVED or new in self.taken:
             new += "_"
         self.taken.add(new)
+        self.emitted.add(new)
         return new
 
     def fold(self, expr):
-        return ast.unparse(_Folder(self.ns, self.render, _bound_names(expr), self.inline).visit(copy.deepcopy(expr)))
+        folded = _Folder(self.ns, self.render, _bound_names(expr), self.inline).visit(copy.deepcopy(expr))
+        return ast.unparse(_Keywords().visit(folded))
 
     def emit(self, stmt):
         if isinstance(stmt, ast.Assign) and all(isinstance(t, (ast.Name, ast.Tuple)) for t in stmt.targets):
@@ -390,6 +425,26 @@ class Specialiser:
         return None
 
 
+def _one_expression_helpers(tree):
+    """name -> (parameters, expression) of the block's helpers that are one expression (a function of one
+    `return expr` after a docstring, or `name = lambda ...: expr`): written out in place where called."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name != "op":
+            args = node.args
+            body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+            expr = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and node.targets[0].id != "op":
+            args, expr = node.value.args, node.value.body
+        else:
+            continue
+        if expr is not None and not (args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs):
+            out[node.name if isinstance(node, ast.FunctionDef) else node.targets[0].id] = \
+                ([a.arg for a in args.args], expr)
+    return out
+
+
 def _signature_binder(fn_node):
     """A function with `fn_node`'s parameters that returns them bound, as a dict."""
     args = copy.deepcopy(fn_node.args)
@@ -416,9 +471,8 @@ def import_names(imports):
     return out
 
 
-def specialise(block, imports, inputs, attrs, shape_type=_Shape):
-    """(op lines, the returned expression, helper sources, import lines) for the op of `block` called as
-    op(*inputs, **attrs). `inputs`: Tensor or None per input. Raises CannotSpecialise."""
+def _split_block(block):
+    """(the module's tree, the `op` function's node, name -> source of every other definition)."""
     tree = ast.parse(block)
     op_def = None
     helpers_src = {}
@@ -436,6 +490,13 @@ def specialise(block, imports, inputs, attrs, shape_type=_Shape):
                                                            decorator_list=[], returns=None, type_params=[]))
     if not isinstance(op_def, ast.FunctionDef):
         raise CannotSpecialise("the op is not a plain function")
+    return tree, op_def, helpers_src
+
+
+def specialise(block, imports, inputs, attrs, shape_type=_Shape):
+    """(op lines, the returned expression, helper sources, import lines) for the op of `block` called as
+    op(*inputs, **attrs). `inputs`: Tensor or None per input. Raises CannotSpecialise."""
+    tree, op_def, helpers_src = _split_block(block)
     ns = {"__builtins__": builtins}
     for name, line in import_names(imports).items():
         ns[name] = np if line.split()[1].split(".")[0] == "numpy" else _Framework(name)
@@ -452,27 +513,23 @@ def specialise(block, imports, inputs, attrs, shape_type=_Shape):
         bound = ns.pop("__bind")(*inputs, **attrs)
     except TypeError as e:
         raise CannotSpecialise(f"the op's parameters do not take this call: {e}") from e
-    params = set(bound)
-    render = Renderer(helpers)
-    taken = {t.name for t in inputs if isinstance(t, Tensor)}
-    sp = Specialiser(ns, render, taken)
-    sp.inline = {}
-    for node in tree.body:  # helpers of one `return expr` (after a docstring) are written out in place
-        if isinstance(node, ast.FunctionDef) and node.name != "op" and not node.args.vararg and \
-                not node.args.kwonlyargs and not node.args.defaults:
-            body = [b for b in node.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
-            if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-                sp.inline[node.name] = ([a.arg for a in node.args.args], body[0].value)
-    sp.locals = set(params)
+    sp = Specialiser(ns, Renderer(helpers), {t.name for t in inputs if isinstance(t, Tensor)})
+    sp.inline = _one_expression_helpers(tree)
+    sp.locals = set(bound)
     ns.update(bound)
     value = sp.body(op_def.body)
-    lines = sp.lines
-    text = "\n".join(lines + [f"y = {value}"])
-    # what the lines name must exist in the script: tensors, imports, helpers, builtins
-    used = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
-    emitted = {v.name for v in ns.values() if isinstance(v, _Emitted)}
     inputs_named = {t.name for t in inputs if isinstance(t, Tensor)} | {
         t.name for v in bound.values() if isinstance(v, (tuple, list)) for t in v if isinstance(t, Tensor)}
+    srcs, import_lines = _needed(sp, value, inputs_named, helpers_src, imports)
+    return sp.lines, value, srcs, import_lines
+
+
+def _needed(sp, value, inputs_named, helpers_src, imports):
+    """(helper sources, import lines) the written-out lines need; CannotSpecialise when they name anything
+    the script would not have (tensors, imports, helpers, builtins)."""
+    text = "\n".join(sp.lines + [f"y = {value}"])
+    used = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+    emitted = sp.emitted | _bound_names(ast.parse(text))  # comprehension variables are the lines' own
     imports_by_name = import_names(imports)
     need_helpers = sorted(used & set(helpers_src))
     unknown = used - emitted - inputs_named - set(imports_by_name) - set(need_helpers) - set(dir(builtins)) - {"y"}
@@ -489,8 +546,7 @@ def specialise(block, imports, inputs, attrs, shape_type=_Shape):
         for m in sorted({x.id for x in ast.walk(ast.parse(src)) if isinstance(x, ast.Name)} & set(helpers_src)):
             todo.append(m)
         used |= {x.id for x in ast.walk(ast.parse(src)) if isinstance(x, ast.Name)}
-    import_lines = [line for name, line in imports_by_name.items() if name in used]
-    return lines, value, list(reversed(srcs)), import_lines
+    return list(reversed(srcs)), [line for name, line in imports_by_name.items() if name in used]
 
 
 def param_names(block, n_inputs):
@@ -510,230 +566,3 @@ def param_names(block, n_inputs):
         star = fn.args.vararg.arg
         names += [f"{star}{k}" for k in range(n_inputs - len(names))]
     return [n if n not in RESERVED else n + "_" for n in names]
-
-
-def _wrap(text, width=110, indent="    "):
-    """A long literal split after commas into continuation lines."""
-    if len(text) <= width:
-        return [text]
-    lines, line = [], ""
-    for part in re.split(r"(?<=, )", text):
-        if line and len(line) + len(part) > width:
-            lines.append(line.rstrip())
-            line = indent
-        line += part
-    return lines + [line]
-
-
-class Script:
-    """The straight-line script of one case. Call `text()`; arrays too big to inline are in `npz`."""
-
-    def __init__(self, recipe):
-        self.recipe, self.npz, self.setup = recipe, {}, []
-
-    def value(self, name, array, wrap, budget, comment=""):
-        """`name = <literal or data.npz entry>` (wrapped in the framework's tensor when `wrap`)."""
-        a = np.asarray(array)
-        dt = self.recipe.get("dtypes", {}).get(a.dtype.name, a.dtype.name)
-        lines = None
-        if a.size <= INLINE_ELEMENTS and budget[0] >= a.size:
-            expr = array_text(a.astype(dt), dt)
-            lines = _wrap(f"{name} = {self.recipe[wrap].format(expr) if wrap else expr}")
-            if len(lines) > 2:  # a literal of more than two lines reads worse than data.npz
-                lines = None
-            else:
-                budget[0] -= a.size
-        if lines is None:
-            self.npz[name] = a.astype(dt)
-            expr = f"data[{name!r}]"
-            lines = [f"{name} = {self.recipe[wrap].format(expr) if wrap else expr}"]
-        if comment and len(lines[-1]) + len(comment) + 4 <= 118:
-            lines[-1] += f"  # {comment}"
-        elif comment:
-            lines.insert(0, f"# {comment}")
-        self.setup += lines
-
-
-def _fill(template, fields, each, each_p=()):
-    """Expand a recipe's line templates: `{op}` lines, `*x ` lines once per differentiated input, `*p `
-    lines once per penalised input (vjp2: those with a direction u)."""
-    out = []
-    for line in template:
-        if line.strip() == "{op}":
-            pad = line[:len(line) - len(line.lstrip())]
-            out += [pad + op_line for op_line in fields["op"]]
-        elif line.startswith(("*x ", "*p ")):
-            for item in (each if line.startswith("*x ") else each_p):
-                out.append(line[3:].format(**{**fields, **item}))
-        else:
-            out.append(line.format(**fields))
-    return out
-
-
-def _fed(lines, value, recipe, names):
-    """The op's lines reading `x_` = a recorded copy of each differentiated input `x` (recipe["fed"])."""
-    class Ren(ast.NodeTransformer):
-        def visit_Name(self, n):
-            return ast.Name(n.id + "_", n.ctx) if n.id in names else n
-    new = [f"{n}_ = {recipe['fed'].format(n)}" for n in names]
-    new += [ast.unparse(Ren().visit(ast.parse(line))) for line in lines]
-    return new, ast.unparse(Ren().visit(ast.parse(value, mode="eval")))
-
-
-def compose(recipe, mode, verdict, check, names, inputs, diff, cots, us, op, want, f64, allowed, doc, who,
-            fed=False, prune=True, part=None):
-    """(script text, arrays for data.npz). `op`: (lines, returned expression, helper sources, imports)
-    of the specialised op (or the function form); `check`: the index of the checked result of `mode`
-    (fwd: per output; vjp: per input; vjp2: per input, then per output); `diff`: per input, whether it
-    requires grad; `part` (vjp2): "g" for ds/dg (the cotangents require grad), else ds/dx (the
-    penalty's own graph: the cotangents are constants)."""
-    lines, value, helpers, op_imports = op
-    sc = Script(recipe)
-    if prune and len(cots) > 1 and verdict not in ("CRASH", "TIMEOUT"):  # outputs the mode never reads: not computed
-        wanted = {check} if mode == "fwd" else {j for j, c in enumerate(cots) if c is not None}
-        lines, value = _drop_unused(lines, value, wanted)
-    budget = [INLINE_TOTAL]
-    n_in, n_out = len(inputs), len(cots)
-    grads = mode != "fwd"
-    xs = [i for i in range(n_in) if grads and diff[i]]
-    if grads and not xs:
-        raise CannotSpecialise("no differentiated input")
-    single = len(xs) == 1
-    h = {i: "h" if single else f"h_{names[i]}" for i in xs}
-    u = {i: "u" if single else f"u_{names[i]}" for i in xs}
-    outs = ["y"] if n_out == 1 else [f"ys[{j}]" for j in range(n_out)]
-    with_cot = [j for j in range(n_out) if grads and cots[j] is not None]
-    if grads and not with_cot:
-        raise CannotSpecialise("no output with a cotangent")
-    g = {j: "g" if n_out == 1 else f"g{j}" for j in with_cot}
-    used = {n.id for n in ast.walk(ast.parse("\n".join(lines + [f"y = {value}"]))) if isinstance(n, ast.Name)}
-    for i, a in enumerate(inputs):
-        if a is None:
-            continue
-        if i in xs or names[i] in used:
-            kind = "leaf" if i in xs else "tensor"
-            sc.value(names[i], a, kind, budget)
-    of_g = mode == "vjp2" and part == "g"
-    for j in with_cot:
-        sc.value(g[j], cots[j], "leaf" if of_g else "tensor", budget, f"cotangent of {outs[j]}")
-    terms = []
-    ps = [i for i in xs if mode == "vjp2" and us[i] is not None]  # what the penalty's first backward takes
-    if mode == "vjp2":
-        for i in ps:
-            sc.value(u[i], us[i], "tensor", budget, f"direction: s = <{h[i]}, {u[i]}>" if single else "")
-            terms.append(recipe["term"].format(h=h[i], u=u[i]))
-        if not terms:
-            raise CannotSpecialise("no direction u")
-    if fed:
-        lines, value = _fed(lines, value, recipe, [names[i] for i in xs])
-    d = {("g", j): f"d_{g[j]}" for j in with_cot} if of_g else {("x", i): f"d_{names[i]}" for i in xs}
-    op_lines = lines + [f"{'y' if n_out == 1 else 'ys'} = {value}"]
-    gs = ", ".join(g[j] for j in with_cot)
-    fields = {"op": op_lines, "xs": ", ".join(names[i] for i in xs), "ys": ", ".join(outs[j] for j in with_cot),
-              "gs": gs, "hs": ", ".join(h[i] for i in (ps if mode == "vjp2" else xs)),
-              "ps": ", ".join(names[i] for i in ps), "ws": gs if of_g else ", ".join(names[i] for i in xs),
-              "and_gs": f", {gs}" if of_g else "", "ds": ", ".join(d.values()), "s": " + ".join(terms)}
-    each = [{"x": names[i], "h": h[i]} for i in xs]
-    each_p = [{"p": names[i], "h": h[i]} for i in ps]
-    body = op_lines if mode == "fwd" else _fill(recipe[mode], fields, each, each_p)
-    if mode == "fwd":
-        result = outs[check] if check < n_out else None
-    elif mode == "vjp":
-        result = h.get(check)
-    else:
-        result = d.get(("x", check)) if check < n_in else d.get(("g", check - n_in))
-    if result is None and verdict not in ("ERROR", "CRASH", "TIMEOUT"):
-        raise CannotSpecialise("the checked result is not one the script computes")
-    tail = []
-    if verdict in ("ERROR", "CRASH", "TIMEOUT"):
-        pass
-    else:
-        numpy = recipe["numpy"].format(result)
-        if recipe.get("none_is_zero") and mode != "fwd":
-            numpy = f"np.zeros({tuple(np.shape(want))!r}, 'float32') if {result} is None else {numpy}"
-        tail.append(f"got = {numpy}")
-        sc.value("want", want, None, budget, who)
-        if f64 is not None:
-            sc.value("f64", f64, None, budget, "float64")
-        tail += _check_lines(verdict, np.shape(want), allowed, f64 is not None, np.size(want))
-    head = [f'"""{doc}"""']
-    if verdict in ("CRASH", "TIMEOUT"):
-        head += ["import subprocess", "import sys",
-                 'if "--child" not in sys.argv:  # the op may kill the process: it runs in a child',
-                 "    try:",
-                 '        code = subprocess.run([sys.executable, __file__, "--child"], timeout=60).returncode',
-                 "    except subprocess.TimeoutExpired:",
-                 '        code = "no answer within 60 s"',
-                 '    print("the op\'s process:", code if not isinstance(code, int) or code >= 0 else f"killed by signal {-code}")',
-                 "    raise SystemExit(0 if code in (0, 1) else 1)"]
-    head += (["import os"] if sc.npz else []) + ["import numpy as np"] + list(recipe["imports"]) + \
-        [x for x in op_imports if x not in recipe["imports"] and "import numpy as np" != x]
-    out = head + [""]
-    for src in helpers:
-        out += ["", src.rstrip(), ""]
-    if helpers:
-        out.append("")
-    if sc.npz:
-        out.append('data = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data.npz"))')
-    out += sc.setup
-    if verdict == "ERROR":
-        out += ["try:"] + ["    " + x for x in body] + [
-            "except Exception as e:  # the framework's own error is the problem",
-            "    print(f\"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\")",
-            "    raise SystemExit(1)",
-            'print("no error: does not reproduce")', "raise SystemExit(0)"]
-    elif verdict in ("CRASH", "TIMEOUT"):
-        out += body + ['print("the op returned: does not reproduce")']
-    else:
-        out += body + tail
-    return "\n".join(out) + "\n", sc.npz
-
-
-def _drop_unused(lines, value, wanted):
-    """`value` a tuple literal of the outputs: those not in `wanted` become None, and the lines that
-    only computed them are dropped (a statement that assigns nothing read later)."""
-    try:
-        node = ast.parse(value, mode="eval").body
-    except SyntaxError:
-        return lines, value
-    if not isinstance(node, ast.Tuple):
-        return lines, value
-    node.elts = [e if k in wanted else ast.Constant(None) for k, e in enumerate(node.elts)]
-    value = ast.unparse(node)
-    kept = list(lines)
-    changed = True
-    while changed:
-        changed = False
-        for k in range(len(kept) - 1, -1, -1):
-            try:
-                stmt = ast.parse(kept[k]).body[0]
-            except SyntaxError:
-                return lines, ast.unparse(node)
-            if not isinstance(stmt, ast.Assign):
-                continue
-            targets = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            later = {n.id for text in kept[k + 1:] + [value] for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
-            if not targets & later:
-                del kept[k]
-                changed = True
-    return kept, value
-
-
-def _check_lines(verdict, shape, allowed, has_f64, size):
-    show = size <= 16
-    if verdict == "SHAPE_MISMATCH":
-        return ['print("shape", list(got.shape), "expected", list(want.shape))',
-                "raise SystemExit(1 if got.shape != want.shape else 0)"]
-    if verdict == "NAN_MISMATCH":
-        return ["odd = np.isfinite(got) != np.isfinite(want)",
-                'print(f"{odd.sum()} of {odd.size} elements are finite on one side only")'] + \
-               (['print("got", got.ravel(), "expected", want.ravel())'] if show else []) + \
-               ["raise SystemExit(1 if odd.any() else 0)"]
-    lines = ["err = np.abs(got.astype(np.float64) - want)",
-             "i = np.unravel_index(np.argmax(err), err.shape)",
-             'print(f"max abs difference {err.max():.3g} at {[int(k) for k in i]}: got {got[i].item()!r}, '
-             'expected {want[i].item()!r}' + (' (float64 {f64[i].item()!r})")' if has_f64 else '")')]
-    if show:
-        lines.append('print("got", got.ravel(), "expected", want.ravel())')
-    lines.append(f"raise SystemExit(1 if err.max() > {float(allowed):.3g} else 0)  # irtrace's tolerance for this case")
-    return lines
