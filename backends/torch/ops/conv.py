@@ -1,8 +1,9 @@
 import torch
 from torch.nn import functional
 
+from backends._ops_common import pad_list
 from backends.torch.ops import OPS
-from backends.torch.ops._util import torch_pad_list
+
 
 _CONV = {1: functional.conv1d, 2: functional.conv2d, 3: functional.conv3d}
 _CONV_T = {1: functional.conv_transpose1d, 2: functional.conv_transpose2d, 3: functional.conv_transpose3d}
@@ -15,7 +16,7 @@ def conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, p
     if begins == ends:
         return _CONV[r](x, w, b, stride=strides, padding=begins, dilation=dilations, groups=group)
     # torch's conv only takes symmetric padding: pad explicitly first, as a porter would
-    x = functional.pad(x, torch_pad_list(pads))
+    x = functional.pad(x, pad_list(pads))
     return _CONV[r](x, w, b, stride=strides, padding=0, dilation=dilations, groups=group)
 
 
