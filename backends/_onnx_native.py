@@ -126,9 +126,9 @@ class NativeAdapter(Adapter):
     def lookup(self, spec):
         """The runtime's own kernel list decides, except for ONNX function ops (e.g. CastLike),
         which runtimes expand into ops they do have."""
-        if spec.domain == IRTRACE_DOMAIN and self.runner.own_ops:
-            return self.table.lookup(spec.domain, spec.op_type, spec.opset)
         if spec.domain == IRTRACE_DOMAIN:
+            if self.runner.own_ops:
+                return self.table.lookup(spec.domain, spec.op_type, spec.opset)
             raise Unsupported(f"{self.name} has no kernel for {spec.domain}::{spec.op_type} (irtrace's own op)")
         try:
             return self.table.lookup(spec.domain, spec.op_type, spec.opset)
