@@ -31,6 +31,13 @@ def pad_list(pads):
     return out
 
 
+def symmetric_pool_pads(pads, kernel):
+    """Whether a pool's ONNX pads fit a framework pool that pads each side alike by at most half the
+    kernel (torch's, OneFlow's and MegEngine's): otherwise the input is padded explicitly first."""
+    r = len(kernel)
+    return pads[:r] == pads[r:] and all(p <= k // 2 for p, k in zip(pads[:r], kernel))
+
+
 def reduced_axes(axes, rank, noop_with_empty_axes):
     """The axes an ONNX Reduce* node reduces, as a tuple; no axes: every one, or with
     noop_with_empty_axes none (None: the input is returned as it is)."""
