@@ -1,11 +1,13 @@
-"""Shared by backends that execute ONNX itself (onnxruntime, onnx.reference, the oracle):
-a one-node model per node, cached per signature (node proto + input dtypes and shapes)."""
+"""Shared by backends that execute ONNX itself (onnxruntime, onnx.reference, the oracle): one
+adapter, NativeAdapter, parameterised by the backend's Runner (which ops it has, how it builds and
+runs a model); a one-node model per node, cached per signature (node proto + input dtypes and shapes)."""
 import base64
 
 import numpy as np
 import onnx
 from onnx import helper
 
+from backends._runtime.adapter import Adapter
 from backends._table import OpTable, Unsupported
 
 IRTRACE_DOMAIN = "ai.irtrace"
@@ -78,42 +80,138 @@ def native_table(backend, op_types, fn):
     return table
 
 
-def unsupported_domain(spec, backend):
-    if spec.domain == IRTRACE_DOMAIN:
-        raise Unsupported(f"{backend} has no kernel for {spec.domain}::{spec.op_type} (irtrace's own op)")
-
-
-def lookup_native(adapter, spec):
-    """The runtime's own kernel list decides, except for ONNX function ops (e.g. CastLike),
-    which runtimes expand into ops they do have."""
-    unsupported_domain(spec, adapter.name)
-    try:
-        return adapter.table.lookup(spec.domain, spec.op_type, spec.opset)
-    except Unsupported:
-        try:
-            schema = onnx.defs.get_schema(spec.op_type, spec.opset, spec.domain)
-        except onnx.defs.SchemaError:
-            raise Unsupported(f"{spec.op_type!r} is not an ONNX op (domain {spec.domain!r})") from None
-        if schema.has_function or schema.has_context_dependent_function:
-            return None
-        raise
-
-
-class NativeScript:
-    """Repro scripts of a backend that executes ONNX itself: the op is the node, rebuilt from its type
-    and attributes by backends/_onnx_script.py (inlined verbatim). Set `script_framework`, `runtime`."""
+class Runner:
+    """How one runtime executes ONNX models: what a native backend's folder declares. `ops()` are the
+    (domain, op type, since) it has kernels for; `session(model, spec)` builds what runs `model` (a
+    runtime that cannot, raises Unsupported); `run(session, names, feeds)` gives the outputs `names`.
+    `cast`: the dtype float inputs are cast to (None: as recorded); `out_dtypes`: whether the model
+    declares its outputs' dtypes; `batches`: whether a batch of nodes may run as one model; `own_ops`:
+    whether its table holds irtrace's own ops (otherwise they are Unsupported)."""
+    name = "?"
     script_framework = "onnx"
-    runtime = "onnxref"
+    cast = None
+    out_dtypes = False
+    batches = False
+    own_ops = False
+
+    def ops(self):
+        raise NotImplementedError
+
+    def versions(self):
+        return {}
+
+    def session(self, model, spec):
+        raise NotImplementedError
+
+    def run(self, session, names, feeds):
+        raise NotImplementedError
+
+
+class NativeAdapter(Adapter):
+    """A backend that executes the ONNX node itself, forward only: a one-node model per node, built by
+    its runner once per signature (node proto + input dtypes and shapes) and cached. Its repro scripts
+    rebuild the node from its type and attributes by backends/_onnx_script.py (inlined verbatim)."""
+    modes = ("fwd",)
+    native = True  # executes the ONNX node itself: `--form original` gives it the original attributes
+
+    def __init__(self, runner):
+        self.runner = runner
+        self.name = runner.name
+        self.table = native_table(self.name, runner.ops(), self._run)
+        self.cache = {}
+
+    def versions(self):
+        return self.runner.versions()
+
+    def lookup(self, spec):
+        """The runtime's own kernel list decides, except for ONNX function ops (e.g. CastLike),
+        which runtimes expand into ops they do have."""
+        if spec.domain == IRTRACE_DOMAIN:
+            if self.runner.own_ops:
+                return self.table.lookup(spec.domain, spec.op_type, spec.opset)
+            raise Unsupported(f"{self.name} has no kernel for {spec.domain}::{spec.op_type} (irtrace's own op)")
+        try:
+            return self.table.lookup(spec.domain, spec.op_type, spec.opset)
+        except Unsupported:
+            try:
+                schema = onnx.defs.get_schema(spec.op_type, spec.opset, spec.domain)
+            except onnx.defs.SchemaError:
+                raise Unsupported(f"{spec.op_type!r} is not an ONNX op (domain {spec.domain!r})") from None
+            if schema.has_function or schema.has_context_dependent_function:
+                return None
+            raise
+
+    def _run(self, *args, **kwargs):
+        raise AssertionError(f"{self.name} executes the node itself")
+
+    def session(self, spec, inputs):
+        key = signature(spec, inputs)
+        if key not in self.cache:
+            out_dtypes = getattr(spec, "out_dtypes", None) if self.runner.out_dtypes else None
+            model, _ = one_node_model(spec, inputs, out_dtypes, cast=self.runner.cast)
+            self.cache[key] = self.runner.session(model, spec)
+        return self.cache[key]
+
+    def fwd(self, entry, inputs, spec):
+        sess = self.session(spec, inputs)
+        cast = self.runner.cast
+        feeds = {}
+        for n, a in zip(spec.inputs, inputs):
+            if n:
+                a = np.asarray(a)
+                feeds[n] = a.astype(cast) if cast is not None and a.dtype.kind == "f" else a
+        names = [o for o in spec.outputs if o]
+        got = dict(zip(names, self.runner.run(sess, names, feeds)))
+        return [got[o] if o else None for o in spec.outputs]
+
+    def run_many(self, mode, items):
+        """With a runner that `batches`: one model for the batch's plain ONNX nodes (those with a kernel
+        here, no subgraph, the first node's opset), each reading its own recorded inputs and writing
+        outputs no other node reads, so each still runs alone on the same kernel; the others, or all
+        when the model cannot be built or run, one by one."""
+        if not self.runner.batches:
+            return {}
+        from onnx import AttributeProto
+        nodes, g_inputs, feeds, g_outputs, names, taken = [], [], {}, [], {}, []
+        for k, (spec, inputs) in enumerate(items):
+            if spec.domain or spec.opset != items[0][0].opset:
+                continue
+            try:
+                self.lookup(spec)
+            except Unsupported:
+                continue
+            node, gi, fd, go = node_parts(spec, inputs, spec.out_dtypes or None,
+                                          rename=lambda kind, i, name, k=k: f"{kind}{k}.{i}")
+            if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+                continue
+            node.name = f"node{k}"
+            nodes.append(node)
+            g_inputs += gi
+            feeds.update(fd)
+            g_outputs += go
+            names[k] = [f"out{k}.{i}" if o else None for i, o in enumerate(spec.outputs)]
+            taken.append(k)
+        if len(taken) < 2:
+            return {}
+        try:
+            first = items[taken[0]][0]
+            sess = self.runner.session(model_of(nodes, g_inputs, g_outputs, first, "batch"), first)
+            wanted = [n for k in taken for n in names[k] if n]
+            got = dict(zip(wanted, self.runner.run(sess, wanted, feeds)))
+        except Exception:  # noqa: BLE001 - a kernel missing for these types, a node that raises: one by one
+            return {}
+        return {k: ([got[n] if n else None for n in names[k]], None) for k in taken}
 
     def script(self):
+        """What a repro script needs to run the node without irtrace."""
         import inspect
         import platform
 
         from backends import _onnx_script
-        return {"framework": self.script_framework, "autodiff": inspect.getsource(_onnx_script),
-                "python": platform.python_version(), "recipe": _onnx_script.RECIPES.get(self.runtime)}
+        return {"framework": self.runner.script_framework, "autodiff": inspect.getsource(_onnx_script),
+                "python": platform.python_version(), "recipe": _onnx_script.RECIPES.get(self.name)}
 
     def op_block(self, spec):
         op = {"op_type": spec.op_type, "domain": spec.domain, "opset": spec.opset, "n_outputs": len(spec.outputs),
-              "out_dtypes": list(spec.out_dtypes) or [""] * len(spec.outputs), "runtime": self.runtime}
+              "out_dtypes": list(spec.out_dtypes) or [""] * len(spec.outputs), "runtime": self.name}
         return f"op = {op!r}\n", []

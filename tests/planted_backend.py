@@ -20,9 +20,10 @@ import time
 import torch
 from torch.nn import functional
 
+from backends._ops_common import pad_list
 from backends.torch.adapter import TorchAdapter
 from backends.torch.ops import OPS
-from backends.torch.ops._util import torch_pad_list
+
 
 BUG = os.environ.get("IRTRACE_PLANTED", "")
 TABLE = OPS.derive(f"planted-{BUG}")
@@ -31,7 +32,7 @@ TABLE = OPS.derive(f"planted-{BUG}")
 def wrong_side_conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, pads, strides):
     r = len(kernel_shape)
     moved = [0] * r + [p + q for p, q in zip(pads[:r], pads[r:])]  # everything at the end
-    return functional.conv2d(functional.pad(x, torch_pad_list(moved)), w, b, stride=strides, dilation=dilations, groups=group)
+    return functional.conv2d(functional.pad(x, pad_list(moved)), w, b, stride=strides, dilation=dilations, groups=group)
 
 
 class _LeakyNoDouble(torch.autograd.Function):

@@ -9,9 +9,10 @@ import math
 import numpy as np
 from megengine import functional
 
+from backends._ops_common import full_pads
 from backends._table import Alternatives, Unsupported
 from backends.megengine.ops import OPS
-from backends.megengine.ops._util import full_pads
+
 
 WORKAROUNDS = Alternatives(OPS)
 

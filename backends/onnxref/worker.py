@@ -2,8 +2,7 @@
 (its known bugs, e.g. grouped ConvTranspose, must show up as findings)."""
 import numpy as np
 
-from backends._onnx_native import NativeScript, lookup_native, native_table, one_node_model, signature
-from backends._runtime.adapter import Adapter
+from backends._onnx_native import NativeAdapter, Runner
 
 
 def reference_ops():
@@ -21,50 +20,30 @@ def reference_ops():
     return out
 
 
-class ReferenceAdapter(NativeScript, Adapter):
+class ReferenceRunner(Runner):
     name = "onnxref"
-    modes = ("fwd",)
-    script_framework, runtime = "onnx", "onnxref"
-    native = True  # executes the ONNX node itself: `--form original` gives it the original attributes
-    cast = None
 
     def __init__(self):
         import onnx
         self.onnx = onnx
-        self.table = native_table(self.name, reference_ops(), self._run)
-        self.cache = {}
+
+    def ops(self):
+        return reference_ops()
 
     def versions(self):
         return {"onnx": self.onnx.__version__}
 
-    def lookup(self, spec):
-        return lookup_native(self, spec)
-
-    def _run(self, *args, **kwargs):
-        raise AssertionError("onnx.reference executes the node itself")
-
-    def evaluator(self, spec, inputs):
-        from onnx.reference import ReferenceEvaluator
-        key = signature(spec, inputs)
-        if key not in self.cache:
-            model, _ = one_node_model(spec, inputs, cast=self.cast)
-            self.cache[key] = ReferenceEvaluator(model, new_ops=self.new_ops(spec))
-        return self.cache[key]
-
     def new_ops(self, spec):
+        """Op classes that replace onnx.reference's own for this node (none: as shipped)."""
         return None
 
-    def fwd(self, entry, inputs, spec):
-        ev = self.evaluator(spec, inputs)
-        feeds = {}
-        for n, a in zip(spec.inputs, inputs):
-            if n:
-                a = np.asarray(a)
-                feeds[n] = a.astype(self.cast) if self.cast is not None and a.dtype.kind == "f" else a
-        names = [o for o in spec.outputs if o]
-        got = dict(zip(names, ev.run(names, feeds)))
-        return [np.asarray(got[o]) if o else None for o in spec.outputs]
+    def session(self, model, spec):
+        from onnx.reference import ReferenceEvaluator
+        return ReferenceEvaluator(model, new_ops=self.new_ops(spec))
+
+    def run(self, session, names, feeds):
+        return [np.asarray(a) for a in session.run(names, feeds)]
 
 
 def make_adapter():
-    return ReferenceAdapter()
+    return NativeAdapter(ReferenceRunner())

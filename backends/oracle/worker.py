@@ -9,9 +9,9 @@ arbitrate with it.
 """
 import numpy as np
 
-from backends._onnx_native import lookup_native
-from backends._table import OpTable, Unsupported
-from backends.onnxref.worker import ReferenceAdapter, reference_ops
+from backends._onnx_native import IRTRACE_DOMAIN, NativeAdapter
+from backends._table import Unsupported
+from backends.onnxref.worker import ReferenceRunner, reference_ops
 
 FD_RTOL = 1e-5
 
@@ -119,42 +119,40 @@ def _reshaped(results, fd):
     return any(a is not None and b is not None and np.shape(a) != np.shape(b) for a, b in zip(results, fd))
 
 
-class OracleAdapter(ReferenceAdapter):
+class OracleRunner(ReferenceRunner):
+    """onnx.reference on the node cast to float64, with irtrace's own ops and the overrides."""
     name = "oracle"
-    modes = ("fwd", "vjp", "vjp2")
     cast = np.float64
-    script = None  # the arbiter, not a backend under test: it writes no repro scripts
+    own_ops = True
 
     def __init__(self):
-        import torch
-
-        from backends.torch.adapter import TorchAdapter
         super().__init__()
-        ops = reference_ops() | {("ai.irtrace", "TrainBatchNormalization", 1), ("ai.irtrace", "RecordedDropout", 1)}
-        table = OpTable(self.name)
-        for d, o, s in sorted(ops):
-            try:
-                table.register(o, since=s, domain=d)(self._run)
-            except RuntimeError:
-                pass
-        self.table = table
-        self.grad = TorchAdapter(dtype=torch.float64)
-        self.rng = np.random.default_rng(0)
         self._new_ops = _overrides()
+
+    def ops(self):
+        return reference_ops() | {(IRTRACE_DOMAIN, "TrainBatchNormalization", 1), (IRTRACE_DOMAIN, "RecordedDropout", 1)}
 
     def new_ops(self, spec):
         # onnx.reference wants op names unique across domains: pass only this node's override
         return [c for c in self._new_ops if c.__name__ == spec.op_type and getattr(c, "op_domain", "") == spec.domain
                 and spec.opset >= getattr(c, "oracle_since", 1)]
 
-    def lookup(self, spec):
-        if spec.domain == "ai.irtrace":
-            return self.table.lookup(spec.domain, spec.op_type, spec.opset)
-        return lookup_native(self, spec)
-
     def versions(self):
         import torch
         return {"onnx": self.onnx.__version__, "torch": torch.__version__, "dtype": "float64"}
+
+
+class OracleAdapter(NativeAdapter):
+    modes = ("fwd", "vjp", "vjp2")
+    script = None  # the arbiter, not a backend under test: it writes no repro scripts
+
+    def __init__(self):
+        import torch
+
+        from backends.torch.adapter import TorchAdapter
+        super().__init__(OracleRunner())
+        self.grad = TorchAdapter(dtype=torch.float64)
+        self.rng = np.random.default_rng(0)
 
     def _torch_entry(self, spec):
         try:

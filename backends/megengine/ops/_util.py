@@ -1,33 +1,7 @@
-import numpy as np
-
 from backends._table import Unsupported
 
 # ONNX TensorProto data type -> MegEngine dtype name (MegEngine has no 64-bit types)
 ONNX_TO_MGE = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 9: "bool", 10: "float16"}
-
-
-def ints(t):
-    """A shape-like input (tensor, array or list) as python ints."""
-    if t is None:
-        return None
-    a = t.numpy() if hasattr(t, "numpy") else np.asarray(t)
-    return [int(v) for v in np.asarray(a).reshape(-1)]
-
-
-def axis(a, rank):
-    return a + rank if a < 0 else a
-
-
-def full_pads(pads, axes, r):
-    """ONNX Pad's pads (for `axes`, or all r axes) as [b1..br, e1..er] over every axis, python ints."""
-    p = ints(pads)
-    if axes is None:
-        return p
-    ax = [axis(a, r) for a in ints(axes)]
-    full = [0] * (2 * r)
-    for i, a in enumerate(ax):
-        full[a], full[a + r] = p[i], p[i + len(ax)]
-    return full
 
 
 def pad_width(pads):

@@ -1,6 +1,7 @@
 from megengine import functional
 import numpy as np
 
+from backends._ops_common import register_variadic
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
 from backends.megengine.ops._util import ONNX_TO_MGE
@@ -106,20 +107,9 @@ def clip(x, lo=None, hi=None):
     return functional.clip(x, None if lo is None else float(lo.item()), None if hi is None else float(hi.item()))
 
 
-def _variadic(name, binary):
-    """ONNX's variadic Max/Min/Sum: the framework's binary op folded over the inputs."""
-    def op(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = binary(out, x)
-        return out
-    op.__name__ = name.lower()
-    OPS.register(name, since=8)(op)
-
-
-_variadic("Max", functional.maximum)
-_variadic("Min", functional.minimum)
-_variadic("Sum", functional.add)
+register_variadic(OPS, "Max", functional.maximum)
+register_variadic(OPS, "Min", functional.minimum)
+register_variadic(OPS, "Sum", functional.add)
 
 
 @OPS.register("Where", since=9)

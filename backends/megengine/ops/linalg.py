@@ -1,5 +1,6 @@
 from megengine import functional
 
+from backends._ops_common import gemm_sum
 from backends.megengine.ops import OPS
 
 
@@ -11,11 +12,7 @@ def matmul(a, b):
 @OPS.register("Gemm", since=13)
 def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     y = functional.matmul(a, b, transpose_a=bool(transA), transpose_b=bool(transB))
-    if alpha != 1.0:
-        y = y * alpha
-    if c is not None:
-        y = y + (c * beta if beta != 1.0 else c)
-    return y
+    return gemm_sum(y, c, alpha, beta)
 
 
 # Not registered: Einsum (MegEngine's public functional API has no einsum).

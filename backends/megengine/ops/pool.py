@@ -1,12 +1,9 @@
 from megengine import functional
 
+from backends._ops_common import symmetric_pool_pads
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
 from backends.megengine.ops._util import need_2d, spatial_only
-
-
-def _symmetric(pads, kernel):
-    return pads[:2] == pads[2:] and all(p <= k // 2 for p, k in zip(pads[:2], kernel))
 
 
 @OPS.register("MaxPool", since=12)
@@ -16,7 +13,7 @@ def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations, kernel_shape, pads
         raise Unsupported("MegEngine's max_pool2d has no ceil_mode")
     if any(d != 1 for d in dilations):
         raise Unsupported("MegEngine's max_pool2d has no dilation")
-    if _symmetric(pads, kernel_shape):
+    if symmetric_pool_pads(pads, kernel_shape):
         return functional.max_pool2d(x, tuple(kernel_shape), tuple(strides), tuple(pads[:2]))
     x = functional.pad(x, spatial_only(pads, 2), constant_value=float("-inf"))  # symmetric padding only: pad first
     return functional.max_pool2d(x, tuple(kernel_shape), tuple(strides), 0)
@@ -32,7 +29,7 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
         raise Unsupported("MegEngine's avg_pool2d has no dilation")
     # ONNX count_include_pad=1 is MegEngine's mode='average'; 0 is 'average_count_exclude_padding'
     mode = "average" if count_include_pad else "average_count_exclude_padding"
-    if _symmetric(pads, kernel_shape):
+    if symmetric_pool_pads(pads, kernel_shape):
         return functional.avg_pool2d(x, tuple(kernel_shape), tuple(strides), tuple(pads[:2]), mode=mode)
     # symmetric padding only: pad explicitly; excluded pad cells are then divided out by a porter's
     # count map, the average of ones over the same padded window

@@ -1,22 +1,13 @@
+from functools import partial
+
 from megengine import functional
 
+from backends._ops_common import ints, register_reduce
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
-from backends.megengine.ops._util import ints
 
 
-def _reduce(name, fn, since=18):
-    @OPS.register(name, since=since)
-    def op(x, axes=None, *, keepdims=1, noop_with_empty_axes=0):
-        a = ints(axes)
-        if not a:
-            if noop_with_empty_axes:
-                return x
-            a = list(range(x.ndim))
-        return fn(x, tuple(a), bool(keepdims))
-    op.__name__ = name.lower()
-    return op
-
+_reduce = partial(register_reduce, OPS)
 
 _reduce("ReduceMean", lambda x, a, k: functional.mean(x, axis=a, keepdims=k))
 _reduce("ReduceSum", lambda x, a, k: functional.sum(x, axis=a, keepdims=k), since=13)

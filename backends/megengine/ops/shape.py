@@ -2,23 +2,20 @@ import megengine as mge
 from megengine import functional
 import numpy as np
 
+from backends._ops_common import axis, flatten_shape, full_pads, ints, reshape_shape, slice_index, split_sizes
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
-from backends.megengine.ops._util import axis, full_pads, ints, pad_width
+from backends.megengine.ops._util import pad_width
 
 
 @OPS.register("Reshape", since=14)
 def reshape(x, shape, *, allowzero=0):
-    s = ints(shape)
-    if not allowzero:
-        s = [x.shape[i] if v == 0 else v for i, v in enumerate(s)]
-    return functional.reshape(x, s)
+    return functional.reshape(x, reshape_shape(shape, x.shape, allowzero))
 
 
 @OPS.register("Flatten", since=13)
 def flatten(x, *, axis=1):
-    a = axis + x.ndim if axis < 0 else axis
-    return functional.reshape(x, (int(np.prod(x.shape[:a])), int(np.prod(x.shape[a:]))))
+    return functional.reshape(x, flatten_shape(x.shape, axis))
 
 
 @OPS.register("Transpose", since=13)
@@ -60,30 +57,14 @@ def concat(*xs, axis):
 
 @OPS.register("Split", since=18)
 def split(x, split=None, *, axis=0, num_outputs=None):
-    n = x.shape[axis]
-    sizes = ints(split) if split is not None else [-(-n // num_outputs)] * (n // -(-n // num_outputs)) + (
-        [n % -(-n // num_outputs)] if n % -(-n // num_outputs) else [])
+    sizes = ints(split) if split is not None else split_sizes(x.shape[axis], num_outputs)
     cuts = list(np.cumsum(sizes)[:-1])  # functional.split takes the cut points
     return tuple(functional.split(x, [int(c) for c in cuts], axis=axis)) if cuts else (x,)
 
 
 @OPS.register("Slice", since=13)
 def slice_(x, starts, ends, axes=None, steps=None):
-    starts, ends = ints(starts), ints(ends)
-    axes = ints(axes) if axes is not None else list(range(len(starts)))
-    steps = ints(steps) if steps is not None else [1] * len(starts)
-    index = [slice(None)] * x.ndim
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        a = axis(a, x.ndim)
-        n = x.shape[a]
-        if st > 0:
-            s, e = min(max(s + n if s < 0 else s, 0), n), min(max(e + n if e < 0 else e, 0), n)
-        else:
-            s = min(max(s + n if s < 0 else s, -1), n - 1)
-            e = min(max(e + n if e < 0 else e, -1), n - 1)
-            e = None if e < 0 else e
-        index[a] = slice(s, e, st)
-    return x[tuple(index)]
+    return x[slice_index(x.shape, starts, ends, axes, steps)]
 
 
 @OPS.register("Gather", since=13)

@@ -1,6 +1,7 @@
 import oneflow
 from oneflow.nn import functional
 
+from backends._ops_common import register_variadic
 from backends._table import Unsupported
 from backends.oneflow.ops import OPS
 from backends.oneflow.ops._util import ONNX_TO_FLOW
@@ -130,20 +131,9 @@ def clip(x, lo=None, hi=None):
     return oneflow.clamp(x, None if lo is None else float(lo.item()), None if hi is None else float(hi.item()))
 
 
-def _variadic(name, binary):
-    """ONNX's variadic Max/Min/Sum: the framework's binary op folded over the inputs."""
-    def op(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = binary(out, x)
-        return out
-    op.__name__ = name.lower()
-    OPS.register(name, since=8)(op)
-
-
-_variadic("Max", oneflow.maximum)
-_variadic("Min", oneflow.minimum)
-_variadic("Sum", oneflow.add)
+register_variadic(OPS, "Max", oneflow.maximum)
+register_variadic(OPS, "Min", oneflow.minimum)
+register_variadic(OPS, "Sum", oneflow.add)
 
 
 @OPS.register("Where", since=9)

@@ -1,5 +1,6 @@
 import oneflow
 
+from backends._ops_common import gemm_sum
 from backends.oneflow.ops import OPS
 
 
@@ -13,11 +14,7 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     a = a.t() if transA else a
     b = b.t() if transB else b
     y = oneflow.matmul(a, b)
-    if alpha != 1.0:
-        y = alpha * y
-    if c is not None:
-        y = y + (beta * c if beta != 1.0 else c)
-    return y
+    return gemm_sum(y, c, alpha, beta)
 
 
 @OPS.register("Einsum", since=12)

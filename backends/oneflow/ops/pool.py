@@ -1,25 +1,21 @@
 import oneflow
 from oneflow.nn import functional
 
+from backends._ops_common import pad_list, symmetric_pool_pads
 from backends._table import Unsupported
 from backends.oneflow.ops import OPS
-from backends.oneflow.ops._util import flow_pad_list
+
 
 _MAX = {1: functional.max_pool1d, 2: functional.max_pool2d, 3: functional.max_pool3d}
 _AVG = {1: functional.avg_pool1d, 2: functional.avg_pool2d, 3: functional.avg_pool3d}
 
 
-def _symmetric_ok(pads, kernel, r):
-    # OneFlow's pooling takes symmetric padding of at most half the kernel
-    return pads[:r] == pads[r:] and all(p <= k // 2 for p, k in zip(pads[:r], kernel))
-
-
 @OPS.register("MaxPool", since=12)
 def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations, kernel_shape, pads, storage_order=0, strides):
     r = len(kernel_shape)
-    if _symmetric_ok(pads, kernel_shape, r):
+    if symmetric_pool_pads(pads, kernel_shape):
         return _MAX[r](x, kernel_shape, strides, pads[:r], dilations, ceil_mode=bool(ceil_mode))
-    x = functional.pad(x, flow_pad_list(pads), value=float("-inf"))
+    x = functional.pad(x, pad_list(pads), value=float("-inf"))
     return _MAX[r](x, kernel_shape, strides, 0, dilations, ceil_mode=bool(ceil_mode))
 
 
@@ -29,12 +25,12 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
     r = len(kernel_shape)
     if dilations and any(d != 1 for d in dilations):
         raise Unsupported("OneFlow's avg_pool has no dilation")
-    if _symmetric_ok(pads, kernel_shape, r):
+    if symmetric_pool_pads(pads, kernel_shape):
         return _AVG[r](x, kernel_shape, strides, pads[:r], ceil_mode=bool(ceil_mode),
                        count_include_pad=bool(count_include_pad))
     # asymmetric pads: window sums over the explicitly padded input, divided by the count of
     # cells that ONNX counts (the padded ones too when count_include_pad=1)
-    tp = flow_pad_list(pads)
+    tp = pad_list(pads)
     sums = _AVG[r](functional.pad(x, tp), kernel_shape, strides, 0, ceil_mode=bool(ceil_mode), divisor_override=1)
     ones = oneflow.ones_like(x[:1, :1])
     counted = functional.pad(ones, tp, value=1.0 if count_include_pad else 0.0)

@@ -1,27 +1,13 @@
+from functools import partial
+
 import oneflow
 from oneflow.nn import functional
 
+from backends._ops_common import ints, register_reduce
 from backends.oneflow.ops import OPS
-from backends.oneflow.ops._util import ints
 
 
-def _dims(x, axes, noop_with_empty_axes):
-    a = ints(axes)
-    if not a:
-        return None if noop_with_empty_axes else tuple(range(x.dim()))
-    return tuple(a)
-
-
-def _reduce(name, fn, since=18):
-    @OPS.register(name, since=since)
-    def op(x, axes=None, *, keepdims=1, noop_with_empty_axes=0):
-        dims = _dims(x, axes, noop_with_empty_axes)
-        if dims is None:
-            return x
-        return fn(x, dims, bool(keepdims))
-    op.__name__ = name.lower()
-    return op
-
+_reduce = partial(register_reduce, OPS)
 
 _reduce("ReduceMean", lambda x, d, k: oneflow.mean(x, dim=d, keepdim=k))
 _reduce("ReduceSum", lambda x, d, k: oneflow.sum(x, dim=d, keepdim=k), since=13)

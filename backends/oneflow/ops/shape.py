@@ -2,23 +2,19 @@ import numpy as np
 import oneflow
 from oneflow.nn import functional
 
+from backends._ops_common import axis, flatten_shape, full_pads, ints, pad_list, reshape_shape, slice_bounds
 from backends._table import Unsupported
 from backends.oneflow.ops import OPS
-from backends.oneflow.ops._util import axis, flow_pad_list, ints
 
 
 @OPS.register("Reshape", since=14)
 def reshape(x, shape, *, allowzero=0):
-    s = ints(shape)
-    if not allowzero:
-        s = [x.shape[i] if v == 0 else v for i, v in enumerate(s)]
-    return oneflow.reshape(x, s)
+    return oneflow.reshape(x, reshape_shape(shape, x.shape, allowzero))
 
 
 @OPS.register("Flatten", since=13)
 def flatten(x, *, axis=1):
-    a = axis + x.dim() if axis < 0 else axis
-    return oneflow.reshape(x, (int(np.prod(x.shape[:a])), int(np.prod(x.shape[a:]))))
+    return oneflow.reshape(x, flatten_shape(x.shape, axis))
 
 
 @OPS.register("Transpose", since=13)
@@ -76,21 +72,13 @@ def split(x, split=None, *, axis=0, num_outputs=None):
 
 @OPS.register("Slice", since=13)
 def slice_(x, starts, ends, axes=None, steps=None):
-    starts, ends = ints(starts), ints(ends)
-    axes = ints(axes) if axes is not None else list(range(len(starts)))
-    steps = ints(steps) if steps is not None else [1] * len(starts)
     index = [slice(None)] * x.dim()
     flips = []
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        a = axis(a, x.dim())
-        n = x.shape[a]
+    for a, s, e, st in slice_bounds(x.shape, starts, ends, axes, steps):
         if st > 0:
-            s = min(max(s + n if s < 0 else s, 0), n)
-            e = min(max(e + n if e < 0 else e, 0), n)
             index[a] = slice(s, max(e, s), st)
         else:  # OneFlow slicing has no negative steps: flip, then slice forward
-            s = min(max(s + n if s < 0 else s, -1), n - 1)
-            e = min(max(e + n if e < 0 else e, -1), n - 1)
+            n = x.shape[a]
             flips.append(a)
             index[a] = slice(n - 1 - s, n - 1 - e if e < s else n - 1 - s, -st)
     if flips:
@@ -133,19 +121,13 @@ def constant_of_shape(shape, *, value=None):
 
 @OPS.register("Pad", since=19)
 def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
-    p = ints(pads)
     r = x.dim()
-    if axes is not None:
-        ax = [axis(a, r) for a in ints(axes)]
-        full = [0] * (2 * r)
-        for i, a in enumerate(ax):
-            full[a], full[a + r] = p[i], p[i + len(ax)]
-        p = full
+    p = full_pads(pads, axes, r)
     # functional.pad pads trailing dims only: drop leading all-zero dims so reflect/replicate accept it
     lead = 0
     while lead < r and p[lead] == 0 and p[lead + r] == 0:
         lead += 1
-    tp = flow_pad_list(p)[: 2 * (r - lead)] if lead < r else []
+    tp = pad_list(p)[: 2 * (r - lead)] if lead < r else []
     if mode not in ("constant", "reflect", "edge"):
         raise Unsupported(f"OneFlow's functional.pad has no {mode!r} mode")
     if mode == "constant":

@@ -1,6 +1,7 @@
 import paddle
 from paddle.nn import functional
 
+from backends._ops_common import register_variadic
 from backends.paddle.ops import OPS
 from backends.paddle.ops._util import ONNX_TO_PADDLE
 
@@ -122,20 +123,9 @@ def clip(x, lo=None, hi=None):
     return paddle.clip(x, None if lo is None else lo.item(), None if hi is None else hi.item())
 
 
-def _variadic(name, binary):
-    """ONNX's variadic Max/Min/Sum: the framework's binary op folded over the inputs."""
-    def op(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = binary(out, x)
-        return out
-    op.__name__ = name.lower()
-    OPS.register(name, since=8)(op)
-
-
-_variadic("Max", paddle.maximum)
-_variadic("Min", paddle.minimum)
-_variadic("Sum", paddle.add)
+register_variadic(OPS, "Max", paddle.maximum)
+register_variadic(OPS, "Min", paddle.minimum)
+register_variadic(OPS, "Sum", paddle.add)
 
 
 @OPS.register("Where", since=9)

@@ -1,5 +1,6 @@
 import paddle
 
+from backends._ops_common import gemm_sum
 from backends.paddle.ops import OPS
 
 
@@ -11,11 +12,7 @@ def matmul(a, b):
 @OPS.register("Gemm", since=13)
 def gemm(a, b, c=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     y = paddle.matmul(a, b, transpose_x=bool(transA), transpose_y=bool(transB))
-    if alpha != 1.0:
-        y = alpha * y
-    if c is not None:
-        y = y + (beta * c if beta != 1.0 else c)
-    return y
+    return gemm_sum(y, c, alpha, beta)
 
 
 @OPS.register("Einsum", since=12)

@@ -1,22 +1,13 @@
+from functools import partial
+
 import paddle
 from paddle.nn import functional
 
+from backends._ops_common import ints, register_reduce
 from backends.paddle.ops import OPS
-from backends.paddle.ops._util import ints
 
 
-def _reduce(name, fn, since=18):
-    @OPS.register(name, since=since)
-    def op(x, axes=None, *, keepdims=1, noop_with_empty_axes=0):
-        a = ints(axes)
-        if not a:
-            if noop_with_empty_axes:
-                return x
-            a = list(range(x.ndim))
-        return fn(x, a, bool(keepdims))
-    op.__name__ = name.lower()
-    return op
-
+_reduce = partial(register_reduce, OPS)
 
 _reduce("ReduceMean", lambda x, a, k: paddle.mean(x, axis=a, keepdim=k))
 _reduce("ReduceSum", lambda x, a, k: paddle.sum(x, axis=a, keepdim=k), since=13)

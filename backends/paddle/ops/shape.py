@@ -2,23 +2,19 @@ import numpy as np
 import paddle
 from paddle.nn import functional
 
+from backends._ops_common import axis, flatten_shape, full_pads, ints, reshape_shape, slice_index, split_sizes
 from backends._table import Unsupported
 from backends.paddle.ops import OPS
-from backends.paddle.ops._util import axis, ints
 
 
 @OPS.register("Reshape", since=14)
 def reshape(x, shape, *, allowzero=0):
-    s = ints(shape)
-    if not allowzero:
-        s = [x.shape[i] if v == 0 else v for i, v in enumerate(s)]  # Paddle's 0 also copies; written out for clarity
-    return paddle.reshape(x, s)
+    return paddle.reshape(x, reshape_shape(shape, x.shape, allowzero))  # Paddle's 0 copies too; written out
 
 
 @OPS.register("Flatten", since=13)
 def flatten(x, *, axis=1):
-    a = axis + x.ndim if axis < 0 else axis
-    return paddle.reshape(x, [int(np.prod(x.shape[:a])), int(np.prod(x.shape[a:]))])
+    return paddle.reshape(x, flatten_shape(x.shape, axis))
 
 
 @OPS.register("Transpose", since=13)
@@ -63,32 +59,13 @@ def concat(*xs, axis):
 
 @OPS.register("Split", since=18)
 def split(x, split=None, *, axis=0, num_outputs=None):
-    if split is not None:
-        return tuple(paddle.split(x, ints(split), axis=axis))
-    n = x.shape[axis]
-    chunk = -(-n // num_outputs)  # ONNX: equal chunks of ceil(n / num_outputs), the last one smaller
-    sizes = [chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])
+    sizes = ints(split) if split is not None else split_sizes(x.shape[axis], num_outputs)
     return tuple(paddle.split(x, sizes, axis=axis))
 
 
 @OPS.register("Slice", since=13)
 def slice_(x, starts, ends, axes=None, steps=None):
-    starts, ends = ints(starts), ints(ends)
-    axes = ints(axes) if axes is not None else list(range(len(starts)))
-    steps = ints(steps) if steps is not None else [1] * len(starts)
-    index = [slice(None)] * x.ndim
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        # ONNX clamps starts/ends (INT64_MAX / INT64_MIN mean "to the end"): clamp, then index
-        a = axis(a, x.ndim)
-        n = x.shape[a]
-        if st > 0:
-            s, e = min(max(s + n if s < 0 else s, 0), n), min(max(e + n if e < 0 else e, 0), n)
-            index[a] = slice(s, max(s, e), st)
-        else:
-            s = min(max(s + n if s < 0 else s, -1), n - 1)
-            e = min(max(e + n if e < 0 else e, -1), n - 1)
-            index[a] = slice(s, None if e < 0 else e, st)
-    return x[tuple(index)]
+    return x[slice_index(x.shape, starts, ends, axes, steps)]
 
 
 @OPS.register("Gather", since=13)
@@ -136,14 +113,8 @@ def _pad_list(p, r):
 
 @OPS.register("Pad", since=19)
 def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
-    p = ints(pads)
     r = x.ndim
-    if axes is not None:
-        ax = [axis(a, r) for a in ints(axes)]
-        full = [0] * (2 * r)
-        for i, a in enumerate(ax):
-            full[a], full[a + r] = p[i], p[i + len(ax)]
-        p = full
+    p = full_pads(pads, axes, r)
     if any(v < 0 for v in p):  # a negative width crops (ONNX, torch); Paddle's pad takes none: slice first
         x = x[tuple(slice(max(-p[i], 0), x.shape[i] - max(-p[i + r], 0)) for i in range(r))]
         p = [max(v, 0) for v in p]
@@ -182,7 +153,6 @@ def space_to_depth(x, *, blocksize):
 def trilu(x, k=None, *, upper=1):
     kk = ints(k)[0] if k is not None else 0
     return paddle.triu(x, kk) if upper else paddle.tril(x, kk)
-
 
 
 @OPS.register("Resize", since=19)

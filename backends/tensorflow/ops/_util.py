@@ -1,21 +1,8 @@
-import numpy as np
 import tensorflow as tf
 
 # ONNX TensorProto data type -> TensorFlow dtype
 ONNX_TO_TF = {1: tf.float32, 2: tf.uint8, 3: tf.int8, 4: tf.uint16, 5: tf.int16, 6: tf.int32, 7: tf.int64,
               9: tf.bool, 10: tf.float16, 11: tf.float64, 12: tf.uint32, 13: tf.uint64, 16: tf.bfloat16}
-
-
-def ints(t):
-    """A shape-like input (tensor, array or list) as python ints (int64 values kept exact)."""
-    if t is None:
-        return None
-    a = t.numpy() if hasattr(t, "numpy") else np.asarray(t)
-    return [int(v) for v in np.asarray(a).reshape(-1)]
-
-
-def axis(a, rank):
-    return a + rank if a < 0 else a
 
 
 def pad_pairs(pads):

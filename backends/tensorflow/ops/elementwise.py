@@ -1,5 +1,6 @@
 import tensorflow as tf
 
+from backends._ops_common import register_variadic
 from backends.tensorflow.ops import OPS
 from backends.tensorflow.ops._util import ONNX_TO_TF
 
@@ -111,20 +112,9 @@ def clip(x, lo=None, hi=None):
     return tf.clip_by_value(x, lo, hi)
 
 
-def _variadic(name, binary):
-    """ONNX's variadic Max/Min/Sum: the framework's binary op folded over the inputs."""
-    def op(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = binary(out, x)
-        return out
-    op.__name__ = name.lower()
-    OPS.register(name, since=8)(op)
-
-
-_variadic("Max", tf.math.maximum)
-_variadic("Min", tf.math.minimum)
-_variadic("Sum", tf.math.add)
+register_variadic(OPS, "Max", tf.math.maximum)
+register_variadic(OPS, "Min", tf.math.minimum)
+register_variadic(OPS, "Sum", tf.math.add)
 
 
 @OPS.register("Where", since=9)

@@ -1,21 +1,16 @@
+from functools import partial
+
 import tensorflow as tf
 
+from backends._ops_common import ints, register_reduce
 from backends.tensorflow.ops import OPS
-from backends.tensorflow.ops._util import ints
 
 
-def _reduce(name, fn, since=18):
-    @OPS.register(name, since=since)
-    def op(x, axes=None, *, keepdims=1, noop_with_empty_axes=0):
-        a = ints(axes)
-        if not a:
-            if noop_with_empty_axes:
-                return tf.identity(x)
-            a = list(range(x.shape.rank))
-        return fn(x, a, bool(keepdims))
-    op.__name__ = name.lower()
-    return op
+def _identity(x):
+    return tf.identity(x)  # a tensor of its own, as every reduction gives
 
+
+_reduce = partial(register_reduce, OPS, unchanged=_identity)
 
 _reduce("ReduceMean", lambda x, a, k: tf.math.reduce_mean(x, axis=a, keepdims=k))
 _reduce("ReduceSum", lambda x, a, k: tf.math.reduce_sum(x, axis=a, keepdims=k), since=13)

@@ -1,23 +1,20 @@
 import numpy as np
 import tensorflow as tf
 
+from backends._ops_common import axis, flatten_shape, full_pads, ints, reshape_shape, slice_index, split_sizes
 from backends._table import Unsupported
 from backends.tensorflow.ops import OPS
-from backends.tensorflow.ops._util import ONNX_TO_TF, axis, ints, pad_pairs, to_nchw, to_nhwc
+from backends.tensorflow.ops._util import ONNX_TO_TF, pad_pairs, to_nchw, to_nhwc
 
 
 @OPS.register("Reshape", since=14)
 def reshape(x, shape, *, allowzero=0):
-    s = ints(shape)
-    if not allowzero:  # ONNX's 0 copies the input's dimension; tf.reshape has no such rule
-        s = [x.shape[i] if v == 0 else v for i, v in enumerate(s)]
-    return tf.reshape(x, tf.constant(s, tf.int64))
+    return tf.reshape(x, tf.constant(reshape_shape(shape, x.shape, allowzero), tf.int64))  # ONNX's 0 copies the input's dimension; tf.reshape has no such rule
 
 
 @OPS.register("Flatten", since=13)
 def flatten(x, *, axis=1):
-    a = axis + x.shape.rank if axis < 0 else axis
-    return tf.reshape(x, [int(np.prod(x.shape[:a])), int(np.prod(x.shape[a:]))])
+    return tf.reshape(x, flatten_shape(x.shape, axis))
 
 
 @OPS.register("Transpose", since=13)
@@ -63,33 +60,13 @@ def concat(*xs, axis):
 
 @OPS.register("Split", since=18)
 def split(x, split=None, *, axis=0, num_outputs=None):
-    if split is not None:
-        return tuple(tf.split(x, ints(split), axis=axis))
-    n = x.shape[axis]
-    chunk = -(-n // num_outputs)  # ONNX: equal chunks of ceil(n / num_outputs), the last one smaller
-    sizes = [chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])
+    sizes = ints(split) if split is not None else split_sizes(x.shape[axis], num_outputs)
     return tuple(tf.split(x, sizes, axis=axis))
 
 
 @OPS.register("Slice", since=13)
 def slice_(x, starts, ends, axes=None, steps=None):
-    # ONNX clamps starts/ends (INT64_MAX / INT64_MIN mean "to the end"): resolved in Python ints,
-    # then one strided slice, negative steps included
-    starts, ends = ints(starts), ints(ends)
-    axes = ints(axes) if axes is not None else list(range(len(starts)))
-    steps = ints(steps) if steps is not None else [1] * len(starts)
-    index = [slice(None)] * x.shape.rank
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        a = axis(a, x.shape.rank)
-        n = x.shape[a]
-        if st > 0:
-            s, e = min(max(s + n if s < 0 else s, 0), n), min(max(e + n if e < 0 else e, 0), n)
-        else:
-            s = min(max(s + n if s < 0 else s, -1), n - 1)
-            e = min(max(e + n if e < 0 else e, -1), n - 1)
-            e = None if e < 0 else e
-        index[a] = slice(s, e, st)
-    return x[tuple(index)]
+    return x[slice_index(x.shape, starts, ends, axes, steps)]
 
 
 @OPS.register("Gather", since=13)
@@ -140,14 +117,8 @@ def _edge_or_wrap(x, p, mode):
 
 @OPS.register("Pad", since=19)
 def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
-    p = ints(pads)
     r = x.shape.rank
-    if axes is not None:
-        ax = [axis(a, r) for a in ints(axes)]
-        full = [0] * (2 * r)
-        for i, a in enumerate(ax):
-            full[a], full[a + r] = p[i], p[i + len(ax)]
-        p = full
+    p = full_pads(pads, axes, r)
     if any(v < 0 for v in p):  # ONNX crops with negative pads; tf.pad refuses them: crop first, as a porter would
         x = x[tuple(slice(-min(p[a], 0), x.shape[a] + min(p[a + r], 0)) for a in range(r))]
         p = [max(v, 0) for v in p]

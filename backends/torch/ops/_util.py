@@ -14,16 +14,3 @@ def ints(t):
     if isinstance(t, torch.Tensor):
         return [int(v) for v in t.reshape(-1).tolist()]
     return [int(v) for v in np.asarray(t).reshape(-1)]
-
-
-def axis(a, rank):
-    return a + rank if a < 0 else a
-
-
-def torch_pad_list(pads):
-    """ONNX [b1..bn, e1..en] -> torch F.pad's (last dim first) [b_n, e_n, ..., b_1, e_1]."""
-    r = len(pads) // 2
-    out = []
-    for i in reversed(range(r)):
-        out += [pads[i], pads[i + r]]
-    return out

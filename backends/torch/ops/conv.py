@@ -1,34 +1,6 @@
-import torch
 from torch.nn import functional
 
+from backends._torch_like import register_conv
 from backends.torch.ops import OPS
-from backends.torch.ops._util import torch_pad_list
 
-_CONV = {1: functional.conv1d, 2: functional.conv2d, 3: functional.conv3d}
-_CONV_T = {1: functional.conv_transpose1d, 2: functional.conv_transpose2d, 3: functional.conv_transpose3d}
-
-
-@OPS.register("Conv", since=11)
-def conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, pads, strides):
-    r = len(kernel_shape)
-    begins, ends = pads[:r], pads[r:]
-    if begins == ends:
-        return _CONV[r](x, w, b, stride=strides, padding=begins, dilation=dilations, groups=group)
-    # torch's conv only takes symmetric padding: pad explicitly first, as a porter would
-    x = functional.pad(x, torch_pad_list(pads))
-    return _CONV[r](x, w, b, stride=strides, padding=0, dilation=dilations, groups=group)
-
-
-@OPS.register("ConvTranspose", since=11)
-def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, output_padding,
-                   pads, strides, output_shape=None):
-    r = len(kernel_shape)
-    begins, ends = pads[:r], pads[r:]
-    if begins == ends:
-        return _CONV_T[r](x, w, b, stride=strides, padding=begins, output_padding=output_padding,
-                          groups=group, dilation=dilations)
-    # asymmetric pads: the full transposed conv, then crop begins/ends (pads remove output)
-    y = _CONV_T[r](x, w, b, stride=strides, padding=0, output_padding=output_padding, groups=group,
-                   dilation=dilations)
-    index = [slice(None), slice(None)] + [slice(bg, y.shape[2 + i] - e) for i, (bg, e) in enumerate(zip(begins, ends))]
-    return y[tuple(index)]
+register_conv(OPS, functional)

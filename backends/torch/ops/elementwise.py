@@ -1,6 +1,7 @@
 import torch
 from torch.nn import functional
 
+from backends._ops_common import register_variadic
 from backends.torch.ops import OPS
 from backends.torch.ops._util import ONNX_TO_TORCH
 
@@ -162,20 +163,9 @@ def clip(x, lo=None, hi=None):
     return torch.clamp(x, lo, hi)
 
 
-def _variadic(name, binary):
-    """ONNX's variadic Max/Min/Sum: the framework's binary op folded over the inputs."""
-    def op(*xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = binary(out, x)
-        return out
-    op.__name__ = name.lower()
-    OPS.register(name, since=8)(op)
-
-
-_variadic("Max", torch.maximum)
-_variadic("Min", torch.minimum)
-_variadic("Sum", torch.add)
+register_variadic(OPS, "Max", torch.maximum)
+register_variadic(OPS, "Min", torch.minimum)
+register_variadic(OPS, "Sum", torch.add)
 
 
 @OPS.register("Where", since=9)

@@ -1,16 +1,12 @@
 import torch
 from torch.nn import functional
 
+from backends._ops_common import pad_list, symmetric_pool_pads
 from backends.torch.ops import OPS
-from backends.torch.ops._util import torch_pad_list
+
 
 _MAX = {1: functional.max_pool1d, 2: functional.max_pool2d, 3: functional.max_pool3d}
 _AVG = {1: functional.avg_pool1d, 2: functional.avg_pool2d, 3: functional.avg_pool3d}
-
-
-def _symmetric_ok(pads, kernel, r):
-    # torch's pooling takes symmetric padding of at most half the kernel
-    return pads[:r] == pads[r:] and all(p <= k // 2 for p, k in zip(pads[:r], kernel))
 
 
 @OPS.register("MaxPool", since=12)
@@ -20,10 +16,10 @@ def max_pool(x, *, auto_pad="NOTSET", ceil_mode=0, dilations, kernel_shape, pads
     storage_order=1)."""
     r = len(kernel_shape)
     spatial = list(x.shape[2:])
-    if _symmetric_ok(pads, kernel_shape, r):
+    if symmetric_pool_pads(pads, kernel_shape):
         y, i = _MAX[r](x, kernel_shape, strides, pads[:r], dilations, ceil_mode=bool(ceil_mode), return_indices=True)
     else:
-        xp = functional.pad(x, torch_pad_list(pads), value=float("-inf"))
+        xp = functional.pad(x, pad_list(pads), value=float("-inf"))
         y, i = _MAX[r](xp, kernel_shape, strides, 0, dilations, ceil_mode=bool(ceil_mode), return_indices=True)
         # torch's index is into the padded input: back to the unpadded one
         padded = list(xp.shape[2:])
@@ -49,12 +45,12 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
     r = len(kernel_shape)
     if dilations and any(d != 1 for d in dilations):
         raise NotImplementedError("torch's avg_pool has no dilation")
-    if _symmetric_ok(pads, kernel_shape, r):
+    if symmetric_pool_pads(pads, kernel_shape):
         return _AVG[r](x, kernel_shape, strides, pads[:r], ceil_mode=bool(ceil_mode),
                        count_include_pad=bool(count_include_pad))
     # asymmetric pads: window sums over the explicitly padded input, divided by the count of
     # cells that ONNX counts (the padded ones too when count_include_pad=1)
-    tp = torch_pad_list(pads)
+    tp = pad_list(pads)
     sums = _AVG[r](functional.pad(x, tp), kernel_shape, strides, 0, ceil_mode=bool(ceil_mode), divisor_override=1)
     ones = torch.ones_like(x[:1, :1])
     counted = functional.pad(ones, tp, value=1.0 if count_include_pad else 0.0)

@@ -1,26 +1,12 @@
+from functools import partial
+
 import torch
 
+from backends._ops_common import register_reduce
 from backends.torch.ops import OPS
 from backends.torch.ops._util import ints
 
-
-def _dims(x, axes, noop_with_empty_axes):
-    a = ints(axes)
-    if not a:
-        return None if noop_with_empty_axes else tuple(range(x.dim()))
-    return tuple(a)
-
-
-def _reduce(name, fn, since=18):
-    @OPS.register(name, since=since)
-    def op(x, axes=None, *, keepdims=1, noop_with_empty_axes=0):
-        dims = _dims(x, axes, noop_with_empty_axes)
-        if dims is None:
-            return x
-        return fn(x, dims, bool(keepdims))
-    op.__name__ = name.lower()
-    return op
-
+_reduce = partial(register_reduce, OPS)
 
 _reduce("ReduceMean", lambda x, d, k: torch.mean(x, dim=d, keepdim=k))
 _reduce("ReduceSum", lambda x, d, k: torch.sum(x, dim=d, keepdim=k), since=13)
