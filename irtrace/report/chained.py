@@ -5,7 +5,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from backends._runtime.wire import Status
-from irtrace.compare import UNSUPPORTED
+from irtrace.compare import MATCH, NOISE, NUMERIC_FAILURES, UNSUPPORTED
 
 
 def to_json(runs, loss):
@@ -58,13 +58,13 @@ def lines(section, top=10):
                 out.append(f"  all {len(r['parameters'])} parameter gradients: {r['parameters'][0]['verdict']} "
                            f"(not computed: the run did not finish)")
             continue
-        bad_v = sum(1 for e in r["values"] if e["verdict"] in ("DIVERGENT", "NAN_MISMATCH", "SHAPE_MISMATCH"))
-        bad_g = sum(1 for e in r["grads"] if e["verdict"] in ("DIVERGENT", "NAN_MISMATCH", "SHAPE_MISMATCH"))
+        bad_v = sum(1 for e in r["values"] if e["verdict"] in NUMERIC_FAILURES)
+        bad_g = sum(1 for e in r["grads"] if e["verdict"] in NUMERIC_FAILURES)
         out.append(f"chained {b} ({section['loss']} loss): {len(r['values'])} values, {bad_v} diverge forward; "
                    f"{len(r['grads'])} cotangents, {bad_g} diverge backward")
         if r.get("workarounds"):
             out.append(f"  applied: {applied_line(r)}")
-            bad = [e for e in r["parameters"] if e["verdict"] not in ("MATCH", "NOISE")]
+            bad = [e for e in r["parameters"] if e["verdict"] not in (MATCH, NOISE)]
             n = len(r["parameters"])
             out.append(f"  all {n} parameter gradients MATCH or NOISE: the port matches end to end" if n and not bad
                        else f"  {len(bad)} of {n} parameter gradients fail: the port does not match end to end")
@@ -84,7 +84,7 @@ def lines(section, top=10):
                 out.append(f"    {e['verdict']:<14} {e['value']:<48} max abs {_fmt(e['max_abs']):>9}  "
                            f"max rel {_fmt(e['max_rel']):>9}")
         for e in r["state"]:
-            if e["verdict"] not in ("MATCH", "NOISE"):
+            if e["verdict"] not in (MATCH, NOISE):
                 out.append(f"  running stat {e['state_dict_key']}: {e['verdict']} max abs {_fmt(e['max_abs'])}")
     return out
 

@@ -67,7 +67,7 @@ def workaround_line(finding):
     if ok:
         return f"workaround that matches: {', '.join(ok)}"
     def why(w):
-        bad = [f"{m} {v}" for m, v in w["verdicts"].items() if v not in ("MATCH", "NOISE")]
+        bad = [f"{m} {v}" for m, v in w["verdicts"].items() if v not in (compare.MATCH, compare.NOISE)]
         return ", ".join(bad) if bad else "not judged on every node and mode"
     return "no workaround matches: " + ", ".join(f"{w['name']} ({why(w)})" for w in tried)
 

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from backends._runtime.wire import Status
 from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
 from irtrace.ir.spec import decode_attrs, node_specs
@@ -48,7 +49,7 @@ class _Runner:
             return True
         forward = NodeCall(spec, "fwd", proto, tuple(inputs))
         reply, _ = self.pool.get(self.validator).call(forward.message(), forward.arrays(), self.timeout)
-        return reply.get("status") != "error"
+        return reply.get("status") != Status.ERROR
 
     def _spec_for(self, case):
         names = tuple("" if a is None else n for n, a in zip(self.call.spec.inputs, case.inputs))
@@ -70,7 +71,7 @@ class _Runner:
     def cots_for(self, case, spec, proto):
         forward = NodeCall(spec, "fwd", proto, tuple(case.inputs[:len(spec.inputs)]))
         reply, out = self.pool.get(REFERENCE).call(forward.message(), forward.arrays(), self.timeout)
-        if reply.get("status") != "ok":
+        if reply.get("status") != Status.OK:
             return None
         cots = []
         for y, g in zip(out, self.call.cots):
@@ -270,7 +271,7 @@ def _sources(pool, call, f, timeout):
     except Exception as e:  # a backend that cannot even start writes no repro; say so, go on
         log.warning("%s: no repro (%s)", f["id"], e)
         return None
-    if src.get("status") != "ok":
+    if src.get("status") != Status.OK:
         print(f"{f['id']}: no repro script: {src.get('message')}")
         return None
     return src, torch_src
@@ -319,7 +320,7 @@ def _case_arrays(call, got, backend, label, k):
         data["reference"] = np.asarray(ref[k])
         if oracle is not None and k < len(oracle) and oracle[k] is not None:
             data["oracle"] = np.asarray(oracle[k], np.float64)
-        if status == "ok" and k < len(out) and out[k] is not None:
+        if status == Status.OK and k < len(out) and out[k] is not None:
             data["backend_result"] = np.asarray(out[k])
     return data
 
@@ -438,7 +439,7 @@ def _plain_attrs(attrs):
 
 
 def _torch_block(torch_src):
-    if torch_src.get("status") != "ok":
+    if torch_src.get("status") != Status.OK:
         return "raise ImportError('no PyTorch equivalent for this op')\n"
     return torch_src["script"]["autodiff"] + "\n\n" + "\n".join(torch_src["imports"]) + "\n\n" + torch_src["op"]
 

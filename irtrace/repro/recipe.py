@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from irtrace import compare
 from irtrace.repro.straight import CannotSpecialise, array_text
 
 INLINE_ELEMENTS = 64       # a tensor of at most this many elements is written as a literal
@@ -84,8 +85,8 @@ def _fed(lines, value, recipe, names):
     return new, ast.unparse(Ren().visit(ast.parse(value, mode="eval")))
 
 
-_RAISES = ("ERROR", "CRASH", "TIMEOUT")   # verdicts with no numbers to check: the call itself is the problem
-_KILLS = ("CRASH", "TIMEOUT")             # ... and those that may take the process with them
+_RAISES = (compare.ERROR, compare.CRASH, compare.TIMEOUT)   # verdicts with no numbers to check: the call itself is the problem
+_KILLS = (compare.CRASH, compare.TIMEOUT)             # ... and those that may take the process with them
 # a script whose op may kill the process runs it again in a child, and reports how the child ended
 _IN_A_CHILD = ["import subprocess", "import sys",
                'if "--child" not in sys.argv:  # the op may kill the process: it runs in a child',
@@ -261,7 +262,7 @@ def _assemble(sc, case, doc, op, body, tail):
     if sc.npz:
         out.append('data = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data.npz"))')
     out += sc.setup
-    if case.verdict == "ERROR":
+    if case.verdict == compare.ERROR:
         out += ["try:"] + ["    " + x for x in body] + [
             "except Exception as e:  # the framework's own error is the problem",
             "    print(f\"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\")",
@@ -306,10 +307,10 @@ def _drop_unused(lines, value, wanted):
 
 def _check_lines(case, size):
     show = size <= 16
-    if case.verdict == "SHAPE_MISMATCH":
+    if case.verdict == compare.SHAPE_MISMATCH:
         return ['print("shape", list(got.shape), "expected", list(want.shape))',
                 "raise SystemExit(1 if got.shape != want.shape else 0)"]
-    if case.verdict == "NAN_MISMATCH":
+    if case.verdict == compare.NAN_MISMATCH:
         return ["odd = np.isfinite(got) != np.isfinite(want)",
                 'print(f"{odd.sum()} of {odd.size} elements are finite on one side only")'] + \
                (['print("got", got.ravel(), "expected", want.ravel())'] if show else []) + \

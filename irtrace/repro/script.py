@@ -82,18 +82,18 @@ def allowance_rule(policy=compare.Policy()):
 
 
 def symptom(verdict, label, numbers, message, role="input"):
-    if verdict == "DIVERGENT":
+    if verdict == compare.DIVERGENT:
         against = "PyTorch and float64" if numbers.get("oracle_at_worst") is not None else "PyTorch"
         return f"{label_words(label, role)} differs from {against} (max abs {numbers['max_abs']:.3g})"
-    if verdict == "ERROR":
+    if verdict == compare.ERROR:
         return f"raises {safe(message.split(':')[0], 60)}"
-    if verdict == "CRASH":
+    if verdict == compare.CRASH:
         return "crashes the process (segfault)"
-    if verdict == "TIMEOUT":
+    if verdict == compare.TIMEOUT:
         return "never returns"
-    if verdict == "NAN_MISMATCH":
+    if verdict == compare.NAN_MISMATCH:
         return f"{label_words(label, role)} has NaN/Inf where PyTorch has none (or the reverse)"
-    if verdict == "SHAPE_MISMATCH":
+    if verdict == compare.SHAPE_MISMATCH:
         return f"{label_words(label, role)} has the wrong shape"
     return verdict.lower()
 
@@ -303,7 +303,7 @@ def render_issue(c, text):
         exp += f" Tolerance: {c['allowed']:.3g}, {c['allowance']}"
         exp += f"; {allowance_rule()}." if n.get("oracle_abs") is not None else "."
         lines += [exp, ""]
-    elif c["verdict"] in ("ERROR", "CRASH", "TIMEOUT"):
+    elif c["verdict"] in (compare.ERROR, compare.CRASH, compare.TIMEOUT):
         lines += ["Expected: the op returns, as PyTorch's does for the same inputs.", ""]
     for w in c.get("workarounds") or []:  # as the backend declares them (make.own_workarounds)
         if w.get("matches") and w.get("code"):

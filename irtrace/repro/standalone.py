@@ -19,6 +19,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from backends._runtime.wire import Status
+from irtrace import compare
 from irtrace.repro import recipe as script_recipe, script, straight
 
 log = logging.getLogger(__name__)
@@ -247,7 +249,7 @@ def write(job, forms, info, folder):
             continue
         if job.target.data:
             _write_data(folder, npz, keep=last)
-        judged = not last and job.case.verdict not in ("ERROR", "CRASH", "TIMEOUT")
+        judged = not last and job.case.verdict not in (compare.ERROR, compare.CRASH, compare.TIMEOUT)
         run = run_script(info, folder, text, job.target.name, want_got=job.case.got if judged else None)
         if last or (run.code == job.target.exits and run.same is not False):
             return Written(text, npz, form.kind, run)
@@ -280,9 +282,9 @@ def _write_data(folder, npz, keep=False):
 def compare_torch(torch_src, case, info, folder, title):
     """compare_torch.py: the same case in PyTorch (straight-line, inline data), kept when it runs and
     prints PyTorch's answer; Written, or None."""
-    if torch_src.get("status") != "ok" or case.want is None:
+    if torch_src.get("status") != Status.OK or case.want is None:
         return None
-    tcase = replace(case, verdict="DIVERGENT", got=case.want)
+    tcase = replace(case, verdict=compare.DIVERGENT, got=case.want)
     job = Job(torch_src, tcase, f"The same case in PyTorch: {title}", "PyTorch (stored)", COMPARE_TORCH)
     return write(job, [Form("straight", prune=True)], info, folder)
 
