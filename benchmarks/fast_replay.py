@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 import irtrace
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 from export import time_torch_onnx_export  # benchmarks/export.py, beside this script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -92,7 +93,7 @@ def plain_onnxruntime(bundle, inputs):
 
 def replay_time(bundle, backends, modes, out, nodes=None):
     t = time.perf_counter()
-    run(bundle.path, ReplayOptions.parse(backends, modes, nodes=nodes), out=out)
+    replay_into(bundle.path, ReplayOptions.parse(backends, modes, nodes=nodes), out=out)
     return time.perf_counter() - t
 
 

@@ -17,7 +17,8 @@ import torch
 
 import irtrace
 from fast_replay import MODELS  # benchmarks/fast_replay.py, beside this script
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 
 
 def main():
@@ -36,7 +37,7 @@ def main():
             for jobs in (1, 2):
                 shutil.rmtree(f"{bundle.path}.cache", ignore_errors=True)  # uncached: a first run
                 t = time.perf_counter()
-                run(bundle.path, ReplayOptions.parse("torch", "fwd,vjp,vjp2", jobs=jobs), out=Path(d) / f"jobs{jobs}")
+                replay_into(bundle.path, ReplayOptions.parse("torch", "fwd,vjp,vjp2", jobs=jobs), out=Path(d) / f"jobs{jobs}")
                 times.append(time.perf_counter() - t)
         print(f"{name:10} {times[0]:11.2f} {times[1]:11.2f} {times[1] / times[0]:6.2f}")
 

@@ -14,7 +14,8 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from irtrace.export.onnx_bundle import bundle_from_onnx
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 
 
 def chain(n):
@@ -27,9 +28,9 @@ def chain(n):
 
 
 def replay_seconds(path, backend, out):
-    run(path, ReplayOptions.parse(backend, "fwd"), out=out)  # fills BUNDLE.cache/ (reference and oracle)
+    replay_into(path, ReplayOptions.parse(backend, "fwd"), out=out)  # fills BUNDLE.cache/ (reference and oracle)
     t = time.perf_counter()
-    run(path, ReplayOptions.parse(backend, "fwd"), out=out)
+    replay_into(path, ReplayOptions.parse(backend, "fwd"), out=out)
     return time.perf_counter() - t
 
 

@@ -10,7 +10,8 @@ import tempfile
 from pathlib import Path
 
 import irtrace
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 from irtrace.examples import EXAMPLES
 from irtrace.replay import backends
 from irtrace.repro.make import make_repros
@@ -30,7 +31,7 @@ def main():
         for name, backend in targets:
             e = EXAMPLES[name]
             bundle = irtrace.export(e.build(), e.inputs(), d / f"{name}.irt", train=e.train)
-            replayed = run(bundle.path, ReplayOptions.parse(backend, "fwd,vjp,vjp2"), out=d / f"{name}.replay")
+            replayed = replay_into(bundle.path, ReplayOptions.parse(backend, "fwd,vjp,vjp2"), out=d / f"{name}.replay")
             report, out = replayed.json, replayed.out
             for folder in make_repros(out / "report.json", d / f"{name}.repros"):
                 f = json.loads((folder / "finding.json").read_text())

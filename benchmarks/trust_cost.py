@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from irtrace import store, trust  # noqa: E402
-from irtrace.replay import ReplayOptions, run  # noqa: E402
+from irtrace.replay import ReplayOptions  # noqa: E402
 from irtrace.replay import cache  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def verify_seconds(bundle, out):
     cache._answer_signer = timed
     try:
         t = time.perf_counter()
-        run(bundle, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=out)
+        replay_into(bundle, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=out)
         return time.perf_counter() - t, spent[0]
     finally:
         cache._answer_signer = real
@@ -68,7 +68,7 @@ def main():
     out = Path(tempfile.mkdtemp()) / "out"
     if not any(Path(str(bundle) + ".cache").glob("*.safetensors")):
         t = time.perf_counter()
-        run(bundle, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=out)
+        replay_into(bundle, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=out)
         print(f"first replay (fills the cache): {time.perf_counter() - t:.1f} s")
     for index in (trust.cache_root() / cache.VERIFIED).glob("*.json"):
         index.unlink()  # nothing verified yet

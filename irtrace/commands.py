@@ -165,7 +165,8 @@ def _replay(args):
     # bundle (run adopts them; a name that is wrong is reported there)
     launch_early([registry.BACKENDS[n] for n in (b.strip() for b in args.backend.split(","))
                   if n in registry.BACKENDS and registry.BACKENDS[n].role == registry.UNDER_TEST])
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     from irtrace.report.json_report import exit_code
     from irtrace.report.write import default_out
     options = ReplayOptions.parse(args.backend, args.modes, ops=args.ops, jobs=args.jobs, nodes=args.nodes,
@@ -175,7 +176,7 @@ def _replay(args):
                                   batch=args.batch)
     out = Path(args.out) if args.out else default_out(args.bundle)
     with progress_bar() as progress:
-        result = run(args.bundle, options, out=out, resume=args.resume, progress=progress)
+        result = replay_into(args.bundle, options, out, resume=args.resume, progress=progress)
     show(result)
     report = result.json
     if args.repro and report["findings"]:
@@ -197,17 +198,19 @@ def progress_bar():
 
 
 def show(result):
-    """The terminal's view of a replay's Report: the findings table, the chained summary, where it wrote."""
+    """The terminal's view of a replay written into a folder (report.folder.Written): the findings table,
+    the chained summary, where it wrote."""
     from irtrace.errors import printable
     from irtrace.report import terminal
     terminal.show(result.json)
-    if result.options.chained:
+    chained = result.report.options.chained
+    if chained:
         from irtrace.report import chained as chained_report
         for line in chained_report.lines(result.json["chained"]):
             print(printable(line))
     out = result.out
     print(f"wrote {out / 'report.json'} and {out / 'report.html'}" +
-          (f" and {out / 'chained.png'}" if result.options.chained else ""))
+          (f" and {out / 'chained.png'}" if chained else ""))
 
 
 def ci_mode():

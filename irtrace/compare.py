@@ -260,7 +260,9 @@ _SWEPT_DTYPES = "efd"  # float16, float32, float64: the dtypes numpy's mixed-typ
 
 
 def _sweepable(*arrays):
-    return all(x is not None and x.dtype.char in _SWEPT_DTYPES and x.ndim for x in arrays)
+    """Whether the block sweep judges these arrays: float dtypes it has loops for, at least one dimension
+    and at least one element (an empty result has no maximum to sweep for: the whole-array way judges it)."""
+    return all(x is not None and x.dtype.char in _SWEPT_DTYPES and x.ndim and x.size for x in arrays)
 
 
 def _floats(x):

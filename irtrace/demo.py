@@ -7,7 +7,8 @@ from irtrace.errors import IrtraceError, printable
 
 def demo(out, names):
     import irtrace
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     from irtrace.examples import EXAMPLES
     from irtrace.replay import backends
     from irtrace.report.terminal import finding_lines, summary_line
@@ -28,7 +29,7 @@ def demo(out, names):
         print(f"== {name}: {e.doc}")
         print(f"   exported {bundle.path} ({len(bundle.model.graph.node)} nodes, {bundle.manifest['mode']} mode)")
         chained = name == "stylegan2" and bool(chains)  # the gradient-penalty port of seeds/000
-        result = run(bundle, ReplayOptions(backends=tuple(available), chained=chained, workarounds=chained,
+        result = replay_into(bundle, ReplayOptions(backends=tuple(available), chained=chained, workarounds=chained,
                                            loss="grad-penalty" if chained else "bundle"), out=out / f"{name}.replay")
         report, where = result.json, result.out
         for line in finding_lines(report):

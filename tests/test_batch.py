@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 from irtrace.replay import backends
 
 CASES = [("megengine", "gpt"), pytest.param("paddle", "gpt", marks=pytest.mark.slow),
@@ -28,8 +29,8 @@ def test_batched_replay_judges_what_one_call_at_a_time_judges(backend, example, 
     if reason:
         pytest.skip(f"{backend} unavailable: {reason}")
     bundle = example_bundle(example)
-    one = run(bundle.path, ReplayOptions.parse(backend, "fwd,vjp,vjp2", batch=False), out=tmp_path / "one").json
-    many = run(bundle.path, ReplayOptions.parse(backend, "fwd,vjp,vjp2"), out=tmp_path / "many").json
+    one = replay_into(bundle.path, ReplayOptions.parse(backend, "fwd,vjp,vjp2", batch=False), out=tmp_path / "one").json
+    many = replay_into(bundle.path, ReplayOptions.parse(backend, "fwd,vjp,vjp2"), out=tmp_path / "many").json
     assert rows(one) == rows(many)
     assert one["restarts"] == many["restarts"]
     tested = [r for r in rows(one) if r[1] == backend]

@@ -11,7 +11,9 @@ import torch
 import irtrace
 from irtrace import compare
 from irtrace.replay import ReplayOptions, run
+from irtrace.report.folder import replay_into
 from irtrace.replay import ReplayOptions, run
+from irtrace.report.folder import replay_into
 from irtrace.store import EXTERNAL_MIN_BYTES, GRAPH, MANIFEST, VALUES, initializers, load
 
 BACKENDS = ["torch", "onnxruntime"]
@@ -135,7 +137,7 @@ def test_chained_replay_reads_the_weights_from_the_value_store(exported, inline,
     _, b = exported
     runs = {}
     for name, bundle in (("new", b), ("old", inline)):
-        report = run(bundle.path, ReplayOptions.parse("planted-f64", "fwd,vjp", chained=True), out=tmp_path / name).json
+        report = replay_into(bundle.path, ReplayOptions.parse("planted-f64", "fwd,vjp", chained=True), out=tmp_path / name).json
         (chain,) = [r for r in report["chained"]["runs"] if r["backend"] == "planted-f64"]
         assert chain["first_divergence"] is None and chain["first_grad_divergence"] is None
         entries = chain["values"] + chain["grads"] + chain["parameters"]

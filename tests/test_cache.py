@@ -11,7 +11,8 @@ from onnx import TensorProto, helper
 
 from irtrace.cli import main
 from irtrace.export.onnx_bundle import bundle_from_onnx
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 from irtrace.replay import backends
 from irtrace.replay.worker import WorkerProxy
 from test_faults import HERE
@@ -86,7 +87,7 @@ def test_another_bundle_or_another_reference_is_another_key(tmp_path, started):
         backends.register(replace(info, worker="faulty_backend", extra_path=tuple(info.extra_path) + (HERE,),
                                   env={**info.env, "IRTRACE_FAULT_BASE": info.worker,
                                        "IRTRACE_FAULT": "memory:Sigmoid:vjp"}))
-        report = run(b.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp"), out=tmp_path / "faulty").json
+        report = replay_into(b.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp"), out=tmp_path / "faulty").json
     finally:
         backends.BACKENDS.clear()
         backends.BACKENDS.update(saved)

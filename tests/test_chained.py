@@ -9,7 +9,8 @@ import torch
 
 import irtrace
 from irtrace import compare
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def mid(tmp_path_factory):
 
 
 def _run(bundle, backend, tmp_path, **kw):
-    replayed = run(bundle.path, ReplayOptions.parse(backend, "fwd,vjp", chained=True, **kw), out=tmp_path / backend)
+    replayed = replay_into(bundle.path, ReplayOptions.parse(backend, "fwd,vjp", chained=True, **kw), out=tmp_path / backend)
     report, out = replayed.json, replayed.out
     (chain,) = [r for r in report["chained"]["runs"] if r["backend"] == backend]
     return report, out, chain
@@ -175,7 +176,7 @@ def test_a_chained_run_that_segfaults_names_its_node(bug, phase, how, tmp_path):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     b = bundle_from_onnx(model, {"x": np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)},
                          tmp_path / "chain.irt")
-    report = run(b.path, ReplayOptions.parse(f"planted-{bug}", "fwd,vjp", chained=True, timeout=10.0), out=tmp_path / "r").json
+    report = replay_into(b.path, ReplayOptions.parse(f"planted-{bug}", "fwd,vjp", chained=True, timeout=10.0), out=tmp_path / "r").json
     (chain,) = [r for r in report["chained"]["runs"] if r["backend"] == f"planted-{bug}"]
     assert chain["status"] == compare.CRASH and "SIGSEGV" in chain["message"]
     at = chain["crashed_at"]

@@ -217,3 +217,11 @@ def test_a_passing_results_max_rel_is_its_exact_relative_error():
     assert verdict == compare.MATCH
     floor = EPS32 * 3.0
     assert m.max_abs == float(np.float32(1e-9)) and m.max_rel == float(np.float32(1e-9)) / floor
+
+
+def test_an_empty_result_is_judged_whole_and_matches():
+    """A result with no elements (a 0-size slice) has no maximum to sweep for: it is judged whole, MATCH,
+    by the replay's and the reference's rule alike."""
+    empty = np.zeros((0, 3), np.float32)
+    assert compare.judge(empty, empty, empty.astype(np.float64), compare.Policy())[0] is compare.MATCH
+    assert compare.judge_reference(empty, empty.astype(np.float64), compare.Policy())[0] is compare.MATCH

@@ -16,7 +16,8 @@ from torch import nn
 from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.export.torch_export import export
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 from irtrace.replay import backends
 from irtrace.store import load
 
@@ -81,7 +82,7 @@ def test_every_random_draw_is_a_named_initializer_with_torchs_numbers(noisy_bund
 
 def test_random_model_replays_without_findings(noisy_bundle, tmp_path):
     bundle, _, _ = noisy_bundle
-    report = run(bundle.path, ReplayOptions.parse(BACKENDS, MODES), out=tmp_path / "out").json
+    report = replay_into(bundle.path, ReplayOptions.parse(BACKENDS, MODES), out=tmp_path / "out").json
     s = report["summary"]
     assert s["findings"] == 0, s
     assert s["MATCH"] >= 60, s
@@ -207,7 +208,7 @@ def test_index_ops_match_onnxruntime_and_float64(tmp_path):
     graph = helper.make_graph([n for n, _, _ in cases.values()], "index", ins, outs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     b = bundle_from_onnx(model, feeds, tmp_path / "index.irt", name="index_ops")
-    report = run(b.path, ReplayOptions.parse(BACKENDS, MODES), out=tmp_path / "out").json
+    report = replay_into(b.path, ReplayOptions.parse(BACKENDS, MODES), out=tmp_path / "out").json
     s = report["summary"]
     assert s["findings"] == 0 and s["UNSUPPORTED"] == 0 and s["ERROR"] == 0, s
     rows = {(n["name"], r["mode"]): r["verdict"] for n in report["nodes"] for r in n["results"]
@@ -232,7 +233,7 @@ def run_corpus_entry(name, mode, tmp_path, backends=BACKENDS):
     b = export(model, inputs, tmp_path / f"{name}-{mode}.irt", train=(mode == "train"), seed=0, model_name=name)
     t_export = time.perf_counter() - t0
     t0 = time.perf_counter()
-    replayed = run(b.path, ReplayOptions.parse(backends, MODES), out=tmp_path / f"{name}-{mode}-out")
+    replayed = replay_into(b.path, ReplayOptions.parse(backends, MODES), out=tmp_path / f"{name}-{mode}-out")
     report, out = replayed.json, replayed.out
     t_replay = time.perf_counter() - t0
     s = report["summary"]

@@ -183,7 +183,8 @@ def test_weight_standardisation_records_the_gradients_torch_autograd_gives_on_th
     on the gradient path: the recorded parameter gradients are the module's own (known answer: torch
     autograd on the module in float64), and the statistics' gradients are judged, not skipped."""
     import models_for_tests as m
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     from irtrace.store import grad_name, seed_name
     b = irtrace.export(m.weight_standardised(), m.weight_standardised_inputs(), tmp_path / "ws.irt")
     module = m.weight_standardised().double()
@@ -192,7 +193,7 @@ def test_weight_standardisation_records_the_gradients_torch_autograd_gives_on_th
     for k, p in module.named_parameters():
         want = p.grad.numpy()
         assert np.abs(np.asarray(b.values[grad_name(k)]) - want).max() <= 1e-5 * np.abs(want).max(), k
-    report = run(b.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp,vjp2"), out=tmp_path / "r").json
+    report = replay_into(b.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp,vjp2"), out=tmp_path / "r").json
     bn = next(n for n in report["nodes"] if n["op_type"] == "BatchNormalization")
     judged = {(r["mode"], r["output"]) for r in bn["results"] if r["backend"] == "torch"}
     mean, var = (bn["name"] and [i for i in b.model.graph.node if i.name == bn["name"]][0].input[3:5])

@@ -16,7 +16,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from irtrace.export.onnx_bundle import bundle_from_onnx
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 from irtrace.replay import backends
 
 HERE = Path(__file__).parent
@@ -43,9 +44,10 @@ def chain(tmp_path_factory):
 
 
 @pytest.fixture
-def faulty(tmp_path):
+def faulty(tmp_path, cold_workers):
     """faulty(role_backend, faults, name=None): re-register a backend (by name) with its worker wrapped
-    in tests/faulty_backend.py; every registration is restored afterwards."""
+    in tests/faulty_backend.py; every registration is restored afterwards. Workers are not kept warm: a
+    replay leaves no worker behind (leftover_workers)."""
     saved = dict(backends.BACKENDS)
 
     def make(base, faults, name=None):
@@ -96,7 +98,7 @@ def test_every_fault_is_its_node_and_backend_only(role, chain, faulty, tmp_path)
     else:
         faulty("oracle", faults + ",startkill")
         names, modes, where = "torch,onnxruntime", "fwd,vjp", ("oracle", "vjp")
-    replayed = run(chain.path, ReplayOptions.parse(names, modes, timeout=TIMEOUT), out=tmp_path / "r")
+    replayed = replay_into(chain.path, ReplayOptions.parse(names, modes, timeout=TIMEOUT), out=tmp_path / "r")
     report, out = replayed.json, replayed.out
     check_faults(report, *where)
     if role == "reference":  # without the reference, nothing is compared for that node and mode
@@ -121,7 +123,7 @@ def test_a_worker_that_cannot_start_fails_its_calls_and_the_rest_completes(role,
     base = {"under-test": "onnxruntime", "reference": "torch", "oracle": "oracle"}[role]
     info = faulty(base, "startimport", name="faulty" if role == "under-test" else None)
     names = "torch,faulty" if role == "under-test" else "torch,onnxruntime"
-    report = run(chain.path, ReplayOptions.parse(names, "fwd", timeout=TIMEOUT), out=tmp_path / "r").json
+    report = replay_into(chain.path, ReplayOptions.parse(names, "fwd", timeout=TIMEOUT), out=tmp_path / "r").json
     dead = [r for (op, b, m, o), r in rows(report).items() if b == info.name or r["message"].startswith("reference")]
     assert len(dead) == len(CHAIN) and {r["verdict"] for r in dead} == {"ERROR"}
     assert all(f"backend {info.name!r} failed to start: worker exited with code 1" in r["message"] and
@@ -137,7 +139,7 @@ def test_a_batch_that_crashes_in_one_go_is_run_node_by_node(chain, faulty, tmp_p
     """onnxruntime computes a batch's forward in one session (run_many); a segfault there loses the
     batch, not a verdict: every node is run alone, and judged as a clean run judges it."""
     faulty("onnxruntime", "segv:Sigmoid:many", name="faulty")
-    report = run(chain.path, ReplayOptions.parse("torch,faulty", "fwd", timeout=TIMEOUT), out=tmp_path / "r").json
+    report = replay_into(chain.path, ReplayOptions.parse("torch,faulty", "fwd", timeout=TIMEOUT), out=tmp_path / "r").json
     got = {op: r["verdict"] for (op, b, m, o), r in rows(report).items() if b == "faulty"}
     assert sorted(got) == sorted(CHAIN) and set(got.values()) <= {"MATCH", "NOISE"}, got
     assert report["restarts"]["faulty"] == 0  # the batch's crash is not a node's
@@ -227,7 +229,7 @@ def test_a_worker_that_hangs_at_start_up_is_waited_on_as_the_timeout_says(chain,
     monkeypatch.setattr(worker, "START_MIN_S", 1.0)
     faulty("onnxruntime", "starthang", name="faulty")
     t = time.monotonic()
-    report = run(chain.path, ReplayOptions.parse("torch,faulty", "fwd", timeout=TIMEOUT), out=tmp_path / "r").json
+    report = replay_into(chain.path, ReplayOptions.parse("torch,faulty", "fwd", timeout=TIMEOUT), out=tmp_path / "r").json
     assert time.monotonic() - t < 60
     verdicts = {r["verdict"] for (op, b, m, o), r in rows(report).items() if b == "faulty"}
     assert verdicts and verdicts <= {"MATCH", "NOISE"} and report["restarts"]["faulty"] == 1

@@ -11,6 +11,7 @@ from onnx import TensorProto, helper
 from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
+from irtrace.report.folder import replay_into
 
 from conftest import update_known
 
@@ -259,9 +260,10 @@ def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
     backward of its leaky ReLU, so the chained run is an ERROR with MegEngine's own reason, and every
     nn.Parameter (not buffers) is still listed by state_dict key with that reason — never a quiet
     plain-loss gradient passed off as the penalty's (what this run reported before the fix)."""
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     from irtrace.report.json_report import exit_code
-    replayed = run(example_bundle("stylegan2").path, ReplayOptions.parse("megengine", "fwd", chained=True, loss="grad-penalty"), out=tmp_path / "sg")
+    replayed = replay_into(example_bundle("stylegan2").path, ReplayOptions.parse("megengine", "fwd", chained=True, loss="grad-penalty"), out=tmp_path / "sg")
     report, out = replayed.json, replayed.out
     (chain,) = report["chained"]["runs"]
     assert chain["status"] == compare.ERROR and "PRELU_GRAD unimplemented" in chain["message"]
@@ -278,10 +280,11 @@ def test_gradient_penalty_chain_matches_torch_with_ops_megengine_gets_right(tmp_
     gradients that agree with torch on MegEngine."""
     import irtrace
     import models_for_tests
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     b = irtrace.export(models_for_tests.safe_style_block(), models_for_tests.safe_style_block_inputs(),
                        tmp_path / "block.irt")
-    report = run(b.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2", chained=True, loss="grad-penalty"), out=tmp_path / "r").json
+    report = replay_into(b.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2", chained=True, loss="grad-penalty"), out=tmp_path / "r").json
     (chain,) = report["chained"]["runs"]
     assert chain["status"] == "ok", chain["message"]
     params = {p["value"]: p for p in chain["parameters"]}

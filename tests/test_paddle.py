@@ -13,6 +13,7 @@ from irtrace import compare
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
+from irtrace.report.folder import replay_into
 
 from conftest import update_known
 
@@ -425,9 +426,10 @@ def test_examples_run_to_the_end(example_bundle, name):
 
 
 def _chained(bundle, loss, out):
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     first = bundle.model.graph.node[0].name  # the isolated replay is not under test here: one node
-    replayed = run(bundle.path, ReplayOptions.parse("paddle", "fwd", chained=True, loss=loss, nodes=f"^{first}$"), out=out)
+    replayed = replay_into(bundle.path, ReplayOptions.parse("paddle", "fwd", chained=True, loss=loss, nodes=f"^{first}$"), out=out)
     report, out = replayed.json, replayed.out
     (chain,) = report["chained"]["runs"]
     assert report["chained"]["loss"] == loss

@@ -11,7 +11,8 @@ from onnx import TensorProto, helper
 
 from irtrace import compare
 from irtrace.export.onnx_bundle import bundle_from_onnx
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 
 HOSTILE_NODE = "<script>alert(2)</script>"
 HOSTILE_VALUE = "x<img src=x onerror=alert(1)>"
@@ -42,7 +43,7 @@ def page(tmp_path_factory):
     m = helper.make_model(helper.make_graph([helper.make_node("Relu", [x.name], ["y"], name=HOSTILE_NODE)], "g",
                                             [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
     b = bundle_from_onnx(m, {x.name: np.array([1.0, -2.0, 3.0], np.float32)}, d / "h.irt")
-    out = run(b.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp"), out=d / "r").out
+    out = replay_into(b.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp"), out=d / "r").out
     return out / "report.html"
 
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import irtrace
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 from irtrace.replay import backends
 from irtrace.repro.make import _write_npz, make_repros
 
@@ -20,7 +21,7 @@ def _run(script, python=sys.executable):
 
 
 def _replay_and_repro(bundle, backend, modes, tmp_path, name):
-    replayed = run(bundle.path, ReplayOptions.parse(backend, modes), out=tmp_path / f"{name}.replay")
+    replayed = replay_into(bundle.path, ReplayOptions.parse(backend, modes), out=tmp_path / f"{name}.replay")
     report, out = replayed.json, replayed.out
     assert report["findings"]
     return report, make_repros(out / "report.json", tmp_path / f"{name}.repros")
@@ -110,7 +111,7 @@ def test_crash_repro_runs_the_op_in_a_child(planted, tmp_path):
 
 
 def test_same_finding_gives_byte_identical_output(planted, tmp_path):
-    replayed = run(planted.path, ReplayOptions.parse("planted-pad", "fwd"), out=tmp_path / "r")
+    replayed = replay_into(planted.path, ReplayOptions.parse("planted-pad", "fwd"), out=tmp_path / "r")
     report, out = replayed.json, replayed.out
     a = make_repros(out / "report.json", tmp_path / "a")[0]
     b = make_repros(out / "report.json", tmp_path / "b")[0]
@@ -156,7 +157,7 @@ def test_bad_report_and_unknown_finding(planted, tmp_path, capsys):
     from irtrace.cli import main
     assert main(["repro", str(tmp_path / "nope.json")]) == 2
     assert "cannot read report" in capsys.readouterr().err
-    replayed = run(planted.path, ReplayOptions.parse("planted-pad", "fwd"), out=tmp_path / "r")
+    replayed = replay_into(planted.path, ReplayOptions.parse("planted-pad", "fwd"), out=tmp_path / "r")
     report, out = replayed.json, replayed.out
     assert main(["repro", str(out / "report.json"), "--finding", "planted-pad-Conv-fwd-divergent-xxxx",
                  "-o", str(tmp_path / "rr")]) == 2
@@ -187,7 +188,7 @@ def test_megengine_stylegan2_one_folder_per_bug_each_runs_in_its_env(example_bun
 @pytest.mark.skipif(any(backends.get(b).unavailable() is not None for b in ("tensorflow", "paddle")),
                     reason="tensorflow or paddle unavailable")
 def test_tensorflow_and_paddle_repros_run_in_their_envs(example_bundle, tmp_path):
-    replayed = run(example_bundle("stylegan2").path, ReplayOptions.parse("tensorflow,paddle", "vjp,vjp2", ops="Conv,Pow"), out=tmp_path / "tp")
+    replayed = replay_into(example_bundle("stylegan2").path, ReplayOptions.parse("tensorflow,paddle", "vjp,vjp2", ops="Conv,Pow"), out=tmp_path / "tp")
     report, out = replayed.json, replayed.out
     ids = sorted({next(f["id"] for f in report["findings"] if f["backend"] == b and f["op_type"] == op)
                   for b, op in (("tensorflow", "Conv"), ("paddle", "Pow"))})
@@ -202,7 +203,7 @@ def test_tensorflow_and_paddle_repros_run_in_their_envs(example_bundle, tmp_path
 
 
 def test_onnx_reference_grouped_conv_transpose_repro(example_bundle, tmp_path):
-    replayed = run(example_bundle("stylegan2").path, ReplayOptions.parse("onnxref", "fwd", ops="ConvTranspose"), out=tmp_path / "o")
+    replayed = replay_into(example_bundle("stylegan2").path, ReplayOptions.parse("onnxref", "fwd", ops="ConvTranspose"), out=tmp_path / "o")
     report, out = replayed.json, replayed.out
     (folder,) = make_repros(out / "report.json", tmp_path / "orep")
     finding = json.loads((folder / "finding.json").read_text())

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from irtrace.examples import EXAMPLES
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 from irtrace.replay import backends
 from irtrace.repro.make import make_repros
 from test_repro import _filed_as_is
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_every_example_repro_is_filed_as_is(example_bundle, tmp_path, name):
     shown = [n for n, info in backends.BACKENDS.items() if info.demo and info.modes and info.unavailable() is None]
-    replayed = run(example_bundle(name).path, ReplayOptions.parse(",".join(shown), "fwd,vjp,vjp2"), out=tmp_path / "r")
+    replayed = replay_into(example_bundle(name).path, ReplayOptions.parse(",".join(shown), "fwd,vjp,vjp2"), out=tmp_path / "r")
     report, out = replayed.json, replayed.out
     folders = make_repros(out / "report.json", tmp_path / "repros")
     assert len(folders) == len(report["findings"])  # none skipped

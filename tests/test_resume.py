@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from irtrace.cli import main
-from irtrace.replay import ReplayOptions, run
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
 from test_faults import CHAIN, HERE, chain, faulty, leftover_workers  # noqa: F401 - fixtures
 
 ROOT = HERE.parent
@@ -68,10 +69,10 @@ def test_interrupted_replay_keeps_its_nodes_and_resumes(sig, code, word, chain, 
 
     # resume with a backend that would fail every node already done: they must not run again
     faulty("onnxruntime", "memory:Relu,memory:Sigmoid,memory:Tanh", name="faulty")
-    report = run(chain.path, ReplayOptions.parse("torch,faulty", "fwd,vjp", timeout=120), out=out, resume=True).json
+    report = replay_into(chain.path, ReplayOptions.parse("torch,faulty", "fwd,vjp", timeout=120), out=out, resume=True).json
     assert journal_nodes(out) == ["relu", "sigmoid", "tanh"] + [op.lower() for op in CHAIN[3:]]
     faulty("onnxruntime", "", name="faulty")
-    run(chain.path, ReplayOptions.parse("torch,faulty", "fwd,vjp", timeout=120), out=tmp_path / "clean")
+    replay_into(chain.path, ReplayOptions.parse("torch,faulty", "fwd,vjp", timeout=120), out=tmp_path / "clean")
     assert (out / "report.json").read_bytes() == (tmp_path / "clean" / "report.json").read_bytes()
 
 
@@ -110,7 +111,7 @@ def test_three_runs_give_byte_identical_reports(tmp_path):
                             tmp_path / "b.irt")
     outs = [tmp_path / f"r{k}" for k in range(3)]
     for out in outs:
-        run(bundle.path, ReplayOptions.parse("torch,onnxruntime,planted-pad", "fwd,vjp,vjp2"), out=out)
+        replay_into(bundle.path, ReplayOptions.parse("torch,onnxruntime,planted-pad", "fwd,vjp,vjp2"), out=out)
     first = (outs[0] / "report.json").read_bytes()
     report = json.loads(first)
     assert report["findings"] and "time_s" not in first.decode() and "elapsed_s" not in report

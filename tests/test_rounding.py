@@ -124,7 +124,8 @@ def test_ghostnet_conv_head_in_float32_torch_is_noise(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
 
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     d = np.load(Path(__file__).parent / "fixtures" / "ghostnet_conv_head.npz")
     node = helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv_head", kernel_shape=[1, 1])
     graph = helper.make_graph([node], "conv_head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 960, 1, 1])],
@@ -132,7 +133,7 @@ def test_ghostnet_conv_head_in_float32_torch_is_noise(tmp_path):
                               [numpy_helper.from_array(d["w"], "w"), numpy_helper.from_array(d["b"], "b")])
     b = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), {"x": d["x"]},
                          tmp_path / "c.irt", trained=["x", "w", "b"])
-    report = run(b.path, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=tmp_path / "r").json
+    report = replay_into(b.path, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=tmp_path / "r").json
     rows = [r for n in report["nodes"] for r in n["results"]]
     assert len(rows) >= 7 and {r["verdict"] for r in rows} <= {"MATCH", "NOISE"}, rows
     assert all(r["backend_oracle_abs"] <= r["allowed"] for r in rows if r["verdict"] == "NOISE")

@@ -111,8 +111,7 @@ WANT = {
                         "y = functional.conv2d(x_, w, None, stride=[1, 1], padding=0, dilation=[1, 1], groups=1)"],
     ("torch", "Pad"): ["y = functional.pad(x, [0, 2, 1, 0], mode='constant', value=1.5)"],
     ("torch", "BatchNormalization"): ["y = functional.batch_norm(x, mean, var, scale, b, training=False, eps=0.001)"],
-    ("torch", "Gemm"): ["b_ = b.t()", "y_ = torch.matmul(a, b_)", "y__ = 0.5 * y_", "y___ = y__ + 2.0 * c",
-                        "y = y___"],
+    ("torch", "Gemm"): ["b_ = b.t()", "y_ = torch.matmul(a, b_)", "y = 0.5 * y_ + 2.0 * c"],
     ("torch", "ReduceSum"): ["y = torch.sum(x, dim=(1,), keepdim=False)"],
     ("torch", "Resize"): ["y = functional.interpolate(x, mode='nearest', scale_factor=[2.0, 2.0])"],
     ("megengine", "Conv"): ["x_ = functional.pad(x, ((0, 0), (0, 0), (1, 2), (0, 1)))",
@@ -128,8 +127,8 @@ WANT = {
         "(1, -1, 1, 1)), functional.reshape(scale, (1, -1, 1, 1)), functional.reshape(b, (1, -1, 1, 1)), "
         "training=False, eps=0.001)",
         "y = functional.reshape(y_, (1, 2, 2, 2))"],
-    ("megengine", "Gemm"): ["y_ = functional.matmul(a, b, transpose_a=False, transpose_b=True)", "y__ = y_ * 0.5",
-                            "y___ = y__ + c * 2.0", "y = y___"],
+    ("megengine", "Gemm"): ["y_ = functional.matmul(a, b, transpose_a=False, transpose_b=True)",
+                            "y = 0.5 * y_ + 2.0 * c"],
     ("megengine", "ReduceSum"): ["y = functional.sum(x, axis=(1,), keepdims=False)"],
     ("megengine", "Resize"): ["y = functional.vision.interpolate(x, mode='nearest', scale_factor=(2.0, 2.0))"],
     ("paddle", "Conv"): ["y = functional.conv2d(x, w, None, stride=[1, 1], padding=[1, 2, 0, 1], dilation=[1, 1], "
@@ -139,9 +138,8 @@ WANT = {
     ("paddle", "MaxPool"): ["y = functional.max_pool2d(x, [3, 3], [2, 2], [1, 0, 1, 0], ceil_mode=False)"],
     ("paddle", "BatchNormalization"): ["y = functional.batch_norm(x, mean, var, scale, b, training=False, "
                                        "epsilon=0.001)"],
-    ("paddle", "Gemm"): ["y_ = paddle.matmul(a, b, transpose_x=False, transpose_y=True)", "y__ = 0.5 * y_",
-                         "y___ = y__ + 2.0 * c", "y = y___"],
-    ("paddle", "ReduceSum"): ["y = paddle.sum(x, axis=[1], keepdim=False)"],
+    ("paddle", "Gemm"): ["y_ = paddle.matmul(a, b, transpose_x=False, transpose_y=True)", "y = 0.5 * y_ + 2.0 * c"],
+    ("paddle", "ReduceSum"): ["y = paddle.sum(x, axis=(1,), keepdim=False)"],
     ("paddle", "Resize"): ["y = functional.interpolate(x, mode='nearest', scale_factor=[2.0, 2.0])"],
     ("tensorflow", "Conv"): [
         "(xt, wt) = (tf.transpose(x, [0, 2, 3, 1]), tf.transpose(w, [2, 3, 1, 0]))",
@@ -155,9 +153,9 @@ WANT = {
     ("tensorflow", "BatchNormalization"): [
         "y = tf.nn.batch_normalization(x, tf.reshape(mean, [-1, 1, 1]), tf.reshape(var, [-1, 1, 1]), "
         "tf.reshape(b, [-1, 1, 1]), tf.reshape(scale, [-1, 1, 1]), 0.001)"],
-    ("tensorflow", "Gemm"): ["y_ = tf.linalg.matmul(a, b, transpose_a=False, transpose_b=True)", "y__ = 0.5 * y_",
-                             "y___ = y__ + 2.0 * c", "y = y___"],
-    ("tensorflow", "ReduceSum"): ["y = tf.math.reduce_sum(x, axis=[1], keepdims=False)"],
+    ("tensorflow", "Gemm"): ["y_ = tf.linalg.matmul(a, b, transpose_a=False, transpose_b=True)",
+                             "y = 0.5 * y_ + 2.0 * c"],
+    ("tensorflow", "ReduceSum"): ["y = tf.math.reduce_sum(x, axis=(1,), keepdims=False)"],
     ("tensorflow", "Resize"): ["xt = tf.transpose(x, [0, 2, 3, 1])",
                                "y = to_nchw(tf.compat.v1.image.resize_nearest_neighbor(xt, [4, 4], "
                                "align_corners=False, half_pixel_centers=False))"],
@@ -167,8 +165,7 @@ WANT = {
     ("oneflow", "MaxPool"): ["x_ = functional.pad(x, [1, 0, 1, 0], value=float('-inf'))",
                              "y = functional.max_pool2d(x_, [3, 3], [2, 2], 0, [1, 1], ceil_mode=False)"],
     ("oneflow", "BatchNormalization"): ["y = functional.batch_norm(x, mean, var, scale, b, training=False, eps=0.001)"],
-    ("oneflow", "Gemm"): ["b_ = b.t()", "y_ = oneflow.matmul(a, b_)", "y__ = 0.5 * y_", "y___ = y__ + 2.0 * c",
-                          "y = y___"],
+    ("oneflow", "Gemm"): ["b_ = b.t()", "y_ = oneflow.matmul(a, b_)", "y = 0.5 * y_ + 2.0 * c"],
     ("oneflow", "ReduceSum"): ["y = oneflow.sum(x, dim=(1,), keepdim=False)"],
     ("oneflow", "Resize"): ["y = functional.interpolate(x, mode='nearest', scale_factor=(2.0, 2.0))"],
 }

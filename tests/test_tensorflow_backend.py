@@ -15,6 +15,7 @@ from onnx import TensorProto, helper
 from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
+from irtrace.report.folder import replay_into
 
 from conftest import update_known
 
@@ -284,11 +285,12 @@ def test_examples_run_to_the_end(example_bundle, name):
 def test_wideresnet_train_chained_both_losses(example_bundle, tmp_path):
     """The chained forward agrees with torch under both losses; under the gradient penalty the
     double backward through tf.nn.moments (batch norm) moves the convolution weights' gradients."""
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     path = example_bundle("wideresnet-train").path
     runs = {}
     for loss in ("bundle", "grad-penalty"):
-        report = run(path, ReplayOptions.parse("tensorflow", "fwd", chained=True, loss=loss), out=tmp_path / loss).json
+        report = replay_into(path, ReplayOptions.parse("tensorflow", "fwd", chained=True, loss=loss), out=tmp_path / loss).json
         (chain,) = report["chained"]["runs"]
         assert chain["status"] == "ok", chain.get("message")
         assert not [e for e in chain["values"] if e["verdict"] in compare.FAILING]
@@ -302,11 +304,12 @@ def test_wideresnet_train_chained_both_losses(example_bundle, tmp_path):
 def test_layernorm_double_backward_repro_runs_in_the_tf_env(tmp_path):
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     from irtrace.repro.make import make_repros
     model, feeds, _ = op_cases.all_cases_model([c for c in op_cases.CASES if c.id == "layernorm"])
     b = bundle_from_onnx(model, feeds, tmp_path / "ln.irt", name="ln", trained=op_cases.activations(model, feeds))
-    replayed = run(b.path, ReplayOptions.parse("tensorflow", "vjp2"), out=tmp_path / "replay")
+    replayed = replay_into(b.path, ReplayOptions.parse("tensorflow", "vjp2"), out=tmp_path / "replay")
     report, out = replayed.json, replayed.out
     (folder,) = make_repros(out / "report.json", tmp_path / "repros")
     finding = json.loads((folder / "finding.json").read_text())
@@ -320,9 +323,10 @@ def test_layernorm_double_backward_repro_runs_in_the_tf_env(tmp_path):
 
 @pytest.mark.slow
 def test_resnet_every_finding_has_a_repro_that_reproduces_in_the_tf_env(example_bundle, tmp_path):
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     from irtrace.repro.make import make_repros
-    replayed = run(example_bundle("resnet").path, ReplayOptions.parse("tensorflow", "fwd,vjp,vjp2"), out=tmp_path / "r")
+    replayed = replay_into(example_bundle("resnet").path, ReplayOptions.parse("tensorflow", "fwd,vjp,vjp2"), out=tmp_path / "r")
     report, out = replayed.json, replayed.out
     folders = make_repros(out / "report.json", tmp_path / "repros")
     assert len(folders) == len(report["findings"]) == 2  # MaxPool vjp2 ERROR, TrainBatchNormalization vjp2 DIVERGENT

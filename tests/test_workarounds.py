@@ -243,11 +243,12 @@ def stylegan2(tmp_path_factory):
     `irtrace demo` runs it: (report dict, out folder)."""
     import irtrace
     from irtrace.examples import EXAMPLES
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     e = EXAMPLES["stylegan2"]
     root = tmp_path_factory.mktemp("sg")
     bundle = irtrace.export(e.build(), e.inputs(), root / "sg.irt", train=e.train)
-    replayed = run(bundle.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2", chained=True, loss="grad-penalty",
+    replayed = replay_into(bundle.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2", chained=True, loss="grad-penalty",
                                                     workarounds=True), out=root / "out")
     return replayed.json, replayed.out
 
@@ -327,13 +328,14 @@ def test_report_with_workarounds_is_the_same_bytes_when_resumed(tmp_path):
     bytes as the uninterrupted run's, with the cache serving torch's and the oracle's answers."""
     import op_cases
     from irtrace.export.onnx_bundle import bundle_from_onnx
-    from irtrace.replay import ReplayOptions, run
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
     cases = [c for c in op_cases.CASES if c.id in ("leakyrelu", "pad_edge", "relu")]
     model, feeds, _ = op_cases.all_cases_model(cases)
     bundle = bundle_from_onnx(model, feeds, tmp_path / "b.irt", name="small", trained=op_cases.activations(model, feeds))
-    first = run(bundle.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2"), out=tmp_path / "out").json
+    first = replay_into(bundle.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2"), out=tmp_path / "out").json
     before = (tmp_path / "out" / "report.json").read_bytes()
-    again = run(bundle.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2"), out=tmp_path / "out", resume=True).json
+    again = replay_into(bundle.path, ReplayOptions.parse("megengine", "fwd,vjp,vjp2"), out=tmp_path / "out", resume=True).json
     assert (tmp_path / "out" / "report.json").read_bytes() == before
     assert {f["op_type"]: [w["name"] for w in f["workarounds"] if w["matches"]] for f in first["findings"]} == \
         {"LeakyRelu": ["leaky_relu_where", "leaky_relu_mask"], "Pad": ["pad_concat"]}

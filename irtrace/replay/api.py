@@ -2,11 +2,8 @@
 The CLI, the demo, tests and benchmarks call it."""
 import math
 import os
-import sys
 import threading
 from dataclasses import dataclass, field
-from functools import cached_property
-from pathlib import Path
 
 from irtrace import compare
 from irtrace.errors import IrtraceError
@@ -120,50 +117,29 @@ def nothing_tested(options):
 @dataclass
 class Report:
     """What a replay found: `replay` (the isolated Replay of irtrace.replay.engine: every node's Results),
-    the options it ran with, the chained runs when asked for (and their loss), and `out`, the folder its
-    report files were written to (None: not written). `json` is what report.json holds."""
+    the options it ran with, and the chained runs when asked for (and their loss). The report files are
+    written from it by irtrace.report (write.write; folder.replay_into replays into a folder)."""
     replay: object
     options: ReplayOptions
     chained: list = field(default_factory=list)
     loss: str = None
-    out: Path = None
-
-    @cached_property
-    def json(self):
-        from irtrace.report.write import build
-        return build(self)
-
-    @property
-    def findings(self):
-        return self.json["findings"]
-
-    def write(self, out):
-        """Write report.json, report.html (and chained.png) into `out`; returns the report dict."""
-        from irtrace.report import write as report_writer
-        self.__dict__["json"] = report_writer.write(self, out)
-        self.out = Path(out)
-        return self.json
 
 
-def run(bundle, options, out=None, resume=False, progress=None, done=None, on_node=None):
+def run(bundle, options, progress=None, done=None, on_node=None):
     """Replay `bundle` (an opened Bundle, or the path of one) as `options` (ReplayOptions) say; returns a
-    Report. `out`: a folder that gets each node's results as it completes (journal.jsonl) and the report
-    files at the end; `resume` (with `out`) keeps the nodes of an earlier run of the same replay there and
-    runs only the rest. Without `out`: `done`, node name -> NodeReport of an earlier run (not run again),
-    and `on_node(NodeReport)` as each node completes. `progress()` is called after each node."""
-    from irtrace.replay import backends as registry_
+    Report. `done`: node name -> NodeReport of an earlier run of the same replay (not run again);
+    `on_node(NodeReport)` is called as each node completes (a journal appends it); `progress()` after
+    each node."""
     from irtrace.replay.worker import discard_early, launch_early
     try:
         options.check()  # every option, before the bundle is read or anything written
         # the backends under test start importing their frameworks while the bundle loads (the reference
         # and the oracle start later, and only when their answers are not cached)
-        launch_early([registry_.get(n) for n in options.backends if registry_.get(n).role == registry_.UNDER_TEST])
+        launch_early([registry.get(n) for n in options.backends if registry.get(n).role == registry.UNDER_TEST])
         if not hasattr(bundle, "model"):
             from irtrace.store import load
             bundle = load(bundle)
-        if out is None:
-            return _run(bundle, options, progress, done, on_node)
-        return _into(bundle, options, Path(out), resume, progress)
+        return _run(bundle, options, progress, done, on_node)
     finally:
         discard_early()  # those a bad bundle or option left unused (the CLI launches them even earlier)
 
@@ -187,44 +163,3 @@ def _run(bundle, options, progress=None, done=None, on_node=None):
         finally:
             pool.close()
     return report
-
-
-def _into(bundle, options, out, resume, progress):
-    """run() with its results journaled in `out` as they complete and its reports written there."""
-    from irtrace.report import write as report_writer
-    from irtrace.report.journal import Journal, header as journal_header
-    here, inside = Path(os.path.realpath(out)), Path(os.path.realpath(bundle.path))
-    if here == inside or inside in here.parents:  # reports in the bundle make it no bundle (export --force)
-        raise IrtraceError(f"output folder {out}: it is the bundle {bundle.path} or inside it; give another -o")
-    # before the replay: its results are never lost to an unwritable -o, and the reports this run replaces
-    # are removed now, so that a run that fails leaves none of an earlier run's to be read as its own
-    held = report_writer.prepare_out(out, report_writer.REPORT_FILES, claim=True)
-    try:
-        journal = Journal(out, journal_header(bundle, options), resume)
-        if journal.restarted:
-            print(f"irtrace: warning: {journal.path} is not signed by this user's key (edited, or written by "
-                  f"another user or machine): not resuming from it, every node runs", file=sys.stderr)
-        if journal.dropped:
-            print(f"irtrace: warning: {journal.dropped} line(s) of {journal.path} are not signed by this user's "
-                  f"key (edited, or written elsewhere): their nodes run again", file=sys.stderr)
-        if resume:
-            print(f"irtrace: resuming: {len(journal.done)} node(s) already in {journal.path}", file=sys.stderr)
-        try:
-            report = _run(bundle, options, progress, done=journal.done, on_node=journal.append)
-        except KeyboardInterrupt:
-            print(f"irtrace: the nodes completed so far are in {journal.path}; finish with the same command "
-                  f"and --resume", file=sys.stderr)
-            raise
-        finally:
-            journal.close()
-        try:
-            report.write(out)
-        except OSError as e:  # a full disk or quota: the journal holds every node; nothing half written stays
-            report_writer.remove(out, report_writer.REPORT_FILES)
-            raise IrtraceError(f"output folder {out}: cannot write the report ({e.strerror or e}); the "
-                               f"results are in {journal.path}: free space, then run the same command with "
-                               f"--resume") from e
-        return report
-    finally:
-        if held is not None:
-            held.close()
