@@ -280,6 +280,16 @@ def case_run(name, tmp_path_factory):
     return _RUNS[name]
 
 
+def cases_fixture(name):
+    """A module's fixture `cases`: the backend's CaseRun (the same one the contract reads)."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def cases(tmp_path_factory):
+        return case_run(name, tmp_path_factory)
+    return cases
+
+
 def small_bundle(nodes, feeds, path, inits=(), outputs=None):
     """A bundle of a few ONNX nodes on float32 feeds (known-answer tests)."""
     from irtrace.export.onnx_bundle import bundle_from_onnx

@@ -14,31 +14,11 @@ from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
 
-from contracts import case_run
+from contracts import cases_fixture
 
 REASON = backends.get("megengine").unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"megengine unavailable: {REASON}")
-
-
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    """The op-case table replayed on MegEngine and torch once per session (shared with the contract)."""
-    return case_run("megengine", tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def claimed(cases):
-    return cases.answered
-
-
-@pytest.fixture(scope="module")
-def cases_bundle(cases):
-    return cases.bundle
-
-
-@pytest.fixture(scope="module")
-def mge_replay(cases):
-    return cases.replay
+cases = cases_fixture("megengine")  # the op-case table replayed once per session (shared with the contract)
 
 
 def _by_hand(op, x, g, u, lo=-0.5, hi=0.5):
@@ -60,7 +40,7 @@ def _by_hand(op, x, g, u, lo=-0.5, hi=0.5):
     raise ValueError(op)
 
 
-def test_every_case_and_mode_is_covered(mge_replay, cases_bundle, claimed):
+def test_every_case_and_mode_is_covered(cases):
     """Every case has a MegEngine result in every mode torch has (fwd, vjp, vjp2), for every output
     torch has there; each verdict is MATCH or NOISE unless tests/megengine_known.py names exactly
     that (case, mode, output) with that verdict; only shape arithmetic (Shape, and nodes computed
@@ -74,6 +54,7 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle, claimed):
     from irtrace.replay.call import from_bundle
     from irtrace.replay.worker import WorkerProxy
     from irtrace.store import grad_name, u_name
+    mge_replay, cases_bundle, claimed = cases.replay, cases.bundle, cases.answered
     by_node = {n.name: {r.mode for r in n.results if r.backend == "megengine"} for n in mge_replay.nodes}
     torch_modes = {n.name: {r.mode for r in n.results if r.backend == "torch"} for n in mge_replay.nodes}
     shapes = {n.name for n in mge_replay.nodes if any("shape arithmetic" in s["reason"] for s in n.skipped)}

@@ -15,10 +15,11 @@ from onnx import TensorProto, helper
 from irtrace import compare
 from irtrace.replay import backends
 
-from contracts import OK, case_run, chained, small_bundle
+from contracts import OK, cases_fixture, chained, small_bundle
 
 REASON = backends.get("oneflow").unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"oneflow unavailable: {REASON}")
+cases = cases_fixture("oneflow")  # the op-case table replayed once per session (shared with the contract)
 _bundle = small_bundle
 
 
@@ -36,32 +37,12 @@ def worker():
     w.close()
 
 
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    """The op-case table replayed on OneFlow once per session (shared with the contract)."""
-    return case_run("oneflow", tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def cases_bundle(cases):
-    return cases.bundle
-
-
-@pytest.fixture(scope="module")
-def oneflow_replay(cases):
-    return cases.replay
-
-
-@pytest.fixture(scope="module")
-def cases_outcome(cases):
-    return cases.replay, cases.report, cases.path
-
-
-def test_running_var_estimator_is_checked_mechanically(cases_bundle, oneflow_replay):
+def test_running_var_estimator_is_checked_mechanically(cases):
     """The seed's bug class (running_var updated with the wrong estimator) as a mechanical check:
     OneFlow 0.9's batch_norm updates running_var with the unbiased estimator, as torch does, so the
     unbiased nodes match, and a node asking for ONNX's biased estimator is DIVERGENT by exactly
     (1 - momentum) * var * (n/(n-1) - 1) -- here n = 4*3*3 = 36 values per channel."""
+    cases_bundle, oneflow_replay = cases.bundle, cases.replay
     (node,) = [n for n in oneflow_replay.nodes if n.name == "batchnorm_train_biased"]
     v = {r.output: r for r in node.results if r.backend == "oneflow" and r.mode == "fwd"}
     assert v["batchnorm_train_biased.out0"].verdict in OK and v["batchnorm_train_biased.out1"].verdict in OK
@@ -234,12 +215,12 @@ def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
 
 
 @pytest.mark.slow
-def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases_outcome, tmp_path):
+def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases, tmp_path):
     """OneFlow's log_softmax double backward is off in ds/dx: the repro script, shrunk to [2, 1]
     and run by the OneFlow env's own interpreter (no LD_LIBRARY_PATH: autodiff.py loads
     the CUDA runtime wheels itself), shows it and exits 1."""
     from irtrace.repro.make import make_repros
-    _, report, path = cases_outcome
+    report, path = cases.report, cases.path
     (finding,) = [f for f in report["findings"] if f["op_type"] == "LogSoftmax" and f["mode"] == "vjp2"]
     assert finding["verdict"] == compare.DIVERGENT and finding["mode"] == "vjp2"
     (folder,) = make_repros(path, tmp_path / "repros", finding_ids=[finding["id"]], shrink_budget=20)

@@ -14,10 +14,11 @@ from irtrace import compare
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
 
-from contracts import CONTRACTS, OK, case_run, chained, small_bundle
+from contracts import CONTRACTS, OK, cases_fixture, chained, small_bundle
 
 REASON = backends.get("paddle").unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"paddle unavailable: {REASON}")
+cases = cases_fixture("paddle")  # the op-case table replayed once per session (shared with the contract)
 _bundle = small_bundle
 
 
@@ -25,28 +26,7 @@ def _chained(bundle, loss, out):
     return chained("paddle", bundle, loss, out)
 
 
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    """The op-case table replayed on Paddle once per session (shared with the contract)."""
-    return case_run("paddle", tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def cases_bundle(cases):
-    return cases.bundle
-
-
-@pytest.fixture(scope="module")
-def paddle_replay(cases):
-    return cases.replay
-
-
-@pytest.fixture(scope="module")
-def cases_outcome(cases):
-    return cases.replay, cases.report, cases.path
-
-
-def test_most_cases_have_all_three_modes(cases):
+def test_most_cases_have_all_three_modes():
     """Beside the shape arithmetic, the integer and boolean cases and the piecewise-constant ones
     (tests/backends/contracts.py), at least 120 of Paddle's cases are judged in fwd, vjp and vjp2."""
     contract = CONTRACTS["paddle"]
@@ -54,10 +34,11 @@ def test_most_cases_have_all_three_modes(cases):
         len(contract.partial_modes) >= 120
 
 
-def test_running_var_is_the_biased_estimator(paddle_replay, cases_bundle):
+def test_running_var_is_the_biased_estimator(cases):
     """Paddle's batch_norm updates running_var with the population variance: the node that asks for
     the biased estimator matches torch's biased branch, the unbiased ones are off by exactly
     (1 - momentum) * (unbiased - biased variance), here with n = 4*3*3 = 36 values per channel."""
+    paddle_replay, cases_bundle = cases.replay, cases.bundle
     v = {r.output: r for n in paddle_replay.nodes for r in n.results if r.backend == "paddle" and r.mode == "fwd"}
     assert all(v[f"batchnorm_train_biased.out{i}"].verdict in OK for i in range(3))
     r = v["batchnorm_train_m07.out2"]
@@ -197,11 +178,11 @@ def test_stylegan2_gradient_penalty_chain_names_the_missing_double_grad(example_
 
 
 @pytest.mark.slow
-def test_repros_run_in_the_paddle_env(cases_outcome, tmp_path):
+def test_repros_run_in_the_paddle_env(cases, tmp_path):
     """Paddle's pad double grad fills the padded border of ds/dg with the pad value, and gelu has no
     double grad: each repro script, run by the Paddle env's own interpreter, shows it and exits 1."""
     from irtrace.repro.make import make_repros
-    _, report, path = cases_outcome
+    report, path = cases.report, cases.path
     ids = [f["id"] for f in report["findings"] if f["mode"] == "vjp2" and f["first_node"] in ("pad_constant_asym", "gelu")]
     assert len(ids) == 2, ids
     folders = {f.name.split("-")[1]: f for f in make_repros(path, tmp_path / "repros", finding_ids=ids, shrink_budget=20)}

@@ -14,29 +14,13 @@ from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
 
-from contracts import CONTRACTS, OK, case_run, observed
+from contracts import CONTRACTS, OK, cases_fixture, observed
 
 TESTS = Path(__file__).parents[1]
 ROOT = TESTS.parent
 REASON = backends.get("tensorflow").unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"tensorflow unavailable: {REASON}")
-
-
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    """The op-case table (and two float64 nodes) replayed on TensorFlow once per session (shared with
-    the contract)."""
-    return case_run("tensorflow", tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def cases_bundle(cases):
-    return cases.bundle
-
-
-@pytest.fixture(scope="module")
-def tf_replay(cases):
-    return cases.replay
+cases = cases_fixture("tensorflow")  # the op-case table replayed once per session (shared with the contract)
 
 
 def _observed(rep):
@@ -50,7 +34,8 @@ def _tf_run(args, **kw):
     return subprocess.run([info.interpreter(), *args], capture_output=True, text=True, env=env, timeout=300, **kw)
 
 
-def test_float64_is_computed_not_refused(tf_replay, cases_bundle):
+def test_float64_is_computed_not_refused(cases):
+    tf_replay, cases_bundle = cases.replay, cases.bundle
     assert cases_bundle.values["f64.y"].dtype == np.float64
     results = [r for n in tf_replay.nodes if n.name.startswith("f64_") for r in n.results if r.backend == "tensorflow"]
     want = {(n, m) for n in ("f64_conv", "f64_softmax") for m in ("fwd", "vjp", "vjp2")}
@@ -59,12 +44,12 @@ def test_float64_is_computed_not_refused(tf_replay, cases_bundle):
 
 
 @pytest.mark.slow
-def test_onednn_kernels_change_no_verdict(cases_bundle, monkeypatch):
+def test_onednn_kernels_change_no_verdict(cases, monkeypatch):
     """With TF_ENABLE_ONEDNN_OPTS=1 (oneDNN's kernels, off by default on this CPU) the op cases give
     the same fwd and vjp verdicts, and the worker states that oneDNN was on."""
     from tensorflow_known import KNOWN
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
-    rep = run(cases_bundle, ReplayOptions(["tensorflow"], modes=["fwd", "vjp"], verify_workarounds=False)).replay
+    rep = run(cases.bundle, ReplayOptions(["tensorflow"], modes=["fwd", "vjp"], verify_workarounds=False)).replay
     assert rep.versions["tensorflow"]["onednn"] == "on (TF_ENABLE_ONEDNN_OPTS=1)", rep.versions
     assert set(_observed(rep)) == {k for k in KNOWN if k[1] in ("fwd", "vjp")}
 
