@@ -147,7 +147,7 @@ class Contract:
     numbers_rel: float = 0.0            # a known DIVERGENT's max abs within this fraction; 0: the same text
     padding: str = None                 # the padding matrix's known failures: "module:NAME" or None
     versions: dict = field(default_factory=dict)  # package -> version ("1." : a prefix)
-    ops: int = 0                        # entries of its op table, as the worker and `irtrace backends` state
+    ops: int = 0                        # entries of its op table, as the worker and `irtrace backends` state (0: unpinned)
     quiet: tuple = ()                   # what its worker's stderr must not show (framework logging)
     example_nodes: dict = field(default_factory=dict)  # example -> nodes replayed, where pinned
     examples_slow: bool = True
@@ -174,7 +174,7 @@ CONTRACTS = {c.name: c for c in (
                            ("einsum", "*", compare.UNSUPPORTED), ("erf", "*", compare.UNSUPPORTED),
                            ("gelu_tanh", "*", compare.UNSUPPORTED), ("pad_negative_crop", "*", compare.UNSUPPORTED),
                            ("topk_ties", "d:topk_ties.in0", compare.DIVERGENT)),
-             padding=None, versions={"megengine": "1.13.0", "numpy": "1."}, ops=0, quiet=("debug: ", "info: "),
+             padding=None, versions={"megengine": "1.13.0", "numpy": "1."}, ops=94, quiet=("debug: ", "info: "),
              examples_slow=False, float64=False),
     Contract("oneflow", cases=_oneflow_cases, replay_with=("oneflow",),
              fwd_only=("argmax_last", "cast_int", "equal", "greater", "isinf", "less"),
@@ -200,7 +200,7 @@ CONTRACTS = {c.name: c for c in (
                            ("topk_ties", "topk_ties.out1"): compare.DIVERGENT},
              vjp_findings=(("batchnorm_eval_stats", "*", compare.UNSUPPORTED),
                            ("topk_ties", "d:topk_ties.in0", compare.DIVERGENT)),
-             padding="paddle_known:PADDING", versions={"paddle": "3.3.1", "numpy": "2.2.6"}, ops=0,
+             padding="paddle_known:PADDING", versions={"paddle": "3.3.1", "numpy": "2.2.6"}, ops=102,
              quiet=("ccache", "I1")),
     Contract("tensorflow", extend=_float64_nodes, replay_with=("tensorflow",),
              fwd_only=("cast_int", "equal", "greater", "less"),
