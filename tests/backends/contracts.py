@@ -4,6 +4,7 @@ its strict known-failure table lives, its pinned versions and op count, the mode
 
 The op-case table is replayed once per backend and session (`case_run`), whichever module asks
 first; the contract and the backend's own tests read the same Replay and report."""
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -152,6 +153,7 @@ class Contract:
     example_nodes: dict = field(default_factory=dict)  # example -> nodes replayed, where pinned
     examples_slow: bool = True
     float64: bool = True                # computes float64 (else UNSUPPORTED, tests/backends/test_<name>.py)
+    penalty_gaps: dict = field(default_factory=dict)  # example -> the missing double grad its penalty chain names
 
     @property
     def known_module(self):
@@ -187,7 +189,8 @@ CONTRACTS = {c.name: c for c in (
              # twice the allowance; more than that is a finding like any other
              borderline=frozenset({("logsoftmax", "vjp", "d:logsoftmax.in0")}),
              padding="oneflow_known:PADDING", versions={"oneflow": "0.9.0", "numpy": "1.26.4"}, ops=102,
-             quiet=("I1", "W1")),
+             quiet=("I1", "W1"),
+             penalty_gaps={"wideresnet": "gradient function for op normalization_grad is not found"}),
     Contract("paddle", cases=_paddle_cases, replay_with=("paddle",),
              shape_arithmetic=frozenset({"and", "constantofshape", "not", "range", "shape", "size"}),
              fwd_only=("argmax_last", "argmin", "cast_int", "div_int", "equal", "greater", "isinf", "isnan", "less",
@@ -201,7 +204,7 @@ CONTRACTS = {c.name: c for c in (
              vjp_findings=(("batchnorm_eval_stats", "*", compare.UNSUPPORTED),
                            ("topk_ties", "d:topk_ties.in0", compare.DIVERGENT)),
              padding="paddle_known:PADDING", versions={"paddle": "3.3.1", "numpy": "2.2.6"}, ops=102,
-             quiet=("ccache", "I1")),
+             quiet=("ccache", "I1"), penalty_gaps={"stylegan2": "reciprocal_grad doesn't have any grad op"}),
     Contract("tensorflow", extend=_float64_nodes, replay_with=("tensorflow",),
              fwd_only=("cast_int", "equal", "greater", "less"),
              vjp_findings=(("batchnorm_eval_stats", "*", compare.UNSUPPORTED), ("conv_depthwise", "*", compare.ERROR),
@@ -281,6 +284,15 @@ def case_run(name, tmp_path_factory):
     return _RUNS[name]
 
 
+@functools.cache
+def unavailable_mark(name):
+    """Skip where the backend's environment is missing, saying how to build it."""
+    import pytest
+    from irtrace.replay import backends
+    reason = backends.get(name).unavailable()
+    return pytest.mark.skipif(reason is not None, reason=f"{name} unavailable: {reason}")
+
+
 def cases_fixture(name):
     """A module's fixture `cases`: the backend's CaseRun (the same one the contract reads)."""
     import pytest
@@ -289,6 +301,22 @@ def cases_fixture(name):
     def cases(tmp_path_factory):
         return case_run(name, tmp_path_factory)
     return cases
+
+
+def worker_fixture(name):
+    """A module's fixture `worker`: one worker process of the backend, spoken to directly (node and
+    graph requests)."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def worker():
+        from irtrace.replay import backends
+        from irtrace.replay.worker import WorkerProxy
+        w = WorkerProxy(backends.get(name))
+        w.start()
+        yield w
+        w.close()
+    return worker
 
 
 def small_bundle(nodes, feeds, path, inits=(), outputs=None):

@@ -4,7 +4,6 @@ known-failure table as strict xfails; the modes each case has; the forward trans
 padding matrix against float64; the example models to the end; known answers; its worker's
 versions; what it says without its environment; `irtrace backends`. A backend whose environment is
 missing is skipped with the command that builds it. Its own tests: tests/backends/test_<name>.py."""
-import functools
 import importlib
 import re
 import subprocess
@@ -21,7 +20,8 @@ from irtrace.replay import ReplayOptions, run
 
 from backends._runtime.declare import UNDER_TEST
 from conftest import update_known
-from contracts import CONTRACTS, EXAMPLES, OK, TRANSLATION_GUARDS, agrees, case_run, described, observed
+from contracts import (CONTRACTS, EXAMPLES, OK, TRANSLATION_GUARDS, agrees, case_run, described, observed,
+                       unavailable_mark)
 
 ROOT = Path(__file__).parents[2]
 # backends under test that run a framework (all three modes); the native ONNX ones (onnxruntime, onnx's
@@ -29,14 +29,8 @@ ROOT = Path(__file__).parents[2]
 FRAMEWORKS = [n for n in backends.with_role(UNDER_TEST) if "vjp" in backends.get(n).modes]
 
 
-@functools.cache
-def _unavailable(name):
-    reason = backends.get(name).unavailable()
-    return pytest.mark.skipif(reason is not None, reason=f"{name} unavailable: {reason}")
-
-
 def _params(names, slow=False):
-    return [pytest.param(n, id=n, marks=[_unavailable(n)] + ([pytest.mark.slow] if slow else [])) for n in names]
+    return [pytest.param(n, id=n, marks=[unavailable_mark(n)] + ([pytest.mark.slow] if slow else [])) for n in names]
 
 
 def _known_params():
@@ -45,7 +39,7 @@ def _known_params():
     for name in CONTRACTS:
         for (case, mode, output), (verdict, text) in sorted(CONTRACTS[name].known().items()):
             out.append(pytest.param(name, (case, mode, output), marks=[
-                _unavailable(name), pytest.mark.xfail(strict=True, raises=StillFails, reason=f"{verdict}: {text}")],
+                unavailable_mark(name), pytest.mark.xfail(strict=True, raises=StillFails, reason=f"{verdict}: {text}")],
                 id=f"{name}-{case}-{mode}-{output}"))
     return out
 
@@ -161,7 +155,7 @@ def test_padding_matrix_against_float64(name, tmp_path):
 
 
 def _example_params():
-    return [pytest.param(n, e, id=f"{n}-{e}", marks=[_unavailable(n)] + ([pytest.mark.slow] if c.examples_slow else []))
+    return [pytest.param(n, e, id=f"{n}-{e}", marks=[unavailable_mark(n)] + ([pytest.mark.slow] if c.examples_slow else []))
             for n, c in CONTRACTS.items() for e in EXAMPLES]
 
 
@@ -275,6 +269,17 @@ def test_chained_known_answer_x_times_w(name, tmp_path):
                 np.testing.assert_allclose(grads[value], want, rtol=1e-6, atol=1e-6, err_msg=f"{loss} dL/d{value}")
     finally:
         pool.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, example", [pytest.param(n, e, id=f"{n}-{e}", marks=unavailable_mark(n))
+                                           for n, c in CONTRACTS.items() for e in c.penalty_gaps])
+def test_gradient_penalty_chain_names_the_missing_double_grad(name, example, example_bundle, tmp_path):
+    """A gradient penalty through an op the framework has no double grad for: the chain is an ERROR
+    naming it, never a penalty term silently left out."""
+    from contracts import chained
+    chain, _ = chained(name, example_bundle(example), "grad-penalty", tmp_path / example)
+    assert chain["status"] == "ERROR" and CONTRACTS[name].penalty_gaps[example] in chain["message"]
 
 
 # --- its environment ----------------------------------------------------------------------------------

@@ -7,17 +7,15 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 from onnx import TensorProto, helper
 
 from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
 
-from contracts import cases_fixture
+from contracts import cases_fixture, unavailable_mark
 
-REASON = backends.get("megengine").unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"megengine unavailable: {REASON}")
+pytestmark = unavailable_mark("megengine")
 cases = cases_fixture("megengine")  # the op-case table replayed once per session (shared with the contract)
 
 

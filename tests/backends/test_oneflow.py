@@ -15,26 +15,11 @@ from onnx import TensorProto, helper
 from irtrace import compare
 from irtrace.replay import backends
 
-from contracts import OK, cases_fixture, chained, small_bundle
+from contracts import OK, cases_fixture, chained, small_bundle, unavailable_mark, worker_fixture
 
-REASON = backends.get("oneflow").unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"oneflow unavailable: {REASON}")
-cases = cases_fixture("oneflow")  # the op-case table replayed once per session (shared with the contract)
-_bundle = small_bundle
-
-
-def _chained(bundle, loss, out):
-    return chained("oneflow", bundle, loss, out)
-
-
-@pytest.fixture(scope="module")
-def worker():
-    """One OneFlow worker process, spoken to directly (node and graph requests)."""
-    from irtrace.replay.worker import WorkerProxy
-    w = WorkerProxy(backends.get("oneflow"))
-    w.start()
-    yield w
-    w.close()
+pytestmark = unavailable_mark("oneflow")
+cases = cases_fixture("oneflow")
+worker = worker_fixture("oneflow")  # the op-case table replayed once per session (shared with the contract)
 
 
 def test_running_var_estimator_is_checked_mechanically(cases):
@@ -78,7 +63,7 @@ def test_chained_penalty_raises_rather_than_dropping_a_term(worker, tmp_path):
     from irtrace.ir.spec import node_specs
     x = np.array([0.5, 1.25, 2.0], np.float32)
     lo, hi = (helper.make_tensor(n, TensorProto.FLOAT, [], [v]) for n, v in (("lo", 0.0), ("hi", 1.5)))
-    bundle = _bundle([helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="clip")], {"x": x}, tmp_path / "c.irt",
+    bundle = small_bundle([helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="clip")], {"x": x}, tmp_path / "c.irt",
                      inits=[lo, hi])
     specs = [s.to_json() for s in node_specs(bundle.model)]
     reply, _ = worker.call({"kind": "graph", "specs": specs, "feeds": ["x", "lo", "hi"], "outputs": ["y"],
@@ -93,7 +78,7 @@ def test_unreached_input_gets_zeros_from_oneflows_graph_not_its_nan(worker, tmp_
     respect to x (h = g * (x > 0) does not depend on x) comes back as exact zeros, as in torch."""
     from irtrace.ir.spec import node_specs
     x = np.array([[0.5, -1.25, 2.0]], np.float32)
-    bundle = _bundle([helper.make_node("Relu", ["x"], ["y"], name="relu")], {"x": x}, tmp_path / "r.irt")
+    bundle = small_bundle([helper.make_node("Relu", ["x"], ["y"], name="relu")], {"x": x}, tmp_path / "r.irt")
     (spec,) = node_specs(bundle.model)
     g, u = np.array([[1.0, 2.0, 3.0]], np.float32), np.array([[0.5, 0.25, -1.0]], np.float32)
     reply, arrays = worker.call({"kind": "run", "mode": "vjp2", "spec": spec.to_json()}, [x, g, u], 60)
@@ -134,7 +119,7 @@ def tiny_train_bundle(tmp_path_factory):
 def test_chained_both_losses_agree_on_a_small_model(mid_bundle, tmp_path, loss):
     """Linear, tanh, sigmoid, conv, relu: ops whose double grads OneFlow has; chained with the
     bundle's loss and with a gradient penalty, every value and parameter gradient agrees."""
-    run, out = _chained(mid_bundle, loss, tmp_path / "out")
+    run, out = chained("oneflow", mid_bundle, loss, tmp_path / "out")
     assert run["status"] == "ok", run.get("message")
     assert run["values"] and all(e["verdict"] in OK for e in run["values"])
     names = {p["value"]: p["verdict"] for p in run["parameters"]}
@@ -147,7 +132,7 @@ def test_chained_batchnorm_training_state_by_state_dict_key(tiny_train_bundle, t
     """Conv, BatchNorm (training mode), Relu chained on OneFlow with the bundle's loss: the running
     statistics OneFlow's batch_norm writes are compared with torch's by state_dict key and agree,
     and so does every parameter gradient."""
-    run, _ = _chained(tiny_train_bundle, "bundle", tmp_path / "bundle")
+    run, _ = chained("oneflow", tiny_train_bundle, "bundle", tmp_path / "bundle")
     assert run["status"] == "ok", run.get("message")
     state = {e["state_dict_key"]: e["verdict"] for e in run["state"]}
     assert set(state) == {"bn.running_mean", "bn.running_var"} and set(state.values()) <= set(OK)
@@ -158,7 +143,7 @@ def test_chained_batchnorm_training_state_by_state_dict_key(tiny_train_bundle, t
 @pytest.mark.slow
 def test_chained_batchnorm_gradient_penalty_names_the_missing_double_grad(tiny_train_bundle, tmp_path):
     """With a gradient penalty the chain stops at the missing batch_norm double grad, named, never dropped."""
-    run, _ = _chained(tiny_train_bundle, "grad-penalty", tmp_path / "gp")
+    run, _ = chained("oneflow", tiny_train_bundle, "grad-penalty", tmp_path / "gp")
     assert run["status"] == "ERROR" and "gradient function for op normalization_grad is not found" in run["message"]
 
 
@@ -166,7 +151,7 @@ def test_chained_batchnorm_gradient_penalty_names_the_missing_double_grad(tiny_t
 def test_chained_resnet_train_running_stats_by_state_dict_key(example_bundle, tmp_path):
     """Training-mode ResNet chained on OneFlow with the bundle's loss: every value, all 20 parameter
     gradients and the 12 BatchNorm running statistics (by state_dict key) agree with torch."""
-    run, out = _chained(example_bundle("resnet"), "bundle", tmp_path / "bundle")
+    run, out = chained("oneflow", example_bundle("resnet"), "bundle", tmp_path / "bundle")
     assert run["status"] == "ok", run.get("message")
     assert not [e for e in run["values"] if e["verdict"] not in OK]
     assert len(run["parameters"]) == 20 and all(p["verdict"] in OK for p in run["parameters"])
@@ -181,19 +166,12 @@ def test_chained_both_losses_on_gpt(example_bundle, tmp_path, loss):
     """GPT chained on OneFlow with the bundle's loss and with a gradient penalty (on the embedding
     output: double backward through attention, GELU, LayerNorm, softmax): every value, every value's
     gradient and all 17 parameter gradients agree with torch."""
-    run, out = _chained(example_bundle("gpt"), loss, tmp_path / loss)
+    run, out = chained("oneflow", example_bundle("gpt"), loss, tmp_path / loss)
     assert run["status"] == "ok", run.get("message")
     assert len(run["values"]) > 40 and all(e["verdict"] in OK for e in run["values"])
     assert len(run["grads"]) > 40 and all(e["verdict"] in OK for e in run["grads"])
     assert len(run["parameters"]) == 17 and all(p["verdict"] in OK for p in run["parameters"])
     assert (out / "chained.png").stat().st_size > 10_000
-
-
-@pytest.mark.slow
-def test_wideresnet_gradient_penalty_chain_names_the_missing_double_grad(example_bundle, tmp_path):
-    """WideResNet's penalty runs through batch_norm, which has no double grad in OneFlow: the chain says so."""
-    run, _ = _chained(example_bundle("wideresnet"), "grad-penalty", tmp_path / "wrn")
-    assert run["status"] == "ERROR" and "gradient function for op normalization_grad is not found" in run["message"]
 
 
 @pytest.mark.slow
@@ -204,7 +182,7 @@ def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
     upstream of them agree again: under double backward the gradient of an intermediate value
     depends on which tensors each framework's backward saves (torch's reciprocal saves its output,
     so paths through the saved tensor count for it), not a OneFlow error."""
-    run, _ = _chained(example_bundle("stylegan2"), "grad-penalty", tmp_path / "sg")
+    run, _ = chained("oneflow", example_bundle("stylegan2"), "grad-penalty", tmp_path / "sg")
     assert run["status"] == "ok", run.get("message")
     assert all(e["verdict"] in OK for e in run["values"])
     params = run["parameters"]

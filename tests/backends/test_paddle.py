@@ -14,16 +14,11 @@ from irtrace import compare
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
 
-from contracts import CONTRACTS, OK, cases_fixture, chained, small_bundle
+from contracts import CONTRACTS, OK, cases_fixture, chained, small_bundle, unavailable_mark, worker_fixture
 
-REASON = backends.get("paddle").unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"paddle unavailable: {REASON}")
-cases = cases_fixture("paddle")  # the op-case table replayed once per session (shared with the contract)
-_bundle = small_bundle
-
-
-def _chained(bundle, loss, out):
-    return chained("paddle", bundle, loss, out)
+pytestmark = unavailable_mark("paddle")
+cases = cases_fixture("paddle")
+worker = worker_fixture("paddle")  # the op-case table replayed once per session (shared with the contract)
 
 
 def test_most_cases_have_all_three_modes():
@@ -48,16 +43,6 @@ def test_running_var_is_the_biased_estimator(cases):
     assert r.metrics.max_abs == pytest.approx(gap.max(), rel=1e-3)
 
 
-@pytest.fixture(scope="module")
-def worker():
-    """One Paddle worker process, spoken to directly (node and graph requests)."""
-    from irtrace.replay.worker import WorkerProxy
-    w = WorkerProxy(backends.get("paddle"))
-    w.start()
-    yield w
-    w.close()
-
-
 def test_chained_gradient_of_each_value_is_its_own(worker, tmp_path):
     """a = x * w, two views of it (Reshape, Unsqueeze) and a Split of it, all outputs, with
     cotangents 1, 10, 100 and 1000: each value's gradient is its own cotangent and a's is their sum.
@@ -75,7 +60,7 @@ def test_chained_gradient_of_each_value_is_its_own(worker, tmp_path):
     inits = [numpy_helper.from_array(shape, "shape"), numpy_helper.from_array(axes, "axes"),
              numpy_helper.from_array(sizes, "sizes")]
     outputs = ["v1", "v2", "s0", "s1"]
-    bundle = _bundle(nodes, {"x": x, "w": w}, tmp_path / "views.irt", inits=inits, outputs=outputs)
+    bundle = small_bundle(nodes, {"x": x, "w": w}, tmp_path / "views.irt", inits=inits, outputs=outputs)
     specs = [s.to_json() for s in node_specs(bundle.model)]
     reply, arrays = worker.call({"kind": "graph", "specs": specs, "feeds": ["x", "w", "shape", "axes", "sizes"],
                                  "outputs": outputs, "penalty": []}, [x, w, shape, axes, sizes] + cots, 60)
@@ -125,7 +110,7 @@ def test_chained_penalty_raises_rather_than_dropping_a_term(worker, tmp_path):
     """A gradient Paddle cannot compute (reciprocal has no double grad) is an ERROR naming the op,
     never a penalty term silently left out."""
     x = np.array([0.5, 1.25, 2.0], np.float32)
-    bundle = _bundle([helper.make_node("Reciprocal", ["x"], ["y"], name="rec")], {"x": x}, tmp_path / "r.irt")
+    bundle = small_bundle([helper.make_node("Reciprocal", ["x"], ["y"], name="rec")], {"x": x}, tmp_path / "r.irt")
     reply, _ = worker.call({"kind": "graph", "specs": [s.to_json() for s in node_specs(bundle.model)],
                             "feeds": ["x"], "outputs": ["y"], "penalty": ["x"]}, [x, np.ones(3, np.float32)], 60)
     assert reply["status"] == "error" and "reciprocal_grad doesn't have any grad op" in reply["message"]
@@ -163,18 +148,12 @@ def test_chained_both_losses_agree_on_a_small_model(mid_bundle):
 def test_chained_both_losses_on_wideresnet_train(example_bundle, tmp_path, loss):
     """Training-mode WideResNet chained on Paddle: the chains run, and the running_var of every
     BatchNorm is the finding (Paddle's biased estimator)."""
-    run, _ = _chained(example_bundle("wideresnet-train"), loss, tmp_path / loss)
+    run, _ = chained("paddle", example_bundle("wideresnet-train"), loss, tmp_path / loss)
     assert run["status"] == "ok", run.get("message")
     bad = {e["state_dict_key"] for e in run["state"] if e["verdict"] not in OK}
     assert bad == {e["state_dict_key"] for e in run["state"] if e["state_dict_key"].endswith("running_var")}
     assert len(bad) == 7 and len(run["parameters"]) == 25 and all(p["verdict"] in OK for p in run["parameters"])
     assert not [e for e in run["grads"] if e["verdict"] not in OK]  # every cotangent agrees
-
-
-@pytest.mark.slow
-def test_stylegan2_gradient_penalty_chain_names_the_missing_double_grad(example_bundle, tmp_path):
-    run, _ = _chained(example_bundle("stylegan2"), "grad-penalty", tmp_path / "sg")
-    assert run["status"] == "ERROR" and "reciprocal_grad doesn't have any grad op" in run["message"]
 
 
 @pytest.mark.slow

@@ -14,12 +14,11 @@ from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
 
-from contracts import CONTRACTS, OK, cases_fixture, observed
+from contracts import CONTRACTS, OK, cases_fixture, observed, unavailable_mark
 
 TESTS = Path(__file__).parents[1]
 ROOT = TESTS.parent
-REASON = backends.get("tensorflow").unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"tensorflow unavailable: {REASON}")
+pytestmark = unavailable_mark("tensorflow")
 cases = cases_fixture("tensorflow")  # the op-case table replayed once per session (shared with the contract)
 
 
