@@ -6,7 +6,7 @@ shows up as a failure asking to update this table. Keys: (case, mode, output). V
 what was observed: the framework's own error, or the worst element).
 
 Every forward and first-order gradient matches, except where a node asks for what OneFlow has
-no option for: batchnorm_train_biased (one of the cases tests/test_oneflow.py adds to the shared table)
+no option for: batchnorm_train_biased (one of the cases tests/backends/contracts.py adds to the shared table)
 wants ONNX's biased running_var, and OneFlow's batch_norm updates it with the unbiased estimator.
 The rest is second order: OneFlow has no double-backward rule for the backward ops of batch_norm,
 clamp, index_select (Gather), gather (GatherElements), maximum / minimum, reflection / replication pad, bilinear / nearest

@@ -4,7 +4,7 @@ oracle arbitrating. Strict: each entry must still show this verdict and this mes
 
 Keys of KNOWN: (op case, mode, output) -> (verdict, observed). ERROR messages are Paddle's own.
   - fwd, running_var (out2): Paddle's batch_norm updates running_var with the biased (population)
-    variance; torch uses the unbiased one (tests/test_paddle.py::test_running_var_is_the_biased_estimator).
+    variance; torch uses the unbiased one (tests/backends/test_paddle.py::test_running_var_is_the_biased_estimator).
   - vjp2, d2g of Pad (constant value 1.5, and -1 on a 2-D tensor): Paddle's pad double grad pads
     the direction with the pad value instead of zeros: a silent wrong value where torch has 0.
   - vjp2, training-mode batch_norm and instance_norm: their double grad kernels fail ("Required tensor

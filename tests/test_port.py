@@ -564,7 +564,7 @@ def test_a_parameter_the_port_does_not_train_is_an_error_not_dropped(head, tmp_p
 def test_paddle_module_outputs_that_are_views_get_their_own_gradient():
     """a = x * w, then two sublayers each return a view of it (reshape); loss = <v1, 1> + <v2, 10>. Asked in one
     paddle.grad call with a, Paddle 3.3 gives v1 a's gradient (11); the driver asks views on their own:
-    scale 11, v1 1, v2 10, w 11 x (tests/test_paddle.py::test_paddle_grad_of_intermediate_tensors_is_wrong)."""
+    scale 11, v1 1, v2 10, w 11 x (tests/backends/test_paddle.py::test_paddle_grad_of_intermediate_tensors_is_wrong)."""
     info = backends.get("paddle")
     code = """
 import numpy as np, paddle

@@ -1,11 +1,12 @@
-"""The real MegEngine in its own environment, against torch, on the shared op-case table and
-the example models. No mocks."""
+"""MegEngine's own tests, beyond the contract every backend keeps (tests/backends/test_contract.py):
+every case and mode against torch's, with values by hand; float64 refused; its Python 3.10
+environment; the chained gradient penalty on StyleGAN2 and on a block of ops it gets right; 2-D and
+3-D norms. The real MegEngine in its own environment, no mocks."""
 import os
 import subprocess
 import sys
 
 import numpy as np
-import pytest
 from onnx import TensorProto, helper
 
 from irtrace import compare
@@ -13,57 +14,10 @@ from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
 from irtrace.report.folder import replay_into
 
-from conftest import update_known
+from contracts import cases_fixture, unavailable_mark
 
-REASON = backends.get("megengine").unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"megengine unavailable: {REASON}")
-
-
-@pytest.fixture(scope="module")
-def claimed():
-    """The cases MegEngine answers (tests/op_cases.py's OPTIONAL ones only where its table has the op)."""
-    import op_cases
-    return op_cases.cases_of("megengine")
-
-
-@pytest.fixture(scope="module")
-def cases_bundle(tmp_path_factory, claimed):
-    import op_cases
-    from irtrace.export.onnx_bundle import bundle_from_onnx
-    model, feeds, _ = op_cases.all_cases_model([c for c in op_cases.CASES if c.id in claimed])
-    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("cases") / "cases.irt", name="op_cases",
-                            trained=op_cases.activations(model, feeds))
-
-
-@pytest.fixture(scope="module")
-def mge_replay(cases_bundle):
-    return run(cases_bundle, ReplayOptions(["megengine", "torch"], verify_workarounds=False)).replay
-
-
-def _observed(rep):
-    return {(n.name, r.mode, r.output): r for n in rep.nodes for r in n.results
-            if r.backend == "megengine" and r.verdict in compare.FAILING + (compare.UNSUPPORTED,)}
-
-
-def _described(r):
-    """What tests/megengine_known.py records for a result: the worst element of a numeric failure, the
-    message otherwise."""
-    m = r.metrics
-    if m is not None and r.verdict in compare.NUMERIC_FAILURES:
-        return (f"megengine {m.actual_at_worst:.4g} vs torch {m.ref_at_worst:.4g} at {list(m.worst_index)}, "
-                f"max abs {m.max_abs:.3g}")
-    return " ".join(r.message.split())[:100]
-
-
-def test_op_table_against_torch_known_findings_are_strict(mge_replay):
-    from megengine_known import KNOWN
-    seen = _observed(mge_replay)
-    if update_known("megengine_known", "KNOWN", {k: (r.verdict, _described(r)) for k, r in seen.items()}):
-        return
-    new = {k: (r.verdict, r.message[:100]) for k, r in seen.items() if k not in KNOWN}
-    fixed = {k: v for k, v in KNOWN.items() if k not in seen or seen[k].verdict != v[0]}
-    assert not new, f"new MegEngine findings (or a translation bug): {new}"
-    assert not fixed, f"known MegEngine findings that no longer show (fixed? update tests/megengine_known.py): {fixed}"
+pytestmark = unavailable_mark("megengine")
+cases = cases_fixture("megengine")  # the op-case table replayed once per session (shared with the contract)
 
 
 def _by_hand(op, x, g, u, lo=-0.5, hi=0.5):
@@ -85,7 +39,7 @@ def _by_hand(op, x, g, u, lo=-0.5, hi=0.5):
     raise ValueError(op)
 
 
-def test_every_case_and_mode_is_covered(mge_replay, cases_bundle, claimed):
+def test_every_case_and_mode_is_covered(cases):
     """Every case has a MegEngine result in every mode torch has (fwd, vjp, vjp2), for every output
     torch has there; each verdict is MATCH or NOISE unless tests/megengine_known.py names exactly
     that (case, mode, output) with that verdict; only shape arithmetic (Shape, and nodes computed
@@ -94,12 +48,12 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle, claimed):
     is a known row: MegEngine's error)."""
     import base64
 
-    import op_cases
     from megengine_known import KNOWN
     from irtrace.ir.spec import node_specs
     from irtrace.replay.call import from_bundle
     from irtrace.replay.worker import WorkerProxy
     from irtrace.store import grad_name, u_name
+    mge_replay, cases_bundle, claimed = cases.replay, cases.bundle, cases.answered
     by_node = {n.name: {r.mode for r in n.results if r.backend == "megengine"} for n in mge_replay.nodes}
     torch_modes = {n.name: {r.mode for r in n.results if r.backend == "torch"} for n in mge_replay.nodes}
     shapes = {n.name for n in mge_replay.nodes if any("shape arithmetic" in s["reason"] for s in n.skipped)}
@@ -167,45 +121,6 @@ def test_every_case_and_mode_is_covered(mge_replay, cases_bundle, claimed):
         w.close()
 
 
-def test_translation_guards_forward(mge_replay):
-    """Attribute translations (momentum, running-var estimator, count_include_pad, pads order,
-    output_padding, align_corners, grouped weight layouts) are checked in the forward pass, where
-    MegEngine's own second-order bugs cannot hide or fake them."""
-    v = {(n.name, r.output): r.verdict for n in mge_replay.nodes for r in n.results
-         if r.backend == "megengine" and r.mode == "fwd"}
-    ok = (compare.MATCH, compare.NOISE)
-    for key in [("batchnorm_train_m07", "batchnorm_train_m07.out1"),   # momentum (keep fraction) -> running_mean
-                ("batchnorm_train_m07", "batchnorm_train_m07.out2"),   # unbiased running_var
-                ("batchnorm_eval", "batchnorm_eval.out0"),
-                ("avgpool_exclude_pad", "avgpool_exclude_pad.out0"), ("avgpool_include_pad", "avgpool_include_pad.out0"),
-                ("avgpool_asym_exclude", "avgpool_asym_exclude.out0"),
-                ("conv_s2_same_upper_pads", "conv_s2_same_upper_pads.out0"),
-                ("conv_begin_heavy_pads", "conv_begin_heavy_pads.out0"),
-                ("conv_groups_batch", "conv_groups_batch.out0"), ("conv_depthwise", "conv_depthwise.out0"),
-                ("convtranspose_groups2", "convtranspose_groups2.out0"),
-                ("convtranspose_s2_outpad", "convtranspose_s2_outpad.out0"),
-                ("convtranspose_asym_pads", "convtranspose_asym_pads.out0"),
-                ("pad_constant_asym", "pad_constant_asym.out0"), ("pad_reflect", "pad_reflect.out0"),
-                ("pad_edge", "pad_edge.out0"), ("maxpool_asym", "maxpool_asym.out0"),
-                ("resize_linear_align_corners", "resize_linear_align_corners.out0"),
-                ("resize_linear_half_pixel", "resize_linear_half_pixel.out0"),
-                ("slice_negative_step", "slice_negative_step.out0"), ("prelu", "prelu.out0"),
-                ("depthtospace_dcr", "depthtospace_dcr.out0"), ("topk", "topk.out1")]:
-        assert v[key] in ok, (key, v[key])
-    unsupported = {n for (n, o), verdict in v.items() if verdict == compare.UNSUPPORTED}
-    assert unsupported == {"erf", "einsum", "gelu_tanh", "pad_negative_crop", "cumsum_exclusive_reverse"}
-    # TopK's indices of tied values (tests/megengine_known.py): not a translation's, MegEngine's own order
-    assert [k for k, verdict in v.items() if verdict in compare.FAILING] == [("topk_ties", "topk_ties.out1")]
-
-
-def test_first_order_gradients_match(mge_replay):
-    """Every first-order gradient matches, but TopK's of tied values, which goes where MegEngine's topk
-    put them (tests/megengine_known.py)."""
-    bad = [(n.name, r.output, r.verdict) for n in mge_replay.nodes for r in n.results
-           if r.backend == "megengine" and r.mode == "vjp" and r.verdict in compare.FAILING]
-    assert bad == [("topk_ties", "d:topk_ties.in0", compare.DIVERGENT)]
-
-
 def test_float64_is_unsupported_not_cast(tmp_path):
     from irtrace.export.onnx_bundle import bundle_from_onnx
     x = helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])
@@ -218,13 +133,9 @@ def test_float64_is_unsupported_not_cast(tmp_path):
     assert r.verdict == compare.UNSUPPORTED and "float64" in r.message
 
 
-def test_worker_is_quiet_and_env_is_python310(tmp_path):
-    from irtrace.replay.worker import WorkerProxy
-    w = WorkerProxy(backends.get("megengine"))
-    hello = w.start()
-    assert hello["versions"]["megengine"] == "1.13.0" and hello["versions"]["numpy"].startswith("1.")
-    w.close()
-    assert "debug: " not in w.stderr_tail() and "info: " not in w.stderr_tail()
+def test_irtrace_env_names_its_python310():
+    """`irtrace env megengine` prints the environment's interpreter, a Python 3.10 (the contract checks
+    the worker's versions and quiet start)."""
     exe = subprocess.run([sys.executable, "-m", "irtrace", "env", "megengine"], capture_output=True, text=True)
     assert exe.returncode == 0
     r = subprocess.run([exe.stdout.strip(), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
@@ -239,20 +150,6 @@ def test_without_python310_backends_says_how_and_nothing_breaks(tmp_path):
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("megengine"))
     assert "unavailable" in line and "is not a Python 3.10" in line
     assert "torch        fwd,vjp,vjp2" in r.stdout
-
-
-@pytest.mark.parametrize("name", ["resnet", "wideresnet", "wideresnet-train", "stylegan2", "gpt"])
-def test_examples_run_to_the_end(example_bundle, name):
-    from megengine_known import EXAMPLES
-    from irtrace.report.findings import group
-    b = example_bundle(name)
-    rep = run(b, ReplayOptions(["megengine"], verify_workarounds=False)).replay
-    assert len(rep.nodes) == len(b.model.graph.node)
-    for n in rep.nodes:  # every node compared, or skipped with its reason (shape arithmetic)
-        assert any(r.backend == "megengine" and r.mode == "fwd" for r in n.results) or \
-            any(s.get("backend") == "megengine" and "shape arithmetic" in s["reason"] for s in n.skipped), n.name
-    found = sorted({(f.op_type, f.mode, f.verdict) for f in group(rep)})
-    assert found == EXAMPLES[name]
 
 
 def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):

@@ -1,0 +1,200 @@
+"""TensorFlow's own tests, beyond the contract every backend keeps (tests/backends/test_contract.py):
+float64 computed, oneDNN's kernels, the numerics settings its worker states, chained runs, repros run
+by its env, and the seed story (the Keras WideResNet with padding='same' at stride 2). The real
+TensorFlow (2.21 CPU, eager, deterministic ops) in its own environment, no mocks."""
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from irtrace import compare
+from irtrace.replay import backends
+from irtrace.replay import ReplayOptions, run
+from irtrace.report.folder import replay_into
+
+from contracts import CONTRACTS, OK, cases_fixture, observed, unavailable_mark
+
+TESTS = Path(__file__).parents[1]
+ROOT = TESTS.parent
+pytestmark = unavailable_mark("tensorflow")
+cases = cases_fixture("tensorflow")  # the op-case table replayed once per session (shared with the contract)
+
+
+def _observed(rep):
+    return observed(CONTRACTS["tensorflow"], rep)
+
+
+def _tf_run(args, **kw):
+    """A process in TensorFlow's own environment, with the repository importable."""
+    info = backends.get("tensorflow")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), **info.variables()}
+    return subprocess.run([info.interpreter(), *args], capture_output=True, text=True, env=env, timeout=300, **kw)
+
+
+def test_float64_is_computed_not_refused(cases):
+    tf_replay, cases_bundle = cases.replay, cases.bundle
+    assert cases_bundle.values["f64.y"].dtype == np.float64
+    results = [r for n in tf_replay.nodes if n.name.startswith("f64_") for r in n.results if r.backend == "tensorflow"]
+    want = {(n, m) for n in ("f64_conv", "f64_softmax") for m in ("fwd", "vjp", "vjp2")}
+    assert {(r.node, r.mode) for r in results} == want
+    assert all(r.verdict == compare.MATCH for r in results), [(r.node, r.output, r.verdict, r.message) for r in results]
+
+
+@pytest.mark.slow
+def test_onednn_kernels_change_no_verdict(cases, monkeypatch):
+    """With TF_ENABLE_ONEDNN_OPTS=1 (oneDNN's kernels, off by default on this CPU) the op cases give
+    the same fwd and vjp verdicts, and the worker states that oneDNN was on."""
+    from tensorflow_known import KNOWN
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
+    rep = run(cases.bundle, ReplayOptions(["tensorflow"], modes=["fwd", "vjp"], verify_workarounds=False)).replay
+    assert rep.versions["tensorflow"]["onednn"] == "on (TF_ENABLE_ONEDNN_OPTS=1)", rep.versions
+    assert set(_observed(rep)) == {k for k in KNOWN if k[1] in ("fwd", "vjp")}
+
+
+# --- known answers --------------------------------------------------------------------------------
+
+
+def test_vjp2_known_answer_matmul_and_the_stated_settings(tmp_path):
+    """vjp2 of MatMul y = a @ b (the op table's own function, through autodiff.vjp2 in TensorFlow's env):
+    h = (g b^T, a^T g), s = <h_a, u_a> + <h_b, u_b>, so ds/da = g u_b^T, ds/db = u_a^T g,
+    ds/dg = u_a b + a u_b, written out in numpy float64."""
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    g = rng.standard_normal((3, 5)).astype(np.float32)
+    ua, ub = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", a=a, b=b, g=g, ua=ua, ub=ub)
+    script = ("import sys, numpy as np\n"
+              "from backends.tensorflow import autodiff\n"
+              "from backends.tensorflow.ops import OPS\n"
+              "d = np.load(sys.argv[1])\n"
+              "op = OPS.lookup('', 'MatMul', 20).fn\n"
+              "dx, dg = autodiff.vjp2(op, [d['a'], d['b']], {}, [d['g']], [d['ua'], d['ub']])\n"
+              "h = autodiff.vjp(op, [d['a'], d['b']], {}, [d['g']])\n"
+              "np.savez(sys.argv[2], da=dx[0], db=dx[1], dg=dg[0], ha=h[0], hb=h[1])\n"
+              "from backends.tensorflow.worker import make_adapter\n"
+              "import json; a = make_adapter(); print(json.dumps({'versions': a.versions(), 'ops': a.table.keys()}))\n")
+    r = _tf_run(["-c", script, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    out = np.load(tmp_path / "out.npz")
+    hello = json.loads(r.stdout.strip().splitlines()[-1])  # what the worker states: the numerics settings
+    v = hello["versions"]
+    assert v["tensorflow"] == "2.21.0" and v["eager"] == "True" and v["op_determinism"] == "True"
+    assert re.match(r"(on|off) \(TF_ENABLE_ONEDNN_OPTS=", v["onednn"]), v["onednn"]
+    assert len(hello["ops"]) == 102 and ["ai.irtrace", "TrainBatchNormalization", 1] in hello["ops"]
+    a64, b64, g64, ua64, ub64 = (x.astype(np.float64) for x in (a, b, g, ua, ub))
+    for name, want in (("ha", g64 @ b64.T), ("hb", a64.T @ g64), ("da", g64 @ ub64.T), ("db", ua64.T @ g64),
+                       ("dg", ua64 @ b64 + a64 @ ub64)):
+        assert out[name].dtype == np.float32
+        np.testing.assert_allclose(out[name], want, rtol=1e-5, atol=1e-5 * np.abs(want).max(), err_msg=name)
+
+
+# --- the example models ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_wideresnet_train_chained_both_losses(example_bundle, tmp_path):
+    """The chained forward agrees with torch under both losses; under the gradient penalty the
+    double backward through tf.nn.moments (batch norm) moves the convolution weights' gradients."""
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
+    path = example_bundle("wideresnet-train").path
+    runs = {}
+    for loss in ("bundle", "grad-penalty"):
+        report = replay_into(path, ReplayOptions.parse("tensorflow", "fwd", chained=True, loss=loss), out=tmp_path / loss).json
+        (chain,) = report["chained"]["runs"]
+        assert chain["status"] == "ok", chain.get("message")
+        assert not [e for e in chain["values"] if e["verdict"] in compare.FAILING]
+        runs[loss] = {p["value"]: p["verdict"] for p in chain["parameters"]}
+    assert len(runs["bundle"]) == 25 and set(runs["bundle"].values()) <= set(OK)
+    bad = {k for k, v in runs["grad-penalty"].items() if v == compare.DIVERGENT}
+    assert "conv1.weight" in bad and "fc.weight" not in bad and len(bad) == 21
+
+
+@pytest.mark.slow
+def test_layernorm_double_backward_repro_runs_in_the_tf_env(tmp_path):
+    import op_cases
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
+    from irtrace.repro.make import make_repros
+    model, feeds, _ = op_cases.all_cases_model([c for c in op_cases.CASES if c.id == "layernorm"])
+    b = bundle_from_onnx(model, feeds, tmp_path / "ln.irt", name="ln", trained=op_cases.activations(model, feeds))
+    replayed = replay_into(b.path, ReplayOptions.parse("tensorflow", "vjp2"), out=tmp_path / "replay")
+    report, out = replayed.json, replayed.out
+    (folder,) = make_repros(out / "report.json", tmp_path / "repros")
+    finding = json.loads((folder / "finding.json").read_text())
+    assert finding["label"] == "d2x:layernorm.in0" and finding["verdict"] == "DIVERGENT"
+    r = _tf_run(["repro.py"], cwd=folder)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "import torch" not in r.stdout
+    assert float(re.search(r"max abs difference ([0-9.eE+-]+)", r.stdout).group(1)) > 1e-3
+    assert "op_determinism True" in (folder / "issue.md").read_text()
+
+
+@pytest.mark.slow
+def test_resnet_every_finding_has_a_repro_that_reproduces_in_the_tf_env(example_bundle, tmp_path):
+    from irtrace.replay import ReplayOptions
+    from irtrace.report.folder import replay_into
+    from irtrace.repro.make import make_repros
+    replayed = replay_into(example_bundle("resnet").path, ReplayOptions.parse("tensorflow", "fwd,vjp,vjp2"), out=tmp_path / "r")
+    report, out = replayed.json, replayed.out
+    folders = make_repros(out / "report.json", tmp_path / "repros")
+    assert len(folders) == len(report["findings"]) == 2  # MaxPool vjp2 ERROR, TrainBatchNormalization vjp2 DIVERGENT
+    for folder in folders:
+        finding = json.loads((folder / "finding.json").read_text())
+        r = _tf_run(["repro.py"], cwd=folder)
+        assert r.returncode == 1, r.stdout + r.stderr
+        if finding["verdict"] == "ERROR":
+            assert "\"EXPLICIT\" is not in the list of allowed values" in r.stdout
+        else:
+            assert r.stdout.startswith("max abs difference")
+
+
+# --- the seed story: Keras WideResNet, padding='same' at stride 2 ----------------------------------
+@pytest.fixture(scope="module")
+def keras_bundle(tmp_path_factory):
+    from irtrace.cli import main
+    d = tmp_path_factory.mktemp("keras")
+    script = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); import tf_models\n"
+              "m = tf_models.wideresnet(); m.save(sys.argv[1])\n"
+              "np.savez(sys.argv[2], **{v.path: v.numpy() for v in m.weights})\n")
+    r = _tf_run(["-c", script, str(d / "wrn.keras"), str(d / "w.npz"), str(TESTS)])
+    assert r.returncode == 0, r.stderr[-2000:]
+    x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)
+    np.savez(d / "x.npz", x=x)
+    assert main(["export", "--from", "tensorflow", str(d / "wrn.keras"), "--input-file", str(d / "x.npz"),
+                 "-o", str(d / "tf.irt")]) == 0
+    return d, dict(np.load(d / "w.npz")), x
+
+
+@pytest.mark.slow
+def test_seed_story_keras_same_padding_on_torch_and_tensorflow(keras_bundle, capsys):
+    """Replayed node by node, the stride-2 'same' conv carries its end-only pads [0, 0, 1, 1] and both
+    torch and TensorFlow agree with the recorded TensorFlow values on it, in every mode; the torch
+    port with padding=1 is caught by `irtrace diff` at that very layer."""
+    import torch
+
+    import irtrace
+    import models_for_tests
+    from irtrace.cli import main
+    from irtrace.ir.spec import decode_attrs
+    d, w, x = keras_bundle
+    b = irtrace.load(d / "tf.irt")
+    convs = {b.node_source(n.name).get("module"): n for n in b.model.graph.node if n.op_type == "Conv"}
+    node = convs["block2_conv1"]
+    assert decode_attrs(node)["pads"] == [0, 0, 1, 1] and decode_attrs(node)["strides"] == [2, 2]
+    rep = run(b, ReplayOptions(["torch", "tensorflow"], verify_workarounds=False)).replay
+    for n in rep.nodes:
+        assert not [r for r in n.results if r.backend == "tensorflow" and r.verdict not in OK], n.name
+    on_conv = {(r.backend, r.mode) for r in next(n for n in rep.nodes if n.name == node.name).results
+               if r.verdict in OK}
+    assert on_conv >= {(bk, m) for bk in ("torch", "tensorflow") for m in ("fwd", "vjp", "vjp2")}
+    port = irtrace.export(models_for_tests.keras_wrn(w, False), (torch.from_numpy(x.transpose(0, 3, 1, 2).copy()),),
+                          d / "torch0.irt", force=True)
+    capsys.readouterr()
+    assert main(["diff", str(d / "tf.irt"), str(port.path), "-o", str(d / "diff0")]) == 1
+    assert ("block2.conv1 (torch) ~ block2_conv1 (tensorflow): pads [1, 1, 1, 1] vs [0, 0, 1, 1]"
+            in capsys.readouterr().out)
