@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from irtrace import store, trust  # noqa: E402
+from irtrace import store  # noqa: E402
+from irtrace.envs import trust  # noqa: E402
 from irtrace.replay import ReplayOptions  # noqa: E402
 from irtrace.replay import cache  # noqa: E402
 

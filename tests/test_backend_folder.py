@@ -90,7 +90,7 @@ def _imports(path):
             yield n.module
 
 
-LAYERS = {"ir": 0, "store": 0, "compare": 0, "errors": 0, "discover": 0, "envs": 0,
+LAYERS = {"ir": 0, "store": 0, "compare": 0, "errors": 0, "envs": 0,
           "export": 1, "replay": 1, "report": 2, "repro": 2}
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from conformance_known import KNOWN
-from irtrace.conformance import ERROR, FAIL, PASS, run, summarize
+from irtrace.replay.conformance import ERROR, FAIL, PASS, run, summarize
 
 
 @pytest.mark.parametrize("backend", ["torch", "onnxruntime", "oracle", "onnxref"])
@@ -68,7 +68,7 @@ HAND = {
 @pytest.fixture(scope="module")
 def hand_cases():
     """(name, model, inputs, hand outputs cast to the suite's dtypes, rtol, atol) of the HAND cases."""
-    from irtrace.conformance import cases
+    from irtrace.replay.conformance import cases
     got = {}
     for name, model, ins, outs, rtol, atol in cases():
         if name in HAND:
@@ -82,7 +82,7 @@ def hand_cases():
 
 @pytest.mark.parametrize("backend", ["torch", "onnxruntime", "oracle", "onnxref"])
 def test_known_table_agrees_with_answers_computed_by_hand(backend, hand_cases):
-    from irtrace.conformance import _claims, _run_case
+    from irtrace.replay.conformance import _claims, _run_case
     from irtrace.replay import backends as registry
     from irtrace.replay.worker import WorkerProxy
     w = WorkerProxy(registry.get(backend))

@@ -263,7 +263,7 @@ def test_bundles_and_cache_files_get_the_umasks_permissions(mask, tmp_path):
     """tempfile.mkdtemp makes 0700 folders and safetensors writes 0600 files, which a team could not read:
     bundles and cache files get what the umask gives, as any file the user makes; the signing key alone
     stays private (0600)."""
-    from irtrace import trust
+    from irtrace.envs import trust
     old = os.umask(mask)
     try:
         rc, _, err = run_cli(["export", relu_onnx(tmp_path / "m.onnx"), "-o", tmp_path / "b.irt"])

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from irtrace import store, trust
+from irtrace import store
+from irtrace.envs import trust
 from irtrace.cli import main
 from irtrace.export.onnx_bundle import bundle_from_onnx
 

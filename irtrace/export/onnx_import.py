@@ -14,7 +14,7 @@ import onnx
 from irtrace.compare import close
 from irtrace.errors import IrtraceError, strip_ansi
 from irtrace.export.onnx_bundle import bundle_from_onnx
-from irtrace.inputs import make_inputs
+from irtrace.export.inputs import make_inputs
 
 log = logging.getLogger(__name__)
 OPSET = 20

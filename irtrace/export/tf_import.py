@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 
 from irtrace import envs, store
-from irtrace import manifest as manifest_schema
+from irtrace.store import manifest as manifest_schema
 from irtrace.compare import close
 from irtrace.errors import IrtraceError
 from irtrace.export.onnx_import import export_onnx
-from irtrace.inputs import make_inputs
+from irtrace.export.inputs import make_inputs
 
 CONVERTER = Path(__file__).resolve().parent / "tf_convert.py"  # run in the TensorFlow env, not imported
 LAYOUT_PERMS = ([0, 3, 1, 2], [0, 2, 3, 1], [0, 4, 1, 2, 3], [0, 2, 3, 4, 1])

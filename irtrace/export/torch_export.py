@@ -34,7 +34,7 @@ from irtrace.export import translations
 from irtrace.export.record import LOSSES, record
 from irtrace.ir import canonical
 from irtrace.ir.graph import gradient_sources, trained_sources
-from irtrace.manifest import SCHEMA, InputSpec, Loss, Manifest, Source
+from irtrace.store.manifest import SCHEMA, InputSpec, Loss, Manifest, Source
 from irtrace.version import __version__
 
 log = logging.getLogger(__name__)

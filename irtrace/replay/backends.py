@@ -1,4 +1,4 @@
-"""The backends irtrace knows, read from their own folders (irtrace/discover.py): where each
+"""The backends irtrace knows, read from their own folders (irtrace/envs/discover.py): where each
 one's worker runs, what it computes, and how to make it available. Nothing here names one."""
 import importlib.util
 import os
@@ -74,7 +74,7 @@ def _info(found):
 
 
 def _discover():
-    from irtrace.discover import discover
+    from irtrace.envs.discover import discover
     found = discover()
     order = sorted(found, key=lambda n: ({REFERENCE: 0, UNDER_TEST: 1, ORACLE: 2}.get(found[n].declaration.role, 1),
                                          found[n].declaration.environment is not None, n))

@@ -15,7 +15,7 @@ rounding estimate was asked for, named by a hash of the answer files' sizes and 
 the policy, every irtrace source file and the rest of what decides them), so a replay of the
 reference reads them instead of judging again (judge.judge_all).
 
-Nothing in BUNDLE.cache/ is trusted as it is (irtrace/trust.py): every file is signed with an HMAC under
+Nothing in BUNDLE.cache/ is trusted as it is (irtrace/envs/trust.py): every file is signed with an HMAC under
 this user's key (an answer over its status, reply and every byte of its arrays; judged rows over their
 text), and an entry whose signature does not verify is computed again. File names carry the key's
 fingerprint, so a cache copied from another bundle, user or machine is never read; the bundle's content
@@ -41,7 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from backends._runtime.wire import Status
-from irtrace import compare, trust
+from irtrace import compare
+from irtrace.envs import trust
 from irtrace.replay import backends as registry
 from irtrace.version import __version__
 

@@ -5,7 +5,7 @@ most a truncated last line, which a resume drops. Line 1 says which replay it be
 content and the options that decide verdicts); `irtrace replay --resume` reads the journal, keeps its
 nodes and runs only the others (docs/report.md).
 
-Every line ends with `"sig": "<HMAC>"}`, its signature under this user's key (irtrace/trust.py), a
+Every line ends with `"sig": "<HMAC>"}`, its signature under this user's key (irtrace/envs/trust.py), a
 node's bound to its journal's header: a line that does not verify (edited, spliced in from another
 journal, written by another user or machine) is dropped and its node runs again; a header that does not
 verify starts the journal over. The header's "bundle" hashes every byte of the bundle, so a bundle
@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict
 from pathlib import Path
 
-from irtrace import trust
+from irtrace.envs import trust
 from irtrace.errors import IrtraceError
 from irtrace.replay.engine import NodeReport
 from irtrace.report.json_report import clean, write_atomic

@@ -269,7 +269,6 @@ def case_run(name, tmp_path_factory):
         import op_cases
         from irtrace.export.onnx_bundle import bundle_from_onnx
         from irtrace.replay import ReplayOptions, run
-        from irtrace.report.folder import replay_into
         from irtrace.report import write
         contract = CONTRACTS[name]
         cases = contract.cases()

@@ -141,7 +141,7 @@ def add_commands(sub):
     d.add_argument("--examples", default="stylegan2,resnet,wideresnet,gpt")
     d.set_defaults(func=_demo)
 
-    pt = sub.add_parser("port", help="check your own port (MegEngine, ...) against a bundle, module by module")
+    pt = sub.add_parser("port", help="check your own port (the model written in another framework) against a bundle, module by module")
     pt.add_argument("bundle")
     pt.add_argument("--port", required=True, metavar="PKG.MODULE:FACTORY",
                     help="the callable that builds your model in the backend's framework (it may take recorded=: "
@@ -242,7 +242,7 @@ def _backends(args):
 
 
 def _conformance(args):
-    from irtrace.conformance import main_run
+    from irtrace.replay.conformance import main_run
     from irtrace.replay import backends
     main_run(backends.parse_list(args.backend), args.markdown)
     return 0
@@ -288,7 +288,7 @@ def _env(args):
 
 
 def _demo(args):
-    from irtrace.demo import demo
+    from irtrace.cli.demo import demo
     return demo(args.out, [e.strip() for e in args.examples.split(",") if e.strip()])
 
 

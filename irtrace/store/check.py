@@ -18,7 +18,7 @@ from typing import Literal, Union, get_args, get_origin, get_type_hints, is_type
 import numpy as np
 
 from irtrace.errors import IrtraceError
-from irtrace.manifest import REQUIRED, Manifest, NonNegativeInt
+from irtrace.store.manifest import REQUIRED, Manifest, NonNegativeInt
 
 # safetensors dtype codes <-> numpy (the format's own table)
 ST_DTYPES = {
@@ -201,7 +201,7 @@ def _check_tiling(where, entries, data_size):
 
 
 def check_manifest(where, m):
-    """Every field of the manifest (`m`, a JSON object) against its schema, irtrace.manifest.Manifest:
+    """Every field of the manifest (`m`, a JSON object) against its schema, irtrace.store.manifest.Manifest:
     the required ones present, each of its type. The first wrong one is named, with its path, what it
     must be and what it is."""
     absent = [k for k in REQUIRED if k not in m]
@@ -213,7 +213,7 @@ def check_manifest(where, m):
 
 
 def _wrong(path, value, kind):
-    """What is wrong with `value` at `path` for the schema type `kind` (a type of irtrace.manifest), or
+    """What is wrong with `value` at `path` for the schema type `kind` (a type of irtrace.store.manifest), or
     None. A record (TypedDict) names its first wrong field; one that is required is named together
     with what the record must be. A list or an object of records names the entry. Anything else is
     named as a whole (a list of strings with a number in it is not a list of strings)."""
@@ -252,7 +252,7 @@ def _holds(value, kind):
         return isinstance(value, list) and all(_holds(v, args[0]) for v in value)
     if origin is dict:
         return isinstance(value, dict) and all(_holds(v, args[1]) for v in value.values())
-    raise TypeError(f"irtrace.manifest uses a type the checker does not know: {kind!r}")
+    raise TypeError(f"irtrace.store.manifest uses a type the checker does not know: {kind!r}")
 
 
 def _is_int(v):
@@ -288,7 +288,7 @@ def _want(kind, plural=False):
         return ("lists" if plural else "a list") + " of " + _want(args[0], plural=True)
     if origin is dict:
         return ("objects" if plural else "an object") + " of " + _want(args[1], plural=True)
-    raise TypeError(f"irtrace.manifest uses a type the checker does not know: {kind!r}")
+    raise TypeError(f"irtrace.store.manifest uses a type the checker does not know: {kind!r}")
 
 
 def _must(path, kind, value):

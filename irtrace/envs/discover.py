@@ -12,7 +12,7 @@ from pathlib import Path
 
 from irtrace.errors import IrtraceError
 
-ROOT = Path(__file__).resolve().parents[1]   # the folder that holds irtrace/ and backends/
+ROOT = Path(__file__).resolve().parents[2]   # the folder that holds irtrace/ and backends/
 PATH_VARIABLE = "IRTRACE_BACKEND_PATH"
 
 

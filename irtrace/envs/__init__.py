@@ -17,7 +17,7 @@ from pathlib import Path
 
 from irtrace.errors import IrtraceError, suggest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MARKER = ".irtrace-ok"
 
 
@@ -43,7 +43,7 @@ class ManagedEnv:
         return out
 
     def cache_root(self):
-        from irtrace.trust import cache_root
+        from irtrace.envs.trust import cache_root
         return cache_root() / "envs"
 
     def interpreter(self):
@@ -128,7 +128,7 @@ def _natural(path):
 
 
 def _declared():
-    from irtrace.discover import discover
+    from irtrace.envs.discover import discover
     out = {}
     for name, found in discover().items():
         e = found.declaration.environment

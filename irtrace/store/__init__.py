@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from irtrace import manifest as manifest_schema
-from irtrace import store_check
+from irtrace.store import manifest as manifest_schema
+from irtrace.store import check as store_check
 from irtrace.errors import IrtraceError, suggest
-from irtrace.manifest import SCHEMA, Manifest
+from irtrace.store.manifest import SCHEMA, Manifest
 
 GRAPH, VALUES, MANIFEST = "graph.onnx", "values.safetensors", "manifest.json"
 # How values are named in the bundle (docs/bundle.md): recording writes these, replay and repro read them.
@@ -239,13 +239,13 @@ _SETTLED_NS = 2 * 10**9  # a file changed this recently is hashed again next tim
 
 def values_digest(path):
     """SHA-256 (hex) of every byte of the file at `path` (a value store: 538 MB for ResNet-50, so
-    hashing it is worth remembering). Remembered, signed with the user's key (irtrace/trust.py), in the user's cache folder
+    hashing it is worth remembering). Remembered, signed with the user's key (irtrace/envs/trust.py), in the user's cache folder
     under the file's identity: device, inode, size, modification time and change time. Any write to the
     file, and any os.utime that puts its modification time back (cp -p, tar x), sets its change time to
     the clock's now, which no user can choose: an edited file is hashed again. A file changed less than
     2 s before it is hashed is not remembered (a write in the same clock tick would keep its identity)."""
     import time
-    from irtrace import trust
+    from irtrace.envs import trust
     path = Path(os.path.abspath(path))
 
     def identity():
@@ -475,7 +475,7 @@ def write_while(path, values, build, force=False):
                 raise IrtraceError(f"cannot write {path}: the manifest holds a value JSON cannot ({e})") from None
             written.result()  # the writer's error, raised here
         # a team on a shared machine reads the bundle as the user's umask allows (mkdtemp: 0700; safetensors: 0600)
-        from irtrace.trust import shared_mode
+        from irtrace.envs.trust import shared_mode
         shared_mode(tmp, folder=True)
         shared_mode(tmp / VALUES, folder=False)
         _, header, start = store_check.read_header(tmp / VALUES)

@@ -13,7 +13,7 @@ def _export(args):
     import torch
 
     from irtrace.export.torch_export import export
-    from irtrace.inputs import load_input_file, make_inputs, parse_input_spec, resolve_target
+    from irtrace.export.inputs import load_input_file, make_inputs, parse_input_spec, resolve_target
     specs = [parse_input_spec(s) for s in args.input]
     if args.source == "tensorflow":
         from irtrace.export.tf_import import export_tf
@@ -86,7 +86,7 @@ def build_parser():
     i.add_argument("bundle")
     i.set_defaults(func=_inspect)
 
-    from irtrace import commands
+    from irtrace.cli import commands
     commands.add_commands(sub)
     return p
 
