@@ -47,7 +47,7 @@ def test_interrupted_replay_keeps_its_nodes_and_resumes(sig, code, word, chain, 
     out = tmp_path / "r"
     argv = ["replay", str(chain.path), "--backend", "torch,faulty", "--modes", "fwd,vjp", "-o", str(out),
             "--timeout", "120"]
-    env = {**os.environ, "IRTRACE_FAULTS_TEST": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "IRTRACE_FAULTS_TEST": str(tmp_path), "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-c", DRIVER.format(tests=str(HERE), tag=str(tmp_path)), *argv],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
@@ -57,7 +57,12 @@ def test_interrupted_replay_keeps_its_nodes_and_resumes(sig, code, word, chain, 
     assert journal_nodes(out) == ["relu", "sigmoid", "tanh"]
     t = time.monotonic()
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=30)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # where it hangs: faulthandler's dump of every thread (SIGABRT)
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate()
+        pytest.fail(f"irtrace did not end within 30 s of signal {sig}:\n{err[-6000:]}")
     assert time.monotonic() - t < 10, "irtrace took too long to end"
     assert proc.returncode == code, err
     assert f"irtrace: {word}" in err and "finish with the same command and --resume" in err

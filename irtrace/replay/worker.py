@@ -88,8 +88,9 @@ def discard_early():
 # idle at its end, wait for the next replay that asks for the same declaration under the same environment
 # variables, instead of importing their framework again (seconds each: TensorFlow's 4-7 s). Off by default;
 # the demo (four examples in a row) and the test session turn it on.
-_WARM = None          # [(BackendInfo, environment key, WorkerProxy)] of the idle workers, or None (off)
+_WARM = None          # [(BackendInfo, environment key, WorkerProxy)] of the idle workers, oldest first, or None
 WARM_PER_BACKEND = 4  # idle workers kept per declaration (--jobs N parks up to N)
+WARM_MAX = 8          # idle workers kept in all (each holds its framework in memory): the oldest end first
 
 
 def keep_warm():
@@ -124,6 +125,8 @@ def park(worker):
     if len(same) >= WARM_PER_BACKEND:
         return False
     _WARM.append((worker.info, _environment(), worker))
+    while len(_WARM) > WARM_MAX:
+        _WARM.pop(0)[2].close()
     return True
 
 
