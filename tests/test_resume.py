@@ -21,9 +21,13 @@ from irtrace.report.folder import replay_into
 from test_faults import CHAIN, HERE, chain, faulty, leftover_workers  # noqa: F401 - fixtures
 
 ROOT = HERE.parent
+# Ctrl-C as a terminal delivers it: a child inherits an ignored SIGINT (the test runner may ignore it when
+# the driver starts, and Python then raises no KeyboardInterrupt), so the driver takes Python's own handler
 DRIVER = """
+import signal
 import sys
 from dataclasses import replace
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {tests!r})
 from irtrace.cli import main
 from irtrace.replay import backends
