@@ -95,6 +95,16 @@ def full_pads(pads, axes, r):
     return full
 
 
+def trailing_pad_list(pads, axes, r):
+    """ONNX Pad's pads as torch's and OneFlow's functional.pad list, which pads trailing dims only:
+    the leading dims without padding left out, so reflect/replicate accept it."""
+    p = full_pads(pads, axes, r)
+    lead = 0
+    while lead < r and p[lead] == 0 and p[lead + r] == 0:
+        lead += 1
+    return pad_list(p)[: 2 * (r - lead)] if lead < r else []
+
+
 def reshape_shape(shape, in_shape, allowzero):
     """ONNX Reshape's target shape as python ints: a 0 copies the input's dimension unless allowzero."""
     s = ints(shape)

@@ -6,9 +6,15 @@ functions and closure variables, recursively). backends._table's Unsupported bec
 exception class, so the block needs nothing from irtrace."""
 import ast
 import inspect
+import io
 import sys
 import textwrap
+import tokenize
 import types
+
+# the name backends/_torch_like.py gives the framework's top-level module (torch, oneflow): a script
+# writes the module's own name there, so it shows `oneflow.matmul`, not `framework.matmul`
+FRAMEWORK = "framework"
 
 _PRELUDE = 'class Unsupported(Exception):\n    """The framework cannot express this op as ONNX defines it."""\n'
 
@@ -37,9 +43,14 @@ def _function_source(fn, name):
 
 
 def _names_used(source):
-    """Names the code reads (ast Name nodes; attribute names like F.pad's `pad` are not names)."""
+    """Names the code reads from outside (ast Name nodes; attribute names like F.pad's `pad` are not
+    names; a function's own parameters and assigned locals, such as an `axis` attribute, are not
+    free)."""
     tree = ast.parse(textwrap.dedent(source))
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    own = {a.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda))
+           for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs + [n.args.vararg, n.args.kwarg] if a}
+    own |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - own
 
 
 def _assignment(module, name):
@@ -54,6 +65,7 @@ def _assignment(module, name):
 class _Collector:
     def __init__(self, home):
         self.imports, self.helpers, self.seen = [], [], set()
+        self.framework = None  # the module FRAMEWORK stands for, once bound
         self.module, self.globals = None, {}
         self.home = home  # the op function's own module: its helpers are inlined like backends' ones
 
@@ -71,7 +83,10 @@ class _Collector:
             return
         self.seen.add(n)
         if isinstance(obj, types.ModuleType):
-            if obj.__name__.split(".")[0] != "backends" and obj.__name__ != self.home:
+            if n == FRAMEWORK and "." not in obj.__name__:
+                self.framework = obj.__name__
+                self._import(f"import {obj.__name__}")
+            elif obj.__name__.split(".")[0] != "backends" and obj.__name__ != self.home:
                 self._import(f"import {obj.__name__}" + (f" as {n}" if obj.__name__ != n else ""))
         elif isinstance(obj, types.FunctionType) and self.own(obj):
             self.visit(obj)
@@ -122,4 +137,20 @@ def op_source(fn, name="op"):
         mod = getattr(fn, "__module__", None) or "torch"
         c._import(f"import {mod.split('.')[0]}")
         main = f"{name} = {mod.split('.')[0]}.{fn.__name__}\n"
-    return _PRELUDE + "\n\n" + "\n\n".join(c.helpers + [main]), c.imports
+    block = "\n\n".join(c.helpers + [main])
+    if c.framework:
+        block = _renamed(block, FRAMEWORK, c.framework)
+    return _PRELUDE + "\n\n" + block, c.imports
+
+
+def _renamed(source, old, new):
+    """`source` with the name `old` written `new` (names only: not attributes, strings or comments)."""
+    lines = source.splitlines(keepends=True)
+    spots = [t.start for t in tokenize.generate_tokens(io.StringIO(source).readline)
+             if t.type == tokenize.NAME and t.string == old]
+    for row, col in reversed(spots):
+        line = lines[row - 1]
+        if col and line[:col].rstrip().endswith("."):
+            continue  # an attribute named like it: `x.framework`
+        lines[row - 1] = line[:col] + new + line[col + len(old):]
+    return "".join(lines)

@@ -1,39 +1,12 @@
 import oneflow
 from oneflow.nn import functional
 
-from backends._ops_common import register_variadic
+from backends._torch_like import register_elementwise
 from backends._table import Unsupported
 from backends.oneflow.ops import OPS
 from backends.oneflow.ops._util import ONNX_TO_FLOW
 
 
-def _binary(name, fn):
-    OPS.register(name, since=7)(fn)
-
-
-_binary("Add", lambda a, b: oneflow.add(a, b))
-_binary("Sub", lambda a, b: oneflow.sub(a, b))
-_binary("Mul", lambda a, b: oneflow.mul(a, b))
-_binary("Equal", lambda a, b: oneflow.eq(a, b))
-_binary("Less", lambda a, b: oneflow.lt(a, b))
-_binary("LessOrEqual", lambda a, b: oneflow.le(a, b))
-_binary("Greater", lambda a, b: oneflow.gt(a, b))
-_binary("GreaterOrEqual", lambda a, b: oneflow.ge(a, b))
-_binary("And", lambda a, b: oneflow.logical_and(a, b))
-_binary("Or", lambda a, b: oneflow.logical_or(a, b))
-_binary("Xor", lambda a, b: oneflow.logical_xor(a, b))
-
-
-@OPS.register("Div", since=7)
-def div(a, b):
-    if a.dtype.is_floating_point:
-        return oneflow.div(a, b)
-    return oneflow.div(a, b, rounding_mode="trunc")  # ONNX integer Div truncates
-
-
-@OPS.register("Pow", since=7)
-def pow_(x, y):
-    return oneflow.pow(x, y.to(x.dtype) if y.dtype != x.dtype and not y.dtype.is_floating_point else y)
 
 
 @OPS.register("Mod", since=10)
@@ -76,27 +49,12 @@ def is_inf(x, *, detect_negative=1, detect_positive=1):
                               oneflow.logical_and(x == float("inf"), bool(detect_positive)))
 
 
-@OPS.register("LeakyRelu", since=6)
-def leaky_relu(x, *, alpha=0.01):
-    return functional.leaky_relu(x, alpha)
-
-
 @OPS.register("PRelu", since=9)
 def prelu(x, slope):
     if x.dim() >= 2 and slope.numel() == x.shape[1] and tuple(slope.shape) in (
             (x.shape[1],) + (1,) * k for k in range(x.dim() - 1)):
         return functional.prelu(x, slope.reshape(-1))  # per-channel slope: functional.prelu takes it 1-D
     return oneflow.where(x >= 0, x, x * slope)  # other ONNX broadcasts: functional.prelu cannot take them
-
-
-@OPS.register("Elu", since=6)
-def elu(x, *, alpha=1.0):
-    return functional.elu(x, alpha)
-
-
-@OPS.register("Selu", since=6)
-def selu(x, *, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
-    return gamma * oneflow.where(x > 0, x, alpha * (oneflow.exp(x) - 1))
 
 
 @OPS.register("Gelu", since=20)
@@ -106,21 +64,11 @@ def gelu(x, *, approximate="none"):
     return functional.gelu(x)
 
 
-@OPS.register("Softplus", since=1)
-def softplus(x):
-    return functional.softplus(x)
-
-
 @OPS.register("HardSigmoid", since=6)
 def hard_sigmoid(x, *, alpha=0.2, beta=0.5):
     if abs(alpha - 1 / 6) < 1e-7 and beta == 0.5:
         return functional.hardsigmoid(x)
     return oneflow.clamp(alpha * x + beta, 0.0, 1.0)  # functional.hardsigmoid is x / 6 + 1 / 2 only: other slopes clamp
-
-
-@OPS.register("HardSwish", since=14)
-def hard_swish(x):
-    return functional.hardswish(x)
 
 
 @OPS.register("Clip", since=11)
@@ -131,14 +79,6 @@ def clip(x, lo=None, hi=None):
     return oneflow.clamp(x, None if lo is None else float(lo.item()), None if hi is None else float(hi.item()))
 
 
-register_variadic(OPS, "Max", oneflow.maximum)
-register_variadic(OPS, "Min", oneflow.minimum)
-register_variadic(OPS, "Sum", oneflow.add)
-
-
-@OPS.register("Where", since=9)
-def where(c, x, y):
-    return oneflow.where(c, x, y)
 
 
 @OPS.register("Cast", since=6)
@@ -146,11 +86,6 @@ def cast(x, *, to, saturate=1, round_mode="up"):
     if to not in ONNX_TO_FLOW:
         raise Unsupported(f"OneFlow has no dtype for ONNX type {to}")
     return x.to(ONNX_TO_FLOW[to])
-
-
-@OPS.register("CastLike", since=15)
-def cast_like(x, like, *, saturate=1, round_mode="up"):
-    return x.to(like.dtype)
 
 
 @OPS.register("Dropout", since=12)
@@ -164,3 +99,6 @@ def dropout(x, ratio=None, training_mode=None, *, seed=None):
 def recorded_dropout(x, mask, *, ratio):
     # functional.dropout draws its own mask; replaying a recorded one, a porter multiplies by it
     return x * (mask.to(x.dtype) / (1.0 - ratio)) if ratio < 1 else x * 0
+
+
+register_elementwise(OPS, oneflow, functional)

@@ -3,6 +3,7 @@ from oneflow.nn import functional
 
 from backends._ops_common import pad_list, symmetric_pool_pads
 from backends._table import Unsupported
+from backends._torch_like import register_global_pools
 from backends.oneflow.ops import OPS
 
 
@@ -38,11 +39,4 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
     return sums / count
 
 
-@OPS.register("GlobalAveragePool", since=1)
-def global_average_pool(x):
-    return oneflow.mean(x, dim=tuple(range(2, x.dim())), keepdim=True)
-
-
-@OPS.register("GlobalMaxPool", since=1)
-def global_max_pool(x):
-    return oneflow.amax(x, dim=tuple(range(2, x.dim())), keepdim=True)
+register_global_pools(OPS, oneflow)

@@ -2,19 +2,10 @@ import numpy as np
 import oneflow
 from oneflow.nn import functional
 
-from backends._ops_common import axis, flatten_shape, full_pads, ints, pad_list, reshape_shape, slice_bounds
+from backends._ops_common import axis, ints, trailing_pad_list
 from backends._table import Unsupported
+from backends._torch_like import register_shape
 from backends.oneflow.ops import OPS
-
-
-@OPS.register("Reshape", since=14)
-def reshape(x, shape, *, allowzero=0):
-    return oneflow.reshape(x, reshape_shape(shape, x.shape, allowzero))
-
-
-@OPS.register("Flatten", since=13)
-def flatten(x, *, axis=1):
-    return oneflow.reshape(x, flatten_shape(x.shape, axis))
 
 
 @OPS.register("Transpose", since=13)
@@ -32,58 +23,15 @@ def squeeze(x, axes=None):
     return x
 
 
-@OPS.register("Unsqueeze", since=13)
-def unsqueeze(x, axes):
-    rank = x.dim() + len(ints(axes))
-    for a in sorted(axis(v, rank) for v in ints(axes)):
-        x = oneflow.unsqueeze(x, a)
-    return x
-
-
 @OPS.register("Expand", since=13)
 def expand(x, shape):
     target = np.broadcast_shapes(tuple(x.shape), tuple(ints(shape)))  # ONNX Expand broadcasts both ways
     return x.expand(*target)
 
 
-@OPS.register("Shape", since=15)
-def shape(x, *, start=0, end=None):
-    return oneflow.tensor(list(x.shape)[start:end], dtype=oneflow.int64)
-
-
-@OPS.register("Size", since=13)
-def size(x):
-    return oneflow.tensor(x.numel(), dtype=oneflow.int64)
-
-
 @OPS.register("Concat", since=13)
 def concat(*xs, axis):
     return oneflow.cat(list(xs), dim=axis)
-
-
-@OPS.register("Split", since=18)
-def split(x, split=None, *, axis=0, num_outputs=None):
-    if split is not None:
-        return tuple(oneflow.split(x, ints(split), dim=axis))
-    n = x.shape[axis]
-    chunk = -(-n // num_outputs)
-    return tuple(oneflow.split(x, chunk, dim=axis))
-
-
-@OPS.register("Slice", since=13)
-def slice_(x, starts, ends, axes=None, steps=None):
-    index = [slice(None)] * x.dim()
-    flips = []
-    for a, s, e, st in slice_bounds(x.shape, starts, ends, axes, steps):
-        if st > 0:
-            index[a] = slice(s, max(e, s), st)
-        else:  # OneFlow slicing has no negative steps: flip, then slice forward
-            n = x.shape[a]
-            flips.append(a)
-            index[a] = slice(n - 1 - s, n - 1 - e if e < s else n - 1 - s, -st)
-    if flips:
-        x = oneflow.flip(x, flips)
-    return x[tuple(index)]
 
 
 @OPS.register("Gather", since=13)
@@ -97,20 +45,9 @@ def gather(x, indices, *, axis=0):
         tuple(x.shape[:a]) + tuple(idx.shape) + tuple(x.shape[a + 1:]))
 
 
-@OPS.register("GatherElements", since=13)
-def gather_elements(x, indices, *, axis=0):
-    idx = oneflow.where(indices < 0, indices + x.shape[axis], indices)
-    return oneflow.gather(x, axis, idx.to(oneflow.int64))
-
-
 @OPS.register("Tile", since=13)
 def tile(x, repeats):
     return x.repeat(*ints(repeats))
-
-
-@OPS.register("Range", since=11)
-def range_(start, limit, delta):
-    return oneflow.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
 
 
 @OPS.register("ConstantOfShape", since=20)
@@ -121,44 +58,13 @@ def constant_of_shape(shape, *, value=None):
 
 @OPS.register("Pad", since=19)
 def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
-    r = x.dim()
-    p = full_pads(pads, axes, r)
-    # functional.pad pads trailing dims only: drop leading all-zero dims so reflect/replicate accept it
-    lead = 0
-    while lead < r and p[lead] == 0 and p[lead + r] == 0:
-        lead += 1
-    tp = pad_list(p)[: 2 * (r - lead)] if lead < r else []
+    tp = trailing_pad_list(pads, axes, x.dim())
     if mode not in ("constant", "reflect", "edge"):
         raise Unsupported(f"OneFlow's functional.pad has no {mode!r} mode")
     if mode == "constant":
         value = constant_value.item() if constant_value is not None and constant_value.numel() else 0.0
         return functional.pad(x, tp, mode="constant", value=value)
     return functional.pad(x, tp, mode={"reflect": "reflect", "edge": "replicate"}[mode])
-
-
-@OPS.register("DepthToSpace", since=13)
-def depth_to_space(x, *, blocksize, mode="DCR"):
-    n, c, h, w = x.shape
-    b = blocksize
-    if mode == "DCR":
-        y = x.reshape(n, b, b, c // (b * b), h, w).permute(0, 3, 4, 1, 5, 2)
-    else:
-        y = x.reshape(n, c // (b * b), b, b, h, w).permute(0, 1, 4, 2, 5, 3)
-    return y.reshape(n, c // (b * b), h * b, w * b)
-
-
-@OPS.register("SpaceToDepth", since=13)
-def space_to_depth(x, *, blocksize):
-    n, c, h, w = x.shape
-    b = blocksize
-    y = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
-    return y.reshape(n, c * b * b, h // b, w // b)
-
-
-@OPS.register("Trilu", since=14)
-def trilu(x, k=None, *, upper=1):
-    kk = ints(k)[0] if k is not None else 0
-    return oneflow.triu(x, kk) if upper else oneflow.tril(x, kk)
 
 
 @OPS.register("Resize", since=19)
@@ -182,3 +88,6 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
     if coordinate_transformation_mode in ("half_pixel", "pytorch_half_pixel"):
         return functional.interpolate(x, mode=flow_mode, align_corners=False, **kwargs)
     raise Unsupported(f"OneFlow's interpolate has no coordinate_transformation_mode={coordinate_transformation_mode}")
+
+
+register_shape(OPS, oneflow)

@@ -1,38 +1,11 @@
 import torch
 from torch.nn import functional
 
-from backends._ops_common import register_variadic
+from backends._torch_like import register_elementwise
 from backends.torch.ops import OPS
 from backends.torch.ops._util import ONNX_TO_TORCH
 
 
-def _binary(name, fn):
-    OPS.register(name, since=7)(fn)
-
-
-_binary("Add", lambda a, b: torch.add(a, b))
-_binary("Sub", lambda a, b: torch.sub(a, b))
-_binary("Mul", lambda a, b: torch.mul(a, b))
-_binary("Equal", lambda a, b: torch.eq(a, b))
-_binary("Less", lambda a, b: torch.lt(a, b))
-_binary("LessOrEqual", lambda a, b: torch.le(a, b))
-_binary("Greater", lambda a, b: torch.gt(a, b))
-_binary("GreaterOrEqual", lambda a, b: torch.ge(a, b))
-_binary("And", lambda a, b: torch.logical_and(a, b))
-_binary("Or", lambda a, b: torch.logical_or(a, b))
-_binary("Xor", lambda a, b: torch.logical_xor(a, b))
-
-
-@OPS.register("Div", since=7)
-def div(a, b):
-    if a.dtype.is_floating_point:
-        return torch.div(a, b)
-    return torch.div(a, b, rounding_mode="trunc")  # ONNX integer Div truncates
-
-
-@OPS.register("Pow", since=7)
-def pow_(x, y):
-    return torch.pow(x, y.to(x.dtype) if y.dtype != x.dtype and not y.dtype.is_floating_point else y)
 
 
 @OPS.register("Mod", since=10)
@@ -116,24 +89,9 @@ def is_inf(x, *, detect_negative=1, detect_positive=1):
     return (torch.isneginf(x) & bool(detect_negative)) | (torch.isposinf(x) & bool(detect_positive))
 
 
-@OPS.register("LeakyRelu", since=6)
-def leaky_relu(x, *, alpha=0.01):
-    return functional.leaky_relu(x, alpha)
-
-
 @OPS.register("PRelu", since=9)
 def prelu(x, slope):
     return torch.where(x >= 0, x, x * slope)  # ONNX PRelu broadcasts slope unidirectionally; functional.prelu wants 1-D
-
-
-@OPS.register("Elu", since=6)
-def elu(x, *, alpha=1.0):
-    return functional.elu(x, alpha)
-
-
-@OPS.register("Selu", since=6)
-def selu(x, *, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
-    return gamma * torch.where(x > 0, x, alpha * (torch.exp(x) - 1))
 
 
 @OPS.register("Gelu", since=20)
@@ -141,19 +99,9 @@ def gelu(x, *, approximate="none"):
     return functional.gelu(x, approximate=approximate)
 
 
-@OPS.register("Softplus", since=1)
-def softplus(x):
-    return functional.softplus(x)
-
-
 @OPS.register("HardSigmoid", since=6)
 def hard_sigmoid(x, *, alpha=0.2, beta=0.5):
     return torch.clamp(alpha * x + beta, 0, 1)
-
-
-@OPS.register("HardSwish", since=14)
-def hard_swish(x):
-    return functional.hardswish(x)
 
 
 @OPS.register("Clip", since=11)
@@ -163,24 +111,11 @@ def clip(x, lo=None, hi=None):
     return torch.clamp(x, lo, hi)
 
 
-register_variadic(OPS, "Max", torch.maximum)
-register_variadic(OPS, "Min", torch.minimum)
-register_variadic(OPS, "Sum", torch.add)
-
-
-@OPS.register("Where", since=9)
-def where(c, x, y):
-    return torch.where(c, x, y)
 
 
 @OPS.register("Cast", since=6)
 def cast(x, *, to, saturate=1, round_mode="up"):
     return x.to(ONNX_TO_TORCH[to])
-
-
-@OPS.register("CastLike", since=15)
-def cast_like(x, like, *, saturate=1, round_mode="up"):
-    return x.to(like.dtype)
 
 
 @OPS.register("Dropout", since=12)
@@ -194,3 +129,6 @@ def dropout(x, ratio=None, training_mode=None, *, seed=None):
 def recorded_dropout(x, mask, *, ratio):
     # the same expression as torch's own CPU dropout: input * (bernoulli mask / (1 - p))
     return x * (mask.to(x.dtype) / (1.0 - ratio)) if ratio < 1 else x * 0
+
+
+register_elementwise(OPS, torch, functional)

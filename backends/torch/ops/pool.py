@@ -2,6 +2,7 @@ import torch
 from torch.nn import functional
 
 from backends._ops_common import pad_list, symmetric_pool_pads
+from backends._torch_like import register_global_pools
 from backends.torch.ops import OPS
 
 
@@ -58,11 +59,4 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
     return sums / count
 
 
-@OPS.register("GlobalAveragePool", since=1)
-def global_average_pool(x):
-    return torch.mean(x, dim=tuple(range(2, x.dim())), keepdim=True)
-
-
-@OPS.register("GlobalMaxPool", since=1)
-def global_max_pool(x):
-    return torch.amax(x, dim=tuple(range(2, x.dim())), keepdim=True)
+register_global_pools(OPS, torch)

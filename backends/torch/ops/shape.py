@@ -2,20 +2,11 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from backends._ops_common import axis, flatten_shape, full_pads, pad_list, reshape_shape, slice_bounds
+from backends._ops_common import axis, trailing_pad_list
 from backends._table import Unsupported
+from backends._torch_like import register_shape
 from backends.torch.ops import OPS
 from backends.torch.ops._util import ONNX_TO_TORCH, ints
-
-
-@OPS.register("Reshape", since=14)
-def reshape(x, shape, *, allowzero=0):
-    return torch.reshape(x, reshape_shape(shape, x.shape, allowzero))
-
-
-@OPS.register("Flatten", since=13)
-def flatten(x, *, axis=1):
-    return torch.reshape(x, flatten_shape(x.shape, axis))
 
 
 @OPS.register("Transpose", since=13)
@@ -31,14 +22,6 @@ def squeeze(x, axes=None):
     return torch.squeeze(x, dim=tuple(axis(v, x.dim()) for v in a))
 
 
-@OPS.register("Unsqueeze", since=13)
-def unsqueeze(x, axes):
-    rank = x.dim() + len(ints(axes))
-    for a in sorted(axis(v, rank) for v in ints(axes)):
-        x = torch.unsqueeze(x, a)
-    return x
-
-
 @OPS.register("Expand", since=13)
 def expand(x, shape):
     s = ints(shape)
@@ -46,44 +29,9 @@ def expand(x, shape):
     return x.expand(target)
 
 
-@OPS.register("Shape", since=15)
-def shape(x, *, start=0, end=None):
-    return torch.tensor(list(x.shape)[start:end], dtype=torch.int64)
-
-
-@OPS.register("Size", since=13)
-def size(x):
-    return torch.tensor(x.numel(), dtype=torch.int64)
-
-
 @OPS.register("Concat", since=13)
 def concat(*xs, axis):
     return torch.cat(xs, dim=axis)
-
-
-@OPS.register("Split", since=18)
-def split(x, split=None, *, axis=0, num_outputs=None):
-    if split is not None:
-        return tuple(torch.split(x, ints(split), dim=axis))
-    n = x.shape[axis]
-    chunk = -(-n // num_outputs)
-    return tuple(torch.split(x, chunk, dim=axis))
-
-
-@OPS.register("Slice", since=13)
-def slice_(x, starts, ends, axes=None, steps=None):
-    index = [slice(None)] * x.dim()
-    flips = []
-    for a, s, e, st in slice_bounds(x.shape, starts, ends, axes, steps):
-        if st > 0:
-            index[a] = slice(s, max(e, s), st)
-        else:  # torch slicing has no negative steps: flip, then slice forward
-            n = x.shape[a]
-            flips.append(a)
-            index[a] = slice(n - 1 - s, n - 1 - e if e < s else n - 1 - s, -st)
-    if flips:
-        x = torch.flip(x, flips)
-    return x[tuple(index)]
 
 
 @OPS.register("Gather", since=13)
@@ -94,20 +42,9 @@ def gather(x, indices, *, axis=0):
         x.shape[:a] + idx.shape + x.shape[a + 1:])
 
 
-@OPS.register("GatherElements", since=13)
-def gather_elements(x, indices, *, axis=0):
-    idx = torch.where(indices < 0, indices + x.shape[axis], indices)
-    return torch.gather(x, axis, idx.to(torch.int64))
-
-
 @OPS.register("Tile", since=13)
 def tile(x, repeats):
     return x.repeat(ints(repeats))
-
-
-@OPS.register("Range", since=11)
-def range_(start, limit, delta):
-    return torch.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
 
 
 @OPS.register("ConstantOfShape", since=20)
@@ -118,13 +55,7 @@ def constant_of_shape(shape, *, value=None):
 
 @OPS.register("Pad", since=19)
 def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
-    r = x.dim()
-    p = full_pads(pads, axes, r)
-    # functional.pad pads trailing dims only: drop leading all-zero dims so reflect/replicate accept it
-    lead = 0
-    while lead < r and p[lead] == 0 and p[lead + r] == 0:
-        lead += 1
-    tp = pad_list(p)[: 2 * (r - lead)] if lead < r else []
+    tp = trailing_pad_list(pads, axes, x.dim())
     torch_mode = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}[mode]
     if mode == "constant":
         value = constant_value.item() if constant_value is not None and constant_value.numel() else 0.0
@@ -132,36 +63,11 @@ def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
     return functional.pad(x, tp, mode=torch_mode)
 
 
-@OPS.register("DepthToSpace", since=13)
-def depth_to_space(x, *, blocksize, mode="DCR"):
-    n, c, h, w = x.shape
-    b = blocksize
-    if mode == "DCR":
-        y = x.reshape(n, b, b, c // (b * b), h, w).permute(0, 3, 4, 1, 5, 2)
-    else:
-        y = x.reshape(n, c // (b * b), b, b, h, w).permute(0, 1, 4, 2, 5, 3)
-    return y.reshape(n, c // (b * b), h * b, w * b)
-
-
-@OPS.register("SpaceToDepth", since=13)
-def space_to_depth(x, *, blocksize):
-    n, c, h, w = x.shape
-    b = blocksize
-    y = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
-    return y.reshape(n, c * b * b, h // b, w // b)
-
-
 @OPS.register("EyeLike", since=9)
 def eye_like(x, *, dtype=None, k=0):
     n, m = x.shape
     out = torch.arange(m).reshape(1, m) - torch.arange(n).reshape(n, 1) == k
     return out.to(ONNX_TO_TORCH[dtype] if dtype is not None else x.dtype)
-
-
-@OPS.register("Trilu", since=14)
-def trilu(x, k=None, *, upper=1):
-    kk = ints(k)[0] if k is not None else 0
-    return torch.triu(x, kk) if upper else torch.tril(x, kk)
 
 
 @OPS.register("Resize", since=19)
@@ -200,3 +106,4 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
     raise NotImplementedError(f"linear Resize with coordinate_transformation_mode={coordinate_transformation_mode}")
 
 
+register_shape(OPS, torch)
