@@ -10,7 +10,7 @@ reference (torch), `oracle` from float64. The verdict:
 Without an oracle (or with --atol/--rtol): allclose(actual, ref, rtol, atol * scale).
 """
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
 import numpy as np
@@ -246,23 +246,18 @@ def emulated_rounding(spread):
     return float(np.max(np.where(np.isfinite(s), s, 0.0)))
 
 
-# One-pass sweeps. A replay judges every output of every node; judged whole, each output costs ~20
-# passes over float64 copies of its arrays (memory-bound, and every large temporary is fresh memory the
-# kernel must map: on ResNet-50 that is half of a cached replay). A sweep reads the arrays once,
-# block by block, so that each block's float64 temporaries stay in the core's cache, and keeps only
-# maxima; the scales the relative error needs come first from reductions without temporaries. numpy has
-# no fused reductions and numexpr's reductions are neither fused with the expression nor threaded, hence
-# these loops. Every finite result with an oracle is judged this way, whatever its size (a small one is
-# one block); a NaN or an infinity anywhere (where the patterns are compared), a result without an
-# oracle (allclose), a 0-d result and integers are judged on the whole arrays.
+# One path: the block sweep. A replay judges every output of every node; judged on whole arrays, each
+# output would cost ~20 passes over float64 copies of its arrays (memory-bound, and every large
+# temporary is fresh memory the kernel must map: on ResNet-50 that was half of a cached replay). A sweep
+# reads the arrays once, block by block, so that each block's float64 temporaries stay in the core's
+# cache, and keeps only maxima; the scales the relative error needs come first from reductions without
+# temporaries. numpy has no fused reductions and numexpr's reductions are neither fused with the
+# expression nor threaded, hence these loops. Every float result is judged this way: with or without
+# an oracle, 0-d (one element) and empty (no block) ones too. Elements that are not finite in the
+# reference (where the backend's NaN/Inf pattern is the same: a different pattern is NAN_MISMATCH
+# first) or in float64 are left out of the maxima, in the blocks that have any.
 BLOCK = 1 << 14   # elements per block (float64 temporaries of 128 kB)
 _SWEPT_DTYPES = "efd"  # float16, float32, float64: the dtypes numpy's mixed-type loops take
-
-
-def _sweepable(*arrays):
-    """Whether the block sweep judges these arrays: float dtypes it has loops for, at least one dimension
-    and at least one element (an empty result has no maximum to sweep for: the whole-array way judges it)."""
-    return all(x is not None and x.dtype.char in _SWEPT_DTYPES and x.ndim and x.size for x in arrays)
 
 
 def _floats(x):
@@ -280,8 +275,20 @@ def _blocks(*arrays):
 
 
 def _abs_max(x):
-    """max |x| without a temporary (NaN where x has one)."""
-    return max(float(x.max()), -float(x.min()))
+    """max |x| without a temporary (NaN where x has one); 0 for an empty x."""
+    return max(float(x.max()), -float(x.min())) if x.size else 0.0
+
+
+def _finite_abs_max(x, among=None):
+    """(max |x| over the elements where x (and `among`) is finite, whether x is finite everywhere): one
+    pass where it is."""
+    m = _abs_max(x)
+    if math.isfinite(m) and among is None:
+        return m, True
+    fin = np.isfinite(x) if among is None else np.isfinite(x) & np.isfinite(among)
+    if fin.all():
+        return m, True
+    return float(np.max(np.abs(x, where=fin, out=np.zeros(x.shape)), initial=0.0)), False
 
 
 def _abs_diff(x, y):
@@ -289,79 +296,104 @@ def _abs_diff(x, y):
     return np.abs(d, out=d)
 
 
+def _finite_max(d):
+    """max of `d` (>= 0) over its finite elements, and `d` with the others set to 0."""
+    m = float(d.max()) if d.size else 0.0
+    if math.isfinite(m):
+        return m, d
+    d = np.where(np.isfinite(d), d, 0.0)
+    return float(d.max()), d
+
+
 def _rel_max(d, r, floor):
-    """max d / max(|r|, floor): the relative error as metrics() takes it, of one block."""
+    """max d / max(|r|, floor): the relative error as metrics() takes it, of one block (0 where d is 0:
+    an infinite r where the backend gives the same infinity)."""
     size = np.abs(r, dtype=np.float64)
     np.maximum(size, floor, out=size)
-    return np.divide(d, size, out=size).max()
+    return float(np.divide(d, size, out=size).max(initial=0.0))
 
 
-def _sweep_reference(r, o):
-    """(max |r - o|, its max rel, max |o|) in float64, or None where either is not finite everywhere."""
-    scale = _abs_max(o)
-    if not math.isfinite(scale):
+def _pattern_mismatch(a, r):
+    """How many elements' NaN/Inf differ between a and r (each element once)."""
+    return int(np.sum((np.isnan(a) != np.isnan(r)) | (np.isposinf(a) != np.isposinf(r))
+                      | (np.isneginf(a) != np.isneginf(r))))
+
+
+def _magnitudes(magnitude, o):
+    """The rounding model's (M, Q[, N]) arrays for a result shaped like `o`, or None (no model)."""
+    if magnitude is None or o is None:
         return None
-    floor = max(EPS32 * scale, 1e-30)
-    parts = []
-    for rb, ob in _blocks(r, o):
-        d = _abs_diff(rb, ob)
-        parts.append((d.max(), _rel_max(d, ob, floor)))
-    worst, rel = (float(np.max(c)) for c in zip(*parts))
-    return (worst, rel, scale) if math.isfinite(worst) else None
+    mags = [_floats(np.asarray(x)) for x in magnitude]
+    if mags[0].shape != o.shape or mags[1].shape != o.shape:
+        return None  # as rounding_bound: no model for this result
+    return mags[:2] if len(mags) > 2 and mags[2].shape != o.shape else mags
 
 
-def _sweep(a, r, o, magnitude, policy, eps):
-    """judge's numbers for a result where actual, reference and float64 are finite everywhere: a dict of
-    max |a - r| and its max rel, max |r - o|, max |a - o|, max |o|, and the rounding bound's maximum and
-    its value where |a - o| first peaks (None without the model); None where anything is not finite
-    (or the rounding bound is not)."""
-    mags = None
-    if magnitude is not None:
-        mags = [_floats(np.asarray(x)) for x in magnitude]
-        if mags[0].shape != o.shape or mags[1].shape != o.shape:
-            mags = None  # as rounding_bound: no model for this result
-        elif len(mags) > 2 and mags[2].shape != o.shape:
-            mags = mags[:2]
-        if mags is not None and not _sweepable(*mags):
-            return None
-    scale, scale_r = _abs_max(o), _abs_max(r)
-    if not (math.isfinite(scale) and math.isfinite(scale_r)):
-        return None
+def _bound(mags, ob, policy, eps):
+    """The rounding bound of one block, 0 where it is not finite (the model says nothing there)."""
+    bound = rounding_bound(mags, ob, policy, eps)
+    return bound if math.isfinite(bound.max(initial=0.0)) else np.where(np.isfinite(bound), bound, 0.0)
+
+
+def _sweep(a, r, o, mags, policy, eps, close=True):
+    """judge's numbers for a result, in one sweep: a dict of max |a - r| and its max rel, max |r - o|,
+    max |a - o|, max |o| (max |r| without an oracle), the rounding bound's maximum and its value where
+    |a - o| first peaks (None without the model), and whether |a - r| <= atol + rtol |r| everywhere
+    (`close`, allclose's rule, for a result judged without an oracle), and whether a or r has a
+    non-finite element (`nonfinite`: their patterns are then compared). Non-finite elements are left out
+    (see above)."""
+    scale_r, r_finite = _finite_abs_max(r)
+    scale, o_finite = (scale_r, True) if o is None else _finite_abs_max(o, None if r_finite else r)
     floor_r = max(EPS32 * scale_r, 1e-30)
-    parts = []
-    for blocks in _blocks(*((a, r, o) if mags is None else (a, r, o, *mags))):
-        ab, rb, ob = blocks[:3]
-        b_err = _abs_diff(ab, ob)
-        d = _abs_diff(ab, rb)
-        if mags is None:
-            parts.append((d.max(), _abs_diff(rb, ob).max(), b_err.max(), _rel_max(d, rb, floor_r), None, None))
+    atol = policy.atol * (1.0 if policy.fixed else max(scale, 1.0))
+    arrays = (a, r) if o is None else (a, r, o) if mags is None else (a, r, o, *mags)
+    cols = {k: [] for k in ("max_abs", "max_rel", "ref_err", "worst_b", "bound_max", "bound_at_worst", "close")}
+    nonfinite = not r_finite
+    for blocks in _blocks(*arrays):
+        ab, rb = blocks[:2]
+        raw = _abs_diff(ab, rb)
+        m, d = _finite_max(raw)
+        finite_rb = rb
+        if d is not raw:  # a or r is not finite in this block
+            nonfinite, finite_rb = True, np.where(np.isfinite(rb), rb, 0.0)
+        cols["max_abs"].append(m)
+        cols["max_rel"].append(_rel_max(d, finite_rb, floor_r))
+        if o is None:  # allclose's rule, in float64; a non-finite element's twin is the same here
+            if close:
+                cols["close"].append(bool(np.all(d <= atol + policy.rtol * np.abs(finite_rb, dtype=np.float64))))
             continue
-        k = int(np.argmax(b_err))  # the rounding bound is reported where |a - o| peaks
-        bound = rounding_bound(blocks[3:], ob, policy, eps)
-        parts.append((d.max(), _abs_diff(rb, ob).max(), b_err[k], _rel_max(d, rb, floor_r), bound.max(), bound[k]))
-    cols = list(zip(*parts))
-    maxima = [float(np.max(c)) for c in cols[:4]]
-    out = dict(zip(("max_abs", "ref_err", "worst_b", "max_rel"), maxima), scale=scale, magnitude=None,
-               bound_max=None, bound_at_worst=None)
-    if not all(math.isfinite(v) for v in maxima):
-        return None
-    if mags is not None:
-        block = next(i for i, v in enumerate(cols[2]) if v == out["worst_b"])  # np.argmax's first index
-        out.update(magnitude=tuple(mags), bound_max=float(np.max(cols[4])), bound_at_worst=float(cols[5][block]))
-        if not math.isfinite(out["bound_max"]):
-            return None
+        ob = blocks[2]
+        fin = None if r_finite and o_finite else np.isfinite(ob) & np.isfinite(rb)
+        ref_e, b_err = _abs_diff(rb, ob), _abs_diff(ab, ob)
+        if fin is not None:
+            ref_e, b_err = np.where(fin, ref_e, 0.0), np.where(fin, b_err, 0.0)
+        k = int(np.argmax(b_err)) if b_err.size else 0  # the rounding bound is reported where |a - o| peaks
+        cols["ref_err"].append(float(ref_e.max()))
+        cols["worst_b"].append(float(b_err[k]))
+        if mags is not None:
+            bound = _bound(blocks[3:], ob, policy, eps)
+            cols["bound_max"].append(float(bound.max()))
+            cols["bound_at_worst"].append(float(bound[k]))
+    out = {k: float(max(v)) if v else 0.0 for k, v in cols.items() if k not in ("bound_at_worst", "close")}
+    out.update(scale=scale, close=all(cols["close"]), magnitude=mags, bound_at_worst=None, nonfinite=nonfinite)
+    if mags is None:
+        out["bound_max"] = None
+    elif cols["worst_b"]:
+        block = cols["worst_b"].index(out["worst_b"])  # np.argmax's first index
+        out["bound_at_worst"] = cols["bound_at_worst"][block]
     return out
 
 
 def _within(a, o, magnitude, allowed, policy, eps):
     """(whether |a - o| <= max(allowed, the rounding bound) everywhere (judge's NOISE), and where it is not,
-    the limit and the rounding bound at the element worst relative to its limit), by blocks."""
+    the limit and the rounding bound at the element worst relative to its limit), by blocks; elements
+    where a or o is not finite are left out."""
     arrays = (a, o) if magnitude is None else (a, o, *magnitude)
     worst = (0.0, allowed, None)  # (ratio, limit, bound) of the worst element so far
     for blocks in _blocks(*arrays):
-        bound = None if magnitude is None else rounding_bound(blocks[2:], blocks[1], policy, eps)
+        bound = None if magnitude is None else _bound(blocks[2:], blocks[1], policy, eps)
         limit = allowed if bound is None else np.maximum(allowed, bound)
-        err = _abs_diff(blocks[0], blocks[1])
+        _, err = _finite_max(_abs_diff(blocks[0], blocks[1]))
         if np.all(err <= limit):
             continue
         shown, at = _tightest(err, limit, bound)
@@ -372,13 +404,23 @@ def _within(a, o, magnitude, allowed, policy, eps):
     return worst[0] == 0.0, worst[1], worst[2]
 
 
+def _judged(verdict, details, a, r, s, policy, full):
+    """(verdict, metrics, details): every metric for a failing result (or full=True), max abs and max rel
+    only for a passing one (a replay judges thousands of results; most pass)."""
+    if full or verdict in _FAILING:
+        return verdict, metrics(a.astype(np.float64), r.astype(np.float64), policy.rtol), details
+    rel = s["max_rel"] if s["max_abs"] else 0.0
+    return verdict, Metrics(s["max_abs"], rel, None, None, None, None, None, None, s["max_abs"], rel), details
+
+
 def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None, full=True):
     """(verdict, metrics, details dict) for one output. `magnitude`: (M, Q) of the rounding-error
     model of an accumulating op (see rounding_bound); an element within it is NOISE. `spread`: the
     Monte Carlo estimate of float32 rounding in this result (emulated_rounding): an error within
     `noise_factor` times it is NOISE, as one within that many times the reference's own error is.
-    full=False: a result that passes gets only max_abs and max_rel (_passing), the other metrics are
-    computed for what fails (a replay judges thousands of results; most pass)."""
+    Without an oracle (or with policy.fixed), allclose's rule with policy's rtol and atol decides.
+    full=False: a result that passes gets only max_abs and max_rel, the other metrics are computed for
+    what fails."""
     a, r = np.asarray(actual), np.asarray(ref)
     if a.shape != r.shape:
         return SHAPE_MISMATCH, None, {"message": f"shape {list(a.shape)} vs reference {list(r.shape)}"}
@@ -387,70 +429,38 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
         return (MATCH if np.array_equal(a, r) else DIVERGENT), m, {}
     eps = eps_of(a.dtype, r.dtype)
     a, r = _floats(a), _floats(r)
-    o = None if oracle is None else _floats(np.asarray(oracle))
-    if not policy.fixed and o is not None and o.shape == r.shape and _sweepable(a, r, o):
-        with np.errstate(invalid="ignore", over="ignore"):
-            swept = _sweep(a, r, o, magnitude, policy, eps)
-        if swept is not None:
-            return _judge_swept(a, r, o, swept, policy, spread, full, eps)
-    a64, r64 = a.astype(np.float64), r.astype(np.float64)
+    o = None if oracle is None or policy.fixed or np.shape(oracle) != r.shape else _floats(np.asarray(oracle))
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(a64 - r64)
-    all_finite = bool(np.isfinite(diff).all())  # both finite everywhere: no pattern to compare
-    if not all_finite and _nonfinite_pattern_differs(a64, r64):
-        m = metrics(a64, r64)
-        n = int(np.sum((np.isnan(a64) != np.isnan(r64)) | (np.isposinf(a64) != np.isposinf(r64))
-                       | (np.isneginf(a64) != np.isneginf(r64))))  # each element once
-        return NAN_MISMATCH, m, {"message": f"non-finite pattern differs at {n} element{'s' if n != 1 else ''}"}
-    max_abs = float(diff.max()) if all_finite and diff.size else \
-        float(np.max(np.where(np.isfinite(diff), diff, 0.0), initial=0.0))
-
-    def result(verdict, details):
-        if full or verdict in _FAILING:
-            return verdict, metrics(a64, r64, policy.rtol), details
-        return verdict, _passing(max_abs, diff, r64, finite=all_finite), details
-    if max_abs == 0.0 and (all_finite or np.array_equal(a64, r64, equal_nan=True)):
-        return result(MATCH, {})
-    finite = np.isfinite(r64)
-    if oracle is not None and np.shape(oracle) != r64.shape:
-        oracle = None  # an oracle that cannot say anything about this shape does not arbitrate
-    base = oracle if oracle is not None else r64
-    scale = float(np.max(np.abs(np.where(finite, base, 0)))) if r64.size else 0.0
-    floor = policy.match_ulps * eps * max(scale, np.finfo(np.float32).tiny)
-    details = {}
-    if policy.fixed or oracle is None:
-        ok = np.allclose(a64, r64, rtol=policy.rtol, atol=policy.atol * (1.0 if policy.fixed else max(scale, 1.0)),
-                         equal_nan=True)
-        details["allowed"] = policy.atol
-        if not policy.fixed and max_abs <= floor:
-            return result(MATCH, details)
-        return result(NOISE if ok else DIVERGENT, details)
-    o = np.asarray(oracle, np.float64)
-    fin = np.isfinite(o) & finite
-    with np.errstate(invalid="ignore", over="ignore"):
-        ref_err = float(np.max(np.abs(np.where(fin, r64 - o, 0)))) if o.size else 0.0
-        b_err = np.abs(np.where(fin, a64 - o, 0))
-    emulated = emulated_rounding(spread)
-    allowed = max(policy.noise_factor * max(ref_err, emulated or 0.0), floor)
-    bound = rounding_bound(magnitude, o, policy, eps)
-    per_element = np.maximum(allowed, bound) if bound is not None else allowed
-    worst_b = float(b_err.max()) if o.size else 0.0
-    within = bool(np.all(b_err <= per_element))
-    if within or max_abs <= floor:  # every element within its limit: the largest limit is the allowance
-        shown, at = (float(np.max(per_element)) if np.ndim(per_element) and np.size(per_element) else allowed,
-                     None if bound is None else float(bound.reshape(-1)[int(np.argmax(b_err))]) if o.size else 0.0)
-    else:  # the limit where the error is worst relative to it: the error printed there is above it
-        shown, at = _tightest(b_err, per_element, bound)
-    details.update(_arbitration(ref_err, worst_b, floor, emulated, shown, at))
-    if max_abs <= floor:
-        return result(MATCH, details)
-    return result(NOISE if within else DIVERGENT, details)
+        s = _sweep(a, r, o, _magnitudes(magnitude, o), policy, eps)
+        if s["nonfinite"] and _nonfinite_pattern_differs(a, r):
+            n = _pattern_mismatch(a, r)
+            return NAN_MISMATCH, metrics(a.astype(np.float64), r.astype(np.float64)), \
+                {"message": f"non-finite pattern differs at {n} element{'s' if n != 1 else ''}"}
+        if s["max_abs"] == 0.0:
+            return _judged(MATCH, {}, a, r, s, policy, full)
+        floor = policy.match_ulps * eps * max(s["scale"], float(np.finfo(np.float32).tiny))
+        if o is None:
+            details = {"allowed": policy.atol}
+            verdict = MATCH if not policy.fixed and s["max_abs"] <= floor else NOISE if s["close"] else DIVERGENT
+            return _judged(verdict, details, a, r, s, policy, full)
+        emulated = emulated_rounding(spread)
+        allowed = max(policy.noise_factor * max(s["ref_err"], emulated or 0.0), floor)
+        details = _arbitration(s["ref_err"], s["worst_b"], floor, emulated,
+                               allowed if s["bound_max"] is None else max(allowed, s["bound_max"]), s["bound_at_worst"])
+        if s["max_abs"] <= floor:
+            return _judged(MATCH, details, a, r, s, policy, full)
+        within = s["worst_b"] <= allowed
+        if not within and s["magnitude"] is not None:
+            within, shown, at = _within(a, o, s["magnitude"], allowed, policy, eps)
+            if not within:  # the limit where the error is worst relative to it: the error printed is above it
+                details.update(allowed=shown, rounding_bound=at)
+        return _judged(NOISE if within else DIVERGENT, details, a, r, s, policy, full)
 
 
 def _arbitration(ref_err, worst_b, floor, emulated, allowed, bound_at_worst):
-    """judge's details of a result the oracle arbitrates (both ways of judging make them here): the
-    reference's and the backend's error against float64, the tolerance shown, who is closer, and the
-    rounding model's bound where the backend is worst (None: no model) and the Monte Carlo estimate."""
+    """judge's details of a result the oracle arbitrates: the reference's and the backend's error against
+    float64, the tolerance shown, who is closer, and the rounding model's bound where the backend is worst
+    (None: no model) and the Monte Carlo estimate."""
     details = {"oracle_abs": ref_err, "backend_oracle_abs": worst_b, "allowed": allowed,
                "closer_to_oracle": "tie" if abs(worst_b - ref_err) <= floor else
                ("backend" if worst_b < ref_err else "reference")}
@@ -459,52 +469,6 @@ def _arbitration(ref_err, worst_b, floor, emulated, allowed, bound_at_worst):
     if emulated is not None:
         details["float32_rounding"] = emulated
     return details
-
-
-def _judge_swept(a, r, o, s, policy, spread, full, eps):
-    """judge for a result that _sweep read (finite everywhere, with an oracle): the same verdict, metrics
-    and details as the whole-array way, from the sweep's maxima; a second sweep only for a passing
-    result's max rel and for a NOISE that the scalar allowance does not already decide."""
-    def result(verdict, details):
-        if full or verdict in _FAILING:
-            return verdict, metrics(a.astype(np.float64), r.astype(np.float64), policy.rtol), details
-        rel = s["max_rel"] if s["max_abs"] else 0.0
-        return verdict, Metrics(s["max_abs"], rel, None, None, None, None, None, None, s["max_abs"], rel), details
-    if s["max_abs"] == 0.0:
-        return result(MATCH, {})
-    floor = policy.match_ulps * eps * max(s["scale"], np.finfo(np.float32).tiny)
-    ref_err, worst_b = s["ref_err"], s["worst_b"]
-    emulated = emulated_rounding(spread)
-    allowed = max(policy.noise_factor * max(ref_err, emulated or 0.0), floor)
-    details = _arbitration(ref_err, worst_b, floor, emulated,
-                           allowed if s["bound_max"] is None else max(allowed, s["bound_max"]), s["bound_at_worst"])
-    if s["max_abs"] <= floor:
-        return result(MATCH, details)
-    within = worst_b <= allowed
-    if not within and s["magnitude"] is not None:
-        within, shown, at = _within(a, o, s["magnitude"], allowed, policy, eps)
-        if not within:  # the limit where the error is worst relative to it: the error printed is above it
-            details.update(allowed=shown, rounding_bound=at)
-    return result(NOISE if within else DIVERGENT, details)
-
-
-def _passing(max_abs, diff, ref, finite=False):
-    """The metrics of a result that passes, when only failing ones get all of them (judge's full=False):
-    max abs and max rel (relative as in metrics()). `finite`: the caller knows `diff` and `ref` are
-    finite everywhere: three passes over the data instead of nine."""
-    if max_abs == 0.0 or not diff.size:
-        return Metrics(max_abs, 0.0, None, None, None, None, None, None, max_abs, 0.0)
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        if finite:
-            size = np.atleast_1d(np.abs(ref, dtype=np.float64))  # 0-d: a scalar
-        else:
-            fin = np.isfinite(diff) & np.isfinite(ref)
-            size = np.atleast_1d(np.where(fin, np.abs(ref), 0.0))
-            diff = np.where(fin, diff, 0.0)
-        np.maximum(size, max(EPS32 * float(size.max()), 1e-30), out=size)
-        np.divide(diff, size, out=size)
-    max_rel = float(size.max())
-    return Metrics(max_abs, max_rel, None, None, None, None, None, None, max_abs, max_rel)
 
 
 def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, full=True):
@@ -521,41 +485,23 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
         return (MATCH if np.array_equal(r, o.astype(r.dtype)) else DIVERGENT), m, {}
     eps = eps_of(r.dtype)
     r, o = _floats(r), _floats(o)
-    if _sweepable(r, o):
-        with np.errstate(invalid="ignore", over="ignore"):
-            judged = _judge_reference_swept(r, o, policy, magnitude, spread, full, eps)
-        if judged is not None:
-            return judged
-    o64 = o if o.dtype == np.float64 else o.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.asarray(np.subtract(r, o64, dtype=np.float64))  # casts r in the loop: no float64 copy
-        np.abs(err, out=err)
-    r64 = r.astype(np.float64)
-    if _nonfinite_pattern_differs(r64, o64):
-        return NAN_MISMATCH, metrics(r64, o64), {"message": "non-finite pattern differs from float64"}
-    fin = np.isfinite(r64) & np.isfinite(o64)
-    err = np.where(fin, err, 0.0)
-    scale = float(np.max(np.abs(np.where(fin, o64, 0)))) if o64.size else 0.0
-    worst = float(err.max()) if err.size else 0.0
-    floor = policy.match_ulps * eps * max(scale, np.finfo(np.float32).tiny)
-    details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
+        s = _sweep(r, o, None, None, policy, eps, close=False)  # |r - o| and its max rel, against float64
+        if s["nonfinite"] and _nonfinite_pattern_differs(r, o):
+            return NAN_MISMATCH, metrics(r.astype(np.float64), o.astype(np.float64)), \
+                {"message": "non-finite pattern differs from float64"}
+        worst = s["max_abs"]
+        floor = policy.match_ulps * eps * max(s["scale"], float(np.finfo(np.float32).tiny))
+        details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
+        if worst <= floor:
+            return _judged(MATCH, details, r, o, s, policy, full)
+        mags = _magnitudes(magnitude, o)
+        if mags is not None:  # the rounding bound, for a result past the ULP floor only
+            s = {**s, **{k: v for k, v in _sweep(r, o, o, mags, policy, eps).items() if k.startswith("bound")}}
 
-    def result(verdict):
-        if full or verdict in _FAILING:
-            return verdict, metrics(r64, o64, policy.rtol), details
-        return verdict, _passing(worst, err, o64), details
-    if worst <= floor:
-        return result(MATCH)
-    bound = rounding_bound(magnitude, o64, policy, eps)
-
-    def check(allowed):
-        limit = np.maximum(bound, allowed) if bound is not None else allowed
-        if not np.all(err <= limit):
-            return (False, *_tightest(err, limit, bound), None, None)
-        if bound is None:
-            return True, None, None, None, None
-        return True, None, None, float(np.max(bound)), float(bound.reshape(-1)[int(np.argmax(err))])
-    return result(_reference_beyond_floor(floor, details, policy, spread, check))
+        def check(allowed):
+            return (*_within(r, o, mags, allowed, policy, eps), s["bound_max"], s["bound_at_worst"])
+        return _judged(_reference_beyond_floor(floor, details, policy, spread, check), details, r, o, s, policy, full)
 
 
 def _reference_beyond_floor(floor, details, policy, spread, check):
@@ -577,33 +523,6 @@ def _reference_beyond_floor(floor, details, policy, spread, check):
     if at is not None:
         details["rounding_bound"] = at
     return DIVERGENT
-
-
-def _judge_reference_swept(r, o, policy, magnitude, spread, full, eps):
-    """judge_reference for a result where the reference and float64 are finite everywhere, by blocks;
-    None where anything (or the rounding bound) is not finite."""
-    swept = _sweep_reference(r, o)
-    if swept is None:
-        return None
-    worst, rel, scale = swept
-    floor = policy.match_ulps * eps * max(scale, np.finfo(np.float32).tiny)
-    details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
-
-    def result(verdict):
-        if full or verdict in _FAILING:
-            return verdict, metrics(r.astype(np.float64), o.astype(np.float64), policy.rtol), details
-        shown = rel if worst else 0.0
-        return verdict, Metrics(worst, shown, None, None, None, None, None, None, worst, shown), details
-    if worst <= floor:
-        return result(MATCH)
-    bounds = _sweep(r, r, o, magnitude, policy, eps)  # |r - o| against the rounding model, where it applies
-    if bounds is None:
-        return None
-
-    def check(allowed):
-        return (*_within(r, o, bounds["magnitude"], allowed, policy, eps), bounds["bound_max"],
-                bounds["bound_at_worst"])
-    return result(_reference_beyond_floor(floor, details, policy, spread, check))
 
 
 def allclose(actual, expected, rtol, atol):

@@ -196,8 +196,8 @@ def test_a_passing_result_gets_max_abs_and_max_rel_by_hand():
 
 
 def test_a_passing_results_max_rel_is_its_exact_relative_error():
-    """judge and judge_reference compute a passing result's max abs / max rel in a few passes
-    (compare._passing): the numbers a hand computation gives, with an infinity and a 0-d result."""
+    """judge and judge_reference compute a passing result's max abs / max rel in their one sweep:
+    the numbers a hand computation gives, with an infinity and a 0-d result."""
     from irtrace.compare import EPS32, judge, judge_reference
     r = np.array([1.0, -2.0, 0.0], np.float32)
     o = np.array([1.0, -2.0 - 2.0 ** -20, 1e-30])
@@ -219,9 +219,36 @@ def test_a_passing_results_max_rel_is_its_exact_relative_error():
     assert m.max_abs == float(np.float32(1e-9)) and m.max_rel == float(np.float32(1e-9)) / floor
 
 
-def test_an_empty_result_is_judged_whole_and_matches():
-    """A result with no elements (a 0-size slice) has no maximum to sweep for: it is judged whole, MATCH,
-    by the replay's and the reference's rule alike."""
+def test_an_empty_result_matches():
+    """A result with no elements (a 0-size slice) is a sweep of no block: MATCH, by the replay's and the
+    reference's rule alike."""
     empty = np.zeros((0, 3), np.float32)
     assert compare.judge(empty, empty, empty.astype(np.float64), compare.Policy())[0] is compare.MATCH
     assert compare.judge_reference(empty, empty.astype(np.float64), compare.Policy())[0] is compare.MATCH
+
+
+def test_non_finite_elements_are_left_out_where_the_patterns_agree():
+    """One path for every result: a NaN or an infinity the backend shares with the reference and float64
+    is left out of the maxima, block by block (a result over several blocks, the NaN in the second),
+    and the finite elements are judged as if alone; a 0-d result shows the same allowance as a 1-d one."""
+    n = compare.BLOCK + 5
+    r = np.ones(n, np.float32)
+    r[compare.BLOCK + 2] = np.nan
+    r[3] = np.inf
+    o = r.astype(np.float64)
+    a = r.copy()
+    a[7] = np.float32(1.5)
+    v, m, details = compare.judge(a, r, o, full=False)
+    assert v == compare.DIVERGENT
+    assert m.max_abs == 0.5 and details["backend_oracle_abs"] == 0.5 and details["oracle_abs"] == 0.0
+    assert details["allowed"] == 8 * compare.EPS32 * 1.0   # the ULP floor at the finite scale, 1
+    a[7] = np.float32(1.0)
+    assert compare.judge(a, r, o, full=False)[0] == compare.MATCH
+    assert compare.judge_reference(r, o, full=False)[0] == compare.MATCH
+    # the rounding bound is the allowance shown, 0-d or not: c eps sqrt(n) max(|y|, sqrt(Q)), n = M^2/Q = 4
+    y, mag = np.float64(2.0), (np.float64(4.0), np.float64(4.0))
+    for shape in ((), (1,)):
+        got = np.full(shape, 2.0 + 2.0 ** -18, np.float32)
+        v, _, details = compare.judge(got, np.full(shape, y, np.float32), np.full(shape, y), magnitude=tuple(
+            np.full(shape, x) for x in mag))
+        assert v == compare.NOISE and details["allowed"] == details["rounding_bound"] == 8 * compare.EPS32 * 2 * 2.0
