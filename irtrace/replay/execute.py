@@ -86,6 +86,21 @@ class Executor:
         """Whether the backend executes ONNX itself (gets --form original's node)."""
         raise NotImplementedError
 
+    def drain(self):
+        """Wait for every call sent ahead and not asked for (none, unless calls are sent ahead)."""
+
+    def versions(self):
+        """backend -> its framework's versions, for the backends that ran."""
+        return {}
+
+    def restarts(self):
+        """backend -> how many times its worker was started again after a crash."""
+        return {}
+
+    def local(self):
+        """The LocalExecutor underneath (its workers, which the workaround search asks directly), or None."""
+        return None
+
 
 class Wrapper(Executor):
     """An Executor around another: everything it does not override goes to `inner`."""
@@ -105,8 +120,17 @@ class Wrapper(Executor):
     def native(self, backend):
         return self.inner.native(backend)
 
-    def __getattr__(self, name):  # modes, native, prestart, pool, ... of the executor it wraps
-        return getattr(self.inner, name)
+    def drain(self):
+        self.inner.drain()
+
+    def versions(self):
+        return self.inner.versions()
+
+    def restarts(self):
+        return self.inner.restarts()
+
+    def local(self):
+        return self.inner.local()
 
 
 class Stopped(Exception):
@@ -234,6 +258,9 @@ class LocalExecutor(Executor):
             out[w.info.name] = out.get(w.info.name, 0) + w.restarts
         return out
 
+    def local(self):
+        return self
+
     def close(self):
         self.pool.close()
 
@@ -278,6 +305,7 @@ class Batching(Wrapper):
     def drain(self):
         for sent in self.batches.values():
             sent.drain()
+        self.inner.drain()
 
     def restarts(self):
         """A batch's crash: its nodes were run again alone, and say their own."""

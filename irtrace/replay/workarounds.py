@@ -91,7 +91,8 @@ def verify(session, nodes, everywhere=False):
     judge on that node gave only MATCH or NOISE."""
     from irtrace.ir.spec import node_specs
     executor = session.executor
-    pool, timeout = executor.pool, executor.timeout
+    local = executor.local()
+    pool, timeout = local.pool, local.timeout
     specs = {s.name: s for s in node_specs(session.bundle.model)}
     out = {}
     for backend in session.backends:
