@@ -4,7 +4,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
@@ -12,6 +11,8 @@ import irtrace
 from irtrace import envs
 from irtrace.cli import main
 from irtrace.errors import IrtraceError
+
+from keras_bundle import keras_wideresnet
 
 TESTS = Path(__file__).parent
 try:
@@ -24,17 +25,10 @@ pytestmark = pytest.mark.skipif(TF is None, reason="tensorflow environment unava
 
 @pytest.fixture(scope="module")
 def keras(tmp_path_factory):
-    d = tmp_path_factory.mktemp("tf")
-    script = ("import sys; sys.path.insert(0, sys.argv[3]); import numpy as np, tf_models; m = tf_models.wideresnet(); "
-              "m.save(sys.argv[1]); np.savez(sys.argv[2], **{v.path: v.numpy() for v in m.weights}); "
-              "m.export(sys.argv[1] + '.saved')")
-    subprocess.run([TF, "-c", script, str(d / "wrn.keras"), str(d / "w.npz"), str(TESTS)], check=True,
-                   capture_output=True, env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
-    x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)
-    np.savez(d / "x.npz", x=x)
-    assert main(["export", "--from", "tensorflow", str(d / "wrn.keras"), "--input-file", str(d / "x.npz"),
-                 "-o", str(d / "tf.irt")]) == 0
-    return d, dict(np.load(d / "w.npz")), x
+    def run(args):
+        return subprocess.run([TF, *args], capture_output=True, text=True,
+                              env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
+    return keras_wideresnet(tmp_path_factory.mktemp("tf"), run)
 
 
 def _port(keras, fixed):

@@ -13,7 +13,6 @@ import pytest
 from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
-from irtrace.report.folder import replay_into
 
 from contracts import CONTRACTS, OK, cases_fixture, observed, unavailable_mark
 
@@ -156,18 +155,8 @@ def test_resnet_every_finding_has_a_repro_that_reproduces_in_the_tf_env(example_
 # --- the seed story: Keras WideResNet, padding='same' at stride 2 ----------------------------------
 @pytest.fixture(scope="module")
 def keras_bundle(tmp_path_factory):
-    from irtrace.cli import main
-    d = tmp_path_factory.mktemp("keras")
-    script = ("import sys, numpy as np; sys.path.insert(0, sys.argv[3]); import tf_models\n"
-              "m = tf_models.wideresnet(); m.save(sys.argv[1])\n"
-              "np.savez(sys.argv[2], **{v.path: v.numpy() for v in m.weights})\n")
-    r = _tf_run(["-c", script, str(d / "wrn.keras"), str(d / "w.npz"), str(TESTS)])
-    assert r.returncode == 0, r.stderr[-2000:]
-    x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)
-    np.savez(d / "x.npz", x=x)
-    assert main(["export", "--from", "tensorflow", str(d / "wrn.keras"), "--input-file", str(d / "x.npz"),
-                 "-o", str(d / "tf.irt")]) == 0
-    return d, dict(np.load(d / "w.npz")), x
+    from keras_bundle import keras_wideresnet
+    return keras_wideresnet(tmp_path_factory.mktemp("keras"), _tf_run)
 
 
 @pytest.mark.slow
