@@ -354,30 +354,69 @@ def _check_reference_ops(graph, sources):
                                f"model with other ops, or add {spec.op_type} to backends/torch/ops/") from None
 
 
+@dataclass(frozen=True)
+class ExportOptions:
+    """How a torch model is exported: train=False eval mode (True: training mode, BatchNorm with batch
+    statistics and running-stat updates, dropout with recorded masks); seed: torch's, the masks' and the
+    cotangents' seed; loss: "dot" (random output cotangents) or "sum" (ones); force: replace an existing
+    bundle; input_names: the graph inputs' names; model_name: the manifest's name for the model."""
+    train: bool = False
+    seed: int = 0
+    loss: str = "dot"
+    force: bool = False
+    input_names: tuple = None
+    model_name: str = None
+
+
 def export(model, example_inputs, path, train=False, seed=0, loss=None, force=False, input_names=None,
            model_name=None):
-    """Export `model` (torch.nn.Module) on `example_inputs` (tuple of tensors) to a bundle at `path`.
+    """Export `model` (torch.nn.Module) on `example_inputs` (tuple of tensors) to a bundle at `path`
+    (the arguments after `path`: ExportOptions). Returns the opened Bundle.
 
-    train=False: eval mode (True: training mode, BatchNorm with batch statistics and running-stat
-    updates, dropout with recorded masks); seed=0: torch, mask and cotangent seed; loss=None: "dot"
-    (random output cotangents; "sum" for ones). Returns the opened Bundle.
-    """
+    Four steps: the module runs on the inputs (its outputs, the random draws and dropout masks it
+    makes); torch.onnx exports it, replaying those draws; the graph is made canonical and named; the
+    values are recorded and written while the graph is checked against the module."""
     import torch
     if not isinstance(model, torch.nn.Module):
         raise IrtraceError(f"expected a torch.nn.Module, got {type(model).__name__}")
-    loss = loss or "dot"
-    if loss not in LOSSES:
-        raise IrtraceError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    options = ExportOptions(bool(train), seed, loss or "dot", force, input_names, model_name)
+    if options.loss not in LOSSES:
+        raise IrtraceError(f"unknown loss {options.loss!r}; choose one of {', '.join(LOSSES)}")
     store.check_destination(path, force)  # refused before the export's work, not after it
+    run = _run(model, example_inputs, options)
+    raw = _onnx_program(model, run, options)
+    traced = _canonical(raw, run)
+    return _write(model, path, run, traced, options)
+
+
+@dataclass
+class _Run:
+    """The module run on the example inputs: what the export replays and checks against."""
+    inputs: tuple
+    given: list          # the inputs as given (a module may update a tensor it is passed in place)
+    state: dict          # the state dict before the run
+    params: set
+    masks: list          # dropout masks, in order
+    draws: list          # random draws, in order
+    ref_out: object
+    submodule_out: object
+    state_after: dict
+    out_names: list
+    t0: float
+    t_export: float = 0.0
+
+
+def _run(model, example_inputs, options):
+    import torch
     inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     # the inputs as given: a module may update a tensor it is passed in place (F.batch_norm on running
     # stats passed as arguments), and the bundle records the graph from the values before the run
     given = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in inputs]
     t0 = time.perf_counter()
-    model.train(bool(train))
+    model.train(options.train)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     params = {k for k, _ in model.named_parameters()}
-    torch.manual_seed(seed)
+    torch.manual_seed(options.seed)
     masks, draws = [], []
     try:
         ref_out, submodule_out, state_after, out_names = _module_outputs(model, inputs, masks, draws)
@@ -386,16 +425,21 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     except Exception as e:
         raise IrtraceError(f"the model raised on the example inputs: {type(e).__name__}: {strip_ansi(e)}") from e
     model.load_state_dict(state)
+    return _Run(inputs, given, state, params, masks, draws, ref_out, submodule_out, state_after, out_names, t0)
 
+
+def _onnx_program(model, run, options):
+    """torch.onnx's ModelProto of the module, which sees the run's dropout masks and random draws again."""
+    import torch
     # the recorder hands the reference run's draws back in order; a model that drew nothing runs without
     # it (it would cost every traced op a Python call) and its graph is checked for draws instead
-    replaying = random_mod.recorded(draws, record=False) if draws else contextlib.nullcontext()
+    replaying = random_mod.recorded(run.draws, record=False) if run.draws else contextlib.nullcontext()
     try:
-        with _quiet(), dropout_mod.patched(masks, record=False), replaying as rec:
-            program = torch.onnx.export(model, inputs, dynamo=True, optimize=False, input_names=input_names,
+        with _quiet(), dropout_mod.patched(run.masks, record=False), replaying as rec:
+            program = torch.onnx.export(model, run.inputs, dynamo=True, optimize=False, input_names=options.input_names,
                                         custom_translation_table=_translations())
-        if draws:
-            random_mod.check_all_used(draws, rec)
+        if run.draws:
+            random_mod.check_all_used(run.draws, rec)
     except IrtraceError:
         raise
     except Exception as e:
@@ -404,57 +448,77 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
             raise interrupt_in(e) from None
         raise IrtraceError(f"torch.onnx.export could not export {type(model).__name__}: {_export_failure(e)}") from e
     finally:
-        model.load_state_dict(state)
-    t_export = time.perf_counter() - t0
+        model.load_state_dict(run.state)
+    run.t_export = time.perf_counter() - run.t0
     raw = program.model_proto
-    if not draws:
+    if not run.draws:
         random_mod.check_no_draws(raw)
+    return raw
+
+
+@dataclass
+class _Traced:
+    """The canonical graph and what is known of its nodes."""
+    graph: object
+    original_attrs: dict
+    sources: dict          # node name -> its module path, file and line
+    n_returned: int        # the module's outputs (a running stat it returns among them)
+    state_outputs: dict
+
+
+def _canonical(raw, run):
+    """torch.onnx's graph, canonical (docs/bundle.md), its nodes, dropout masks, draws and outputs named."""
     sources = {n.name: _source(n) for n in raw.graph.node}
     _refuse_control_flow(raw, sources)
     for n in raw.graph.node:
         _trim_metadata(n)
     _name_dropout_masks(raw, sources)
-    random_mod.name_draws(raw, draws, sources)
-    _name_outputs(raw, out_names)
+    random_mod.name_draws(raw, run.draws, sources)
+    _name_outputs(raw, run.out_names)
     graph, original_attrs = canonical.canonicalize(raw, bn_estimator="unbiased")
-    n_returned = len(graph.graph.output)  # the module's outputs (a running stat it returns among them)
+    n_returned = len(graph.graph.output)
     state_outputs = _expose_running_stats(graph)
     sources = {n.name: sources.get(n.name, {}) for n in graph.graph.node}
+    _check_reference_ops(graph, sources)
+    return _Traced(graph, original_attrs, sources, n_returned, state_outputs)
 
-    feeds = {}
+
+def _write(model, path, run, traced, options):
+    """Record every value of the graph on the example inputs and write the bundle, while the graph's
+    outputs and parameter gradients are checked against the module's (store.write_while)."""
+    graph, state_outputs = traced.graph, traced.state_outputs
     graph_inputs = [i.name for i in graph.graph.input]
-    if len(graph_inputs) != len(inputs):
-        raise IrtraceError(f"the exported graph has {len(graph_inputs)} inputs {graph_inputs} for {len(inputs)} "
+    if len(graph_inputs) != len(run.inputs):
+        raise IrtraceError(f"the exported graph has {len(graph_inputs)} inputs {graph_inputs} for {len(run.inputs)} "
                            f"example inputs")
-    for name, t, before in zip(graph_inputs, inputs, given):
+    feeds = {}
+    for name, t, before in zip(graph_inputs, run.inputs, run.given):
         feeds[name] = before.cpu().numpy()
         if name in state_outputs:  # a running stat passed as an argument: the module updated it in place
-            state_after[name] = t.detach().clone()
-    outputs = [o.name for o in graph.graph.output[:n_returned]]
-    _check_reference_ops(graph, sources)
+            run.state_after[name] = t.detach().clone()
+    outputs = [o.name for o in graph.graph.output[:traced.n_returned]]
     # running stats passed as arguments (updated in place) are buffers, not inputs a training step or a
     # gradient penalty differentiates
-    differentiable = gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in params]) - \
+    differentiable = gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in run.params]) - \
         {n for n in graph_inputs if n in state_outputs}
-    values, specs, _ = record(graph, feeds, outputs, loss=loss, seed=seed, sources=differentiable)
-    # the checks and the manifest run while the recorded values are written (store.write_while)
-    def gradients():  # after the forward's check: a graph whose outputs differ is named for that first
-        try:
-            _gradient_check(model, given, masks, draws, values, outputs, loss, graph, graph_inputs)
-        finally:
-            model.load_state_dict(state)
-    facts = _Facts(name=model_name or type(model).__name__, model=model_name or type(model).__qualname__,
-                   train=bool(train), seed=seed, loss=loss, outputs=outputs, feeds=feeds, graph_inputs=graph_inputs,
-                   state_outputs=state_outputs, params=params, state=state, differentiable=differentiable,
-                   t_export=t_export, sources=sources, original_attrs=original_attrs)
+    values, specs, _ = record(graph, feeds, outputs, loss=options.loss, seed=options.seed, sources=differentiable)
+    facts = _Facts(name=options.model_name or type(model).__name__,
+                   model=options.model_name or type(model).__qualname__, train=options.train, seed=options.seed,
+                   loss=options.loss, outputs=outputs, feeds=feeds, graph_inputs=graph_inputs,
+                   state_outputs=state_outputs, params=run.params, state=run.state, differentiable=differentiable,
+                   t_export=run.t_export, sources=traced.sources, original_attrs=traced.original_attrs)
 
     def finish():  # (graph, manifest): the export check (outputs, then parameter gradients), value info, IR check
-        _export_check(graph, values, outputs, ref_out, submodule_out, sources, state_outputs, state_after)
-        gradients()
+        _export_check(graph, values, outputs, run.ref_out, run.submodule_out, traced.sources, state_outputs,
+                      run.state_after)
+        try:  # after the forward's check: a graph whose outputs differ is named for that first
+            _gradient_check(model, run.given, run.masks, run.draws, values, outputs, options.loss, graph, graph_inputs)
+        finally:
+            model.load_state_dict(run.state)
         canonical.set_value_info(graph, specs)
         canonical.check(graph)
         return graph, _manifest(graph, facts)
-    return store.write_while(path, values, finish, force=force)
+    return store.write_while(path, values, finish, force=options.force)
 
 
 @dataclass(frozen=True)
