@@ -163,8 +163,7 @@ def _replay(args):
     from irtrace.replay.worker import launch_early
     # the backends under test import their frameworks while irtrace imports its own and loads the
     # bundle (run adopts them; a name that is wrong is reported there)
-    launch_early([registry.BACKENDS[n] for n in (b.strip() for b in args.backend.split(","))
-                  if n in registry.BACKENDS and registry.BACKENDS[n].role == registry.UNDER_TEST])
+    launch_early([i for i in map(registry.known, args.backend.split(",")) if i and i.role == registry.UNDER_TEST])
     from irtrace.replay import ReplayOptions
     from irtrace.report.folder import replay_into
     from irtrace.report.json_report import exit_code

@@ -3,9 +3,10 @@ one's worker runs, what it computes, and how to make it available. Nothing here 
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from backends._runtime.declare import ORACLE, REFERENCE, UNDER_TEST
+from irtrace.envs.discover import split_release
 from irtrace.errors import IrtraceError, suggest
 
 HOST_INSTALL = "make env  (or: pip install -r requirements-host.txt)"
@@ -86,9 +87,46 @@ _discover()
 
 
 def get(name):
+    """A backend by name; 'paddle@3.2.0' is a release its folder declares, registered on first ask."""
     if name not in BACKENDS:
-        raise IrtraceError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}.{suggest(name, BACKENDS)}")
+        base, version = split_release(name)
+        if base not in BACKENDS:
+            raise IrtraceError(f"unknown backend {base!r}; known: {', '.join(BACKENDS)}.{suggest(base, BACKENDS)}")
+        if version is None:  # unreachable: a plain name is either registered or unknown
+            raise IrtraceError(f"unknown backend {name!r}")
+        register(_release(BACKENDS[base], version))
     return BACKENDS[name]
+
+
+def known(name):
+    """The backend `name` names (a declared release registered), or None: a wrong name is said later."""
+    try:
+        return get(name.strip())
+    except IrtraceError:
+        return None
+
+
+def _release(info, version):
+    """`info`'s backend at another declared release of its framework, in that release's managed env."""
+    from irtrace import envs
+    from irtrace.envs.discover import discover
+    found = discover().get(info.name)
+    if found is None or found.declaration.environment is None:
+        raise IrtraceError(f"backend {info.name!r} runs in the host's interpreter and declares no versions; "
+                           f"use --backend {info.name}")
+    managed = envs.get(f"{info.name}@{version}")  # IrtraceError naming the declared versions
+    return replace(info, name=managed.name, python=managed.python, install=f"irtrace setup {managed.name}",
+                   env_variables=managed.variables, description=f"{info.description}; here at {version}")
+
+
+def release_of(name):
+    """(backend, version) of a backend name: the version its name asks for, or the default version its
+    folder declares (None when it declares none)."""
+    from irtrace.envs.discover import discover, releases
+    base, version = split_release(name)
+    found = discover().get(base)
+    declared = releases(found.declaration) if found is not None else ()
+    return base, version if version is not None else (declared[0] if declared else None)
 
 
 def with_role(role):
