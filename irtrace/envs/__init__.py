@@ -167,8 +167,15 @@ def _declared():
 
 
 def all_envs():
-    """{name: ManagedEnv} of every backend that declares an environment."""
-    return _declared()
+    """{name: ManagedEnv} of every backend that declares an environment, and of every other release
+    one declares ('paddle@3.2.0'), each after its backend's."""
+    from irtrace.envs.discover import discover, releases
+    found, out = discover(), {}
+    for name, env in _declared().items():
+        out[name] = env
+        for version in releases(found[name].declaration)[1:]:
+            out[f"{name}@{version}"] = get(f"{name}@{version}")
+    return out
 
 
 def get(name):

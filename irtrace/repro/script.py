@@ -289,6 +289,8 @@ def releases_line(releases, framework):
     PaddlePaddle 3.3.1 (latest); not on 3.2.0."."""
     from irtrace.envs.discover import version_key
     on, clean, latest = releases["reproduces"], releases["clean"], releases.get("latest")
+    if not on:
+        return f"Does not reproduce on {framework} {_listed(clean, latest)}."
     if not clean:
         return f"Reproduces on {framework} {_listed(on, latest)}."
     newest = max(on, key=version_key)
