@@ -241,6 +241,9 @@ def _backends(args):
         print(f"{r['name']:12} {modes:13} ops {ops:>4}  {state}")
         if r["description"]:
             print(f"{'':12} {r['description']}")
+        if r.get("versions"):  # each another release in its own env: --backend NAME@VERSION
+            print(f"{'':12} versions: {', '.join([r['versions'][0] + ' (default)', *r['versions'][1:]])}"
+                  f" (--backend {r['name']}@VERSION)")
     if args.coverage_md:
         from pathlib import Path
         Path(args.coverage_md).write_text(coverage_markdown(rows))
