@@ -154,6 +154,7 @@ def test_issue_md_says_where_it_reproduces_and_versions_reruns_the_script(side_b
     rnd = next(f for f in report["findings"] if (f["op_type"], f["mode"]) == ("Round", "fwd"))
     (folder,) = make_repros(out / "report.json", tmp_path / "repros", finding_ids=[rnd["id"]], shrink_budget=20)
     issue = (folder / "issue.md").read_text()
+    assert issue.startswith("# [PaddlePaddle] Round: the output differs from PyTorch and float64 (max abs 1) in forward\n")
     assert "\nReproduces only on PaddlePaddle 3.0.0; fixed in 3.3.1 (latest).\n" in issue
     capsys.readouterr()
     assert main(["repro", "--versions", "3.0.0,3.3.1", str(tmp_path / "repros")]) == 1

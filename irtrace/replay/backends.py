@@ -86,20 +86,23 @@ def _discover():
 _discover()
 
 
+_RELEASES = {}  # 'paddle@3.2.0' -> its BackendInfo, made on first ask (BACKENDS lists the declared backends)
+
+
 def get(name):
-    """A backend by name; 'paddle@3.2.0' is a release its folder declares, registered on first ask."""
-    if name not in BACKENDS:
+    """A backend by name; 'paddle@3.2.0' is a release its folder declares."""
+    if name in BACKENDS:
+        return BACKENDS[name]
+    if name not in _RELEASES:
         base, version = split_release(name)
-        if base not in BACKENDS:
+        if base not in BACKENDS or version is None:
             raise IrtraceError(f"unknown backend {base!r}; known: {', '.join(BACKENDS)}.{suggest(base, BACKENDS)}")
-        if version is None:  # unreachable: a plain name is either registered or unknown
-            raise IrtraceError(f"unknown backend {name!r}")
-        register(_release(BACKENDS[base], version))
-    return BACKENDS[name]
+        _RELEASES[name] = _release(BACKENDS[base], version)
+    return _RELEASES[name]
 
 
 def known(name):
-    """The backend `name` names (a declared release registered), or None: a wrong name is said later."""
+    """The backend `name` names (a declared release too), or None: a wrong name is said later."""
     try:
         return get(name.strip())
     except IrtraceError:
@@ -118,15 +121,6 @@ def _release(info, version):
     return replace(info, name=managed.name, python=managed.python, install=f"irtrace setup {managed.name}",
                    env_variables=managed.variables, description=f"{info.description}; here at {version}")
 
-
-def release_of(name):
-    """(backend, version) of a backend name: the version its name asks for, or the default version its
-    folder declares (None when it declares none)."""
-    from irtrace.envs.discover import discover, releases
-    base, version = split_release(name)
-    found = discover().get(base)
-    declared = releases(found.declaration) if found is not None else ()
-    return base, version if version is not None else (declared[0] if declared else None)
 
 
 def with_role(role):

@@ -44,7 +44,7 @@ def framework_name(script_info, backend):
     from irtrace.replay import backends
     fw = script_info["framework"]
     owners = [i for i in backends.BACKENDS.values() if i.module == fw and i.role != backends.ORACLE]
-    own = next((i for i in owners if i.name == backend), None)
+    own = next((i for i in owners if i.name == backend.partition("@")[0]), None)  # 'paddle@3.0.0': paddle's
     display = (own or (owners[0] if owners else None))
     name = display.display if display is not None else fw
     return name + ("" if own is not None else f" (irtrace backend {safe(backend)})")
