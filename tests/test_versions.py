@@ -37,6 +37,12 @@ def test_an_undeclared_version_is_one_line_naming_the_declared_ones(argv, capsys
     assert capsys.readouterr().err == UNKNOWN
 
 
+def test_one_release_named_twice_is_refused(capsys):
+    assert main(["replay", "no-such.irt", "--backend", "paddle,paddle@3.3.1"]) == 2
+    assert capsys.readouterr().err == ("irtrace: error: --backend 'paddle,paddle@3.3.1' names one release twice: "
+                                       "paddle and paddle@3.3.1 are both paddle 3.3.1\n")
+
+
 def test_a_backend_in_the_host_interpreter_has_no_versions():
     with pytest.raises(IrtraceError, match=r"^backend 'torch' runs in the host's interpreter and declares no "
                                            r"versions; use --backend torch$"):

@@ -142,6 +142,19 @@ def parse_list(text):
     names = [b.strip() for b in text.split(",") if b.strip()]
     if not names:
         raise IrtraceError(f"--backend {text!r} names no backend; known: {', '.join(BACKENDS)}")
+    releases = {}  # (backend, version) -> the name that asked for it
     for n in names:
         get(n)
+        release = _release_key(n)
+        if releases.setdefault(release, n) != n:
+            raise IrtraceError(f"--backend {text!r} names one release twice: {releases[release]} and {n} are both "
+                               f"{release[0]} {release[1]}")
     return names
+
+
+def _release_key(name):
+    """(backend, version): the version a name asks for, or the default its folder declares (None if none)."""
+    from irtrace.envs.discover import discover, releases
+    base, version = split_release(name)
+    declared = releases(discover()[base].declaration) if base in discover() else ()
+    return base, version if version is not None else (declared[0] if declared else None)
