@@ -127,8 +127,9 @@ def side_by_side(bundle, tmp_path_factory):
 
 @_needs(OLD, NEW)
 def test_releases_side_by_side_are_distinct_backends_and_a_finding_lists_where_it_reproduces(side_by_side):
-    report, _ = side_by_side
+    report, out = side_by_side
     assert [(b["name"], b["versions"]["paddle"]) for b in report["backends"]] == [(OLD, "3.0.0"), (NEW, "3.3.1")]
+    assert "<small>reproduces on 3.0.0; not on 3.3.1 (latest)</small>" in (out / "report.html").read_text()
     by = {(f["op_type"], f["mode"]): f for f in report["findings"]}
     assert set(by) == {("Pad", "vjp2"), ("Round", "fwd"), ("Round", "vjp2")}
     pad, rnd, no_double_grad = by["Pad", "vjp2"], by["Round", "fwd"], by["Round", "vjp2"]
