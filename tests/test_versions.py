@@ -115,7 +115,8 @@ def bundle(tmp_path_factory):
     outs = [helper.make_empty_tensor_value_info(o) for o in ("y", "r")]
     model = helper.make_model(helper.make_graph(nodes, "g", ins, outs, inits),
                               opset_imports=[helper.make_opsetid("", 20)])
-    return bundle_from_onnx(model, feeds, tmp_path_factory.mktemp("versions") / "pad_round.irt", trained=["x", "t", "value"])
+    path = tmp_path_factory.mktemp("versions") / "pad_round.irt"
+    return bundle_from_onnx(model, feeds, path, trained=["x", "t", "value"])
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +138,8 @@ def test_releases_side_by_side_are_distinct_backends_and_a_finding_lists_where_i
     assert no_double_grad["versions"] == {"reproduces": ["3.0.0", "3.3.1"], "clean": [], "latest": "3.3.1"}
     assert pad["backend"] == NEW and pad["id"].startswith("paddle-3.3.1-Pad-vjp2-divergent-")
     assert pad["versions"] == {"reproduces": ["3.0.0", "3.3.1"], "clean": [], "latest": "3.3.1"}
-    assert rnd["backend"] == OLD and rnd["versions"] == {"reproduces": ["3.0.0"], "clean": ["3.3.1"], "latest": "3.3.1"}
+    assert rnd["backend"] == OLD
+    assert rnd["versions"] == {"reproduces": ["3.0.0"], "clean": ["3.3.1"], "latest": "3.3.1"}
     rows = {r["backend"]: r for n in report["nodes"] if n["name"] == "round" for r in n["results"]
             if r["mode"] == "fwd" and r["backend"] in (OLD, NEW)}
     # the ties 0.5, 2.5, -0.5, -2.5 rounded away from zero: each off by exactly 1 from round-half-to-even
@@ -161,7 +163,8 @@ def test_issue_md_says_where_it_reproduces_and_versions_reruns_the_script(side_b
     rnd = next(f for f in report["findings"] if (f["op_type"], f["mode"]) == ("Round", "fwd"))
     (folder,) = make_repros(out / "report.json", tmp_path / "repros", finding_ids=[rnd["id"]], shrink_budget=20)
     issue = (folder / "issue.md").read_text()
-    assert issue.startswith("# [PaddlePaddle] Round: the output differs from PyTorch and float64 (max abs 1) in forward\n")
+    assert issue.startswith("# [PaddlePaddle] Round: the output differs from PyTorch and float64 (max abs 1) in "
+                            "forward\n")
     assert "\nReproduces only on PaddlePaddle 3.0.0; fixed in 3.3.1 (latest).\n" in issue
     capsys.readouterr()
     assert main(["repro", "--versions", "3.0.0,3.3.1", str(tmp_path / "repros")]) == 1

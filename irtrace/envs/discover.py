@@ -82,6 +82,17 @@ def releases(declaration):
     return (env.version,) + tuple(r.version for r in env.releases)
 
 
+def release_of(name):
+    """(backend, version) of a backend name: the version after its '@', or the default its folder
+    declares (None for a backend that declares none, or that is not declared)."""
+    base, version = split_release(name)
+    if version is not None:
+        return base, version
+    found = discover().get(base)
+    declared = releases(found.declaration) if found is not None else ()
+    return base, declared[0] if declared else None
+
+
 def latest(declaration):
     """The newest of the versions a backend declares (by their numbers), or None."""
     return max(releases(declaration), key=version_key, default=None)

@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass, field, replace
 
 from backends._runtime.declare import ORACLE, REFERENCE, UNDER_TEST
-from irtrace.envs.discover import split_release
+from irtrace.envs.discover import release_of, split_release
 from irtrace.errors import IrtraceError, suggest
 
 HOST_INSTALL = "make env  (or: pip install -r requirements-host.txt)"
@@ -122,7 +122,6 @@ def _release(info, version):
                    env_variables=managed.variables, description=f"{info.description}; here at {version}")
 
 
-
 def with_role(role):
     """Names of the registered backends with this role (reference, oracle, test)."""
     return [n for n, i in BACKENDS.items() if i.role == role]
@@ -145,16 +144,9 @@ def parse_list(text):
     releases = {}  # (backend, version) -> the name that asked for it
     for n in names:
         get(n)
-        release = _release_key(n)
+        release = release_of(n)
         if releases.setdefault(release, n) != n:
             raise IrtraceError(f"--backend {text!r} names one release twice: {releases[release]} and {n} are both "
                                f"{release[0]} {release[1]}")
     return names
 
-
-def _release_key(name):
-    """(backend, version): the version a name asks for, or the default its folder declares (None if none)."""
-    from irtrace.envs.discover import discover, releases
-    base, version = split_release(name)
-    declared = releases(discover()[base].declaration) if base in discover() else ()
-    return base, version if version is not None else (declared[0] if declared else None)

@@ -85,8 +85,9 @@ def group(replay, strict=False):
         plain = re.sub(r"[^A-Za-z0-9_]", "_", op)[:60]  # the id names a folder: an op type is any text
         tags = sorted({t for _, r in g["results"] for t in r.tags})
         classes = [{"attributes": sig, "nodes": n} for sig, n in sorted(g["classes"].items(), key=lambda kv: -kv[1])]
+        named = backend.replace("@", "-")  # a release ('paddle@3.0.0') as a folder names it
         findings.append(compare.Finding(
-            id=f"{backend.replace('@', '-')}-{plain}-{mode}-{verdict.lower()}-{digest}", backend=backend, op_type=op, mode=mode,
+            id=f"{named}-{plain}-{mode}-{verdict.lower()}-{digest}", backend=backend, op_type=op, mode=mode,
             verdict=verdict, signature=cause, nodes=g["nodes"], first_node=first_node.name,
             module=first_node.source.get("module", ""), file_line=first_node.source.get("file_line", ""),
             worst={"node": worst_node.name, **worst.to_json()}, tags=tags, message=worst.message, classes=classes))
@@ -98,13 +99,12 @@ def group(replay, strict=False):
 def _releases(backends):
     """{framework backend: {version: backend name}} of the backends replayed at a chosen release
     ('paddle@3.2.0'; a plain name beside them is its default release)."""
-    from irtrace.envs.discover import discover, releases, split_release
-    found, out = discover(), {}
+    from irtrace.envs.discover import release_of
+    out = {}
     for name in backends:
-        base, version = split_release(name)
-        declared = releases(found[base].declaration) if base in found else ()
-        if declared:
-            out.setdefault(base, {})[version if version is not None else declared[0]] = name
+        base, version = release_of(name)
+        if version is not None:
+            out.setdefault(base, {})[version] = name
     return {base: named for base, named in out.items() if any("@" in n for n in named.values())}
 
 
