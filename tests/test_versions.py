@@ -99,6 +99,27 @@ def test_a_report_with_malformed_versions_is_refused(tmp_path):
         read_report(path)
 
 
+def _repro_folder(root, backend):
+    folder = root / f"{backend}-Conv-fwd-divergent-0"
+    folder.mkdir(parents=True)
+    (folder / "finding.json").write_text(json.dumps({"backend": backend}))
+    (folder / "repro.py").write_text("raise SystemExit(1)\n")
+    return folder
+
+
+def test_versions_skips_a_repro_whose_backend_declares_none_and_refuses_an_unknown_one(tmp_path, capsys):
+    _repro_folder(tmp_path / "repros", "onnxruntime")
+    assert main(["repro", "--versions", "all", str(tmp_path / "repros")]) == 0
+    assert capsys.readouterr().out == \
+        "onnxruntime-Conv-fwd-divergent-0: skipped: backend 'onnxruntime' declares no versions\n"
+    folder = _repro_folder(tmp_path / "other", "padle@3.0.0")
+    assert main(["repro", "--versions", "all", str(tmp_path / "other")]) == 2
+    assert capsys.readouterr().err == (f"irtrace: error: {folder / 'finding.json'}: backend 'padle' is not one "
+                                       f"irtrace knows. Did you mean: paddle, oracle?\n")
+    assert main(["repro", "--versions", "all", str(tmp_path / "none")]) == 2
+    assert "none: not a folder of repros" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     """Pad with a constant value (its double grad pads the direction with the value: every Paddle 3.x) and
