@@ -561,3 +561,4 @@ class Finding:
     tags: list = field(default_factory=list)
     message: str = ""
     classes: list = field(default_factory=list)   # [{"attributes", "nodes"}]: the nodes' attribute classes
+    versions: dict = None   # releases replayed side by side: {"reproduces", "clean", "latest"}; None: one release

@@ -15,6 +15,15 @@ UNDER_TEST = "test"       # a framework whose results are judged
 
 
 @dataclass(frozen=True)
+class Release:
+    """Another release of the framework that a backend runs on (`--backend NAME@VERSION`), in a managed
+    environment of its own: the backend's requirements with `pins` in place of the lines that pin the same
+    packages (a pin of a package the file does not name is added)."""
+    version: str                             # "3.2.0", as the user writes it after the '@'
+    pins: tuple = ()                         # ("paddlepaddle==3.2.0", "numpy==1.26.4")
+
+
+@dataclass(frozen=True)
 class Environment:
     """A managed virtual environment (Python version, pinned requirements) for a framework that
     cannot live in the host venv. Built by `irtrace setup <name>`, cached outside the checkout."""
@@ -24,6 +33,8 @@ class Environment:
     variables: dict = field(default_factory=dict)   # environment variables for the check and the worker
     library_dirs: tuple = ()                 # globs under the env root prepended to LD_LIBRARY_PATH
     pip_args: tuple = ()                     # extra arguments for `pip install -r requirements`
+    version: str = ""                        # the framework release the requirements pin (the default)
+    releases: tuple = ()                     # Release: the other releases it supports, each in its own env
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-from backends._runtime.declare import Backend, Environment
+from backends._runtime.declare import Backend, Environment, Release
 
 # Paddle logs through glog at import: quiet, and one thread. Its FLAGS_* stay at their defaults
 # (oneDNN off on this CPU build: FLAGS_use_mkldnn and FLAGS_use_onednn are False), as a user has them.
@@ -9,4 +9,6 @@ BACKEND = Backend("paddle", "PaddlePaddle", "PaddlePaddle 3.3 CPU (Python 3.11 e
                                           "x = paddle.to_tensor([2.0], stop_gradient=False); "
                                           "(g,) = paddle.grad([x * x], [x], create_graph=True); "
                                           "assert float(paddle.grad([g], [x])[0]) == 2.0",
-                                          variables=_QUIET))
+                                          variables=_QUIET, version="3.3.1",
+                                          releases=(Release("3.2.0", ("paddlepaddle==3.2.0",)),
+                                                    Release("3.0.0", ("paddlepaddle==3.0.0",)))))

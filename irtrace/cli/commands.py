@@ -103,12 +103,16 @@ def add_commands(sub):
     r.set_defaults(func=_replay)
 
     rp = sub.add_parser("repro", help="write a shrunk single-op repro (repro.py, issue.md, data.npz) per finding")
-    rp.add_argument("report", help="OUT/report.json of `irtrace replay`")
+    rp.add_argument("report", help="OUT/report.json of `irtrace replay` (with --versions: a folder of repros)")
     rp.add_argument("--finding", action="append", help="only this finding id (repeatable)")
     rp.add_argument("-o", "--out", default="repros", help="output folder (default repros/)")
     rp.add_argument("--budget", type=count, default=300, help="shrink steps per finding (default 300)")
     rp.add_argument("--no-anonymize", dest="anonymize", action="store_false",
                     help="name the model's module and file:line in issue.md (default: omitted)")
+    rp.add_argument("--versions", metavar="all|V1,V2",
+                    help="instead: re-run each repro script in the folder given on each declared release of its "
+                         "backend (all, or the versions listed); writes versions.json beside each, updates issue.md; "
+                         "exit 1 while one reproduces somewhere")
     rp.set_defaults(func=_repro)
 
     b = sub.add_parser("backends", help="list backends: availability, modes, op coverage")
@@ -163,8 +167,7 @@ def _replay(args):
     from irtrace.replay.worker import launch_early
     # the backends under test import their frameworks while irtrace imports its own and loads the
     # bundle (run adopts them; a name that is wrong is reported there)
-    launch_early([registry.BACKENDS[n] for n in (b.strip() for b in args.backend.split(","))
-                  if n in registry.BACKENDS and registry.BACKENDS[n].role == registry.UNDER_TEST])
+    launch_early([i for i in map(registry.known, args.backend.split(",")) if i and i.role == registry.UNDER_TEST])
     from irtrace.replay import ReplayOptions
     from irtrace.report.folder import replay_into
     from irtrace.report.json_report import exit_code
@@ -219,6 +222,10 @@ def ci_mode():
 
 
 def _repro(args):
+    if args.versions is not None:
+        from irtrace.repro.versions import check_versions
+        ran = check_versions(args.report, args.versions)
+        return 1 if any(r["status"] == "reproduces" for runs in ran.values() for r in runs.values()) else 0
     from irtrace.repro.make import make_repros
     make_repros(args.report, args.out, args.finding, args.budget, anonymize=args.anonymize)
     return 0
@@ -234,6 +241,9 @@ def _backends(args):
         print(f"{r['name']:12} {modes:13} ops {ops:>4}  {state}")
         if r["description"]:
             print(f"{'':12} {r['description']}")
+        if r.get("versions"):  # each another release in its own env: --backend NAME@VERSION
+            print(f"{'':12} versions: {', '.join([r['versions'][0] + ' (default)', *r['versions'][1:]])}"
+                  f" (--backend {r['name']}@VERSION)")
     if args.coverage_md:
         from pathlib import Path
         Path(args.coverage_md).write_text(coverage_markdown(rows))

@@ -9,10 +9,11 @@ import fcntl
 import glob
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from irtrace.errors import IrtraceError, suggest
@@ -31,6 +32,22 @@ class ManagedEnv:
     check_env: dict = field(default_factory=dict)
     library_dirs: tuple = ()     # globs under the env root prepended to LD_LIBRARY_PATH
     pip_args: tuple = ()
+    pins: tuple = ()             # a declared release's pins, in place of the same packages' lines
+
+    @property
+    def backend(self):
+        """The backend the env belongs to ('paddle' for 'paddle@3.2.0'): its folder is named after it."""
+        return self.name.partition("@")[0]
+
+    def requirement_text(self):
+        """The requirements installed: the file beside the backend, with the release's pins put in place
+        of the lines pinning the same packages (added where the file names none)."""
+        text = self.requirements.read_bytes()
+        if not self.pins:
+            return text
+        pinned = {_package(p): p for p in self.pins}
+        lines = [pinned.pop(_package(ln), ln) for ln in text.decode().splitlines()]
+        return ("\n".join(lines + list(pinned.values())) + "\n").encode()
 
     def variables(self, root=None):
         """Environment variables for a process of this env: the declared ones, and LD_LIBRARY_PATH
@@ -67,8 +84,8 @@ class ManagedEnv:
 
     def path(self, interpreter=None):
         interpreter = interpreter or self.interpreter()
-        key = hashlib.sha256(self.requirements.read_bytes() + _full_version(interpreter).encode()).hexdigest()[:12]
-        return self.cache_root() / f"{self.name}-{key}"
+        key = hashlib.sha256(self.requirement_text() + _full_version(interpreter).encode()).hexdigest()[:12]
+        return self.cache_root() / f"{self.backend}-{key}"
 
     def python(self):
         """The env's interpreter if it is built and checked, else IrtraceError naming the fix."""
@@ -89,10 +106,15 @@ class ManagedEnv:
                 return str(p / "bin" / "python")
             if p.exists():
                 shutil.rmtree(p)
-            log(f"{self.name}: building {p} with {base} (pinned: {self.requirements.relative_to(ROOT)})")
+            pins = f" with {', '.join(self.pins)}" if self.pins else ""
+            log(f"{self.name}: building {p} with {base} (pinned: {self.requirements.relative_to(ROOT)}{pins})")
             _run([base, "-m", "venv", str(p)], f"creating the {self.name} venv")
             exe = str(p / "bin" / "python")
-            _run([exe, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", str(self.requirements),
+            requirements = self.requirements
+            if self.pins:  # the release's own requirements, kept in the env they built
+                requirements = p / "requirements.txt"
+                requirements.write_bytes(self.requirement_text())
+            _run([exe, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r", str(requirements),
                   *self.pip_args], f"installing {self.requirements.name} for {self.name}")
             _run([exe, "-c", self.check], f"importing {self.name} in its environment", env=self.variables(p))
             (p / MARKER).write_text(_full_version(exe) + "\n")
@@ -123,6 +145,12 @@ def _full_version(exe):
     return r.stdout.strip()
 
 
+def _package(line):
+    """The normalised package name a requirement line pins ('' for a comment or an option)."""
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower() if m and not line.lstrip().startswith("-") else ""
+
+
 def _natural(path):
     return [int(t) if t.isdigit() else t for t in path.replace("/", ".").split(".")]
 
@@ -139,12 +167,25 @@ def _declared():
 
 
 def all_envs():
-    """{name: ManagedEnv} of every backend that declares an environment."""
-    return _declared()
+    """{name: ManagedEnv} of every backend that declares an environment, and of every other release
+    one declares ('paddle@3.2.0'), each after its backend's."""
+    from irtrace.envs.discover import discover, releases
+    found, out = discover(), {}
+    for name, env in _declared().items():
+        out[name] = env
+        for version in releases(found[name].declaration)[1:]:
+            out[f"{name}@{version}"] = get(f"{name}@{version}")
+    return out
 
 
 def get(name):
+    """The env of a backend, or of a release it declares ('paddle@3.2.0'): that backend's env with the
+    release's pins, in a folder of its own (the default release's is the backend's own)."""
+    from irtrace.envs.discover import discover, release_pins, split_release
     envs = _declared()
-    if name not in envs:
-        raise IrtraceError(f"irtrace manages no environment {name!r}; known: {', '.join(envs)}.{suggest(name, envs)}")
-    return envs[name]
+    base, version = split_release(name)
+    if base not in envs:
+        raise IrtraceError(f"irtrace manages no environment {base!r}; known: {', '.join(envs)}.{suggest(base, envs)}")
+    if version is None:
+        return envs[base]
+    return replace(envs[base], name=name, pins=release_pins(discover()[base].declaration, version))

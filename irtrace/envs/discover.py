@@ -66,3 +66,52 @@ def _discover(_path_variable):
                 raise IrtraceError(f"backend {decl.name!r} is declared twice: {found[decl.name].folder} and {folder}")
             found[decl.name] = Found(decl, folder, prefix + folder.name, search)
     return tuple(found.items())
+
+
+def split_release(name):
+    """('paddle', '3.2.0') of 'paddle@3.2.0', (name, None) of a name without '@'."""
+    base, at, version = name.partition("@")
+    return (base, version) if at else (name, None)
+
+
+def releases(declaration):
+    """The framework versions a backend runs on, its default first; () when it declares none."""
+    env = declaration.environment
+    if env is None or not env.version:
+        return ()
+    return (env.version,) + tuple(r.version for r in env.releases)
+
+
+def release_of(name):
+    """(backend, version) of a backend name: the version after its '@', or the default its folder
+    declares (None for a backend that declares none, or that is not declared)."""
+    base, version = split_release(name)
+    if version is not None:
+        return base, version
+    found = discover().get(base)
+    declared = releases(found.declaration) if found is not None else ()
+    return base, declared[0] if declared else None
+
+
+def latest(declaration):
+    """The newest of the versions a backend declares (by their numbers), or None."""
+    return max(releases(declaration), key=version_key, default=None)
+
+
+def version_key(version):
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in version.replace("-", ".").split(".")]
+
+
+def release_pins(declaration, version):
+    """The pins that make `version` of this backend's framework (() for its default), or IrtraceError
+    naming the versions it declares."""
+    from irtrace.errors import suggest
+    declared = releases(declaration)
+    if version not in declared:
+        name = declaration.name
+        if not declared:
+            raise IrtraceError(f"backend {name!r} declares no versions; use --backend {name}")
+        listed = ", ".join([f"{declared[0]} (default)", *declared[1:]])
+        raise IrtraceError(f"backend {name!r} declares no version {version!r}; declared: {listed}."
+                           f"{suggest(version, declared)}")
+    return next((tuple(r.pins) for r in declaration.environment.releases if r.version == version), ())

@@ -3,9 +3,10 @@ one's worker runs, what it computes, and how to make it available. Nothing here 
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from backends._runtime.declare import ORACLE, REFERENCE, UNDER_TEST
+from irtrace.envs.discover import release_of, split_release
 from irtrace.errors import IrtraceError, suggest
 
 HOST_INSTALL = "make env  (or: pip install -r requirements-host.txt)"
@@ -85,10 +86,40 @@ def _discover():
 _discover()
 
 
+_RELEASES = {}  # 'paddle@3.2.0' -> its BackendInfo, made on first ask (BACKENDS lists the declared backends)
+
+
 def get(name):
-    if name not in BACKENDS:
-        raise IrtraceError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}.{suggest(name, BACKENDS)}")
-    return BACKENDS[name]
+    """A backend by name; 'paddle@3.2.0' is a release its folder declares."""
+    if name in BACKENDS:
+        return BACKENDS[name]
+    if name not in _RELEASES:
+        base, version = split_release(name)
+        if base not in BACKENDS or version is None:
+            raise IrtraceError(f"unknown backend {base!r}; known: {', '.join(BACKENDS)}.{suggest(base, BACKENDS)}")
+        _RELEASES[name] = _release(BACKENDS[base], version)
+    return _RELEASES[name]
+
+
+def known(name):
+    """The backend `name` names (a declared release too), or None: a wrong name is said later."""
+    try:
+        return get(name.strip())
+    except IrtraceError:
+        return None
+
+
+def _release(info, version):
+    """`info`'s backend at another declared release of its framework, in that release's managed env."""
+    from irtrace import envs
+    from irtrace.envs.discover import discover
+    found = discover().get(info.name)
+    if found is None or found.declaration.environment is None:
+        raise IrtraceError(f"backend {info.name!r} runs in the host's interpreter and declares no versions; "
+                           f"use --backend {info.name}")
+    managed = envs.get(f"{info.name}@{version}")  # IrtraceError naming the declared versions
+    return replace(info, name=managed.name, python=managed.python, install=f"irtrace setup {managed.name}",
+                   env_variables=managed.variables, description=f"{info.description}; here at {version}")
 
 
 def with_role(role):
@@ -110,6 +141,12 @@ def parse_list(text):
     names = [b.strip() for b in text.split(",") if b.strip()]
     if not names:
         raise IrtraceError(f"--backend {text!r} names no backend; known: {', '.join(BACKENDS)}")
+    releases = {}  # (backend, version) -> the name that asked for it
     for n in names:
         get(n)
+        release = release_of(n)
+        if releases.setdefault(release, n) != n:
+            raise IrtraceError(f"--backend {text!r} names one release twice: {releases[release]} and {n} are both "
+                               f"{release[0]} {release[1]}")
     return names
+

@@ -1,13 +1,16 @@
 """What each backend can do, asked of its own worker (its op table's keys are its capability)."""
+from irtrace.envs.discover import discover, releases
 from irtrace.replay import backends
 from irtrace.replay.worker import WorkerProxy
 
 
 def describe():
+    found = discover()
     rows = []
     for name, info in backends.BACKENDS.items():
         row = {"name": name, "description": info.description, "install": info.install, "modes": [], "ops": None,
-               "op_list": [], "reason": info.unavailable()}
+               "op_list": [], "reason": info.unavailable(),
+               "versions": list(releases(found[name].declaration)) if name in found else []}
         row["available"] = row["reason"] is None
         if row["available"]:
             w = WorkerProxy(info)

@@ -1,4 +1,5 @@
 """Group failing results into distinct bugs: (backend, op type, mode, attribute signature, verdict)."""
+import dataclasses
 import hashlib
 import json
 import re
@@ -84,10 +85,60 @@ def group(replay, strict=False):
         plain = re.sub(r"[^A-Za-z0-9_]", "_", op)[:60]  # the id names a folder: an op type is any text
         tags = sorted({t for _, r in g["results"] for t in r.tags})
         classes = [{"attributes": sig, "nodes": n} for sig, n in sorted(g["classes"].items(), key=lambda kv: -kv[1])]
+        named = backend.replace("@", "-")  # a release ('paddle@3.0.0') as a folder names it
         findings.append(compare.Finding(
-            id=f"{backend}-{plain}-{mode}-{verdict.lower()}-{digest}", backend=backend, op_type=op, mode=mode,
+            id=f"{named}-{plain}-{mode}-{verdict.lower()}-{digest}", backend=backend, op_type=op, mode=mode,
             verdict=verdict, signature=cause, nodes=g["nodes"], first_node=first_node.name,
             module=first_node.source.get("module", ""), file_line=first_node.source.get("file_line", ""),
             worst={"node": worst_node.name, **worst.to_json()}, tags=tags, message=worst.message, classes=classes))
+    findings = across_releases(replay, findings)
     findings.sort(key=lambda f: (-compare.SEVERITY.get(f.verdict, 0), -(f.worst.get("max_rel") or 0.0), f.id))
     return findings
+
+
+def _releases(backends):
+    """{framework backend: {version: backend name}} of the backends replayed at a chosen release
+    ('paddle@3.2.0'; a plain name beside them is its default release)."""
+    from irtrace.envs.discover import release_of
+    out = {}
+    for name in backends:
+        base, version = release_of(name)
+        if version is not None:
+            out.setdefault(base, {})[version] = name
+    return {base: named for base, named in out.items() if any("@" in n for n in named.values())}
+
+
+def across_releases(replay, findings):
+    """One finding per bug of a framework replayed at several releases side by side: the finding of the
+    newest release it fails on stands for the others, and lists the versions it reproduces on, those whose
+    results on its nodes in its mode all pass ("clean": fixed there, or not yet broken), and the latest
+    version the backend declares. A backend replayed at one plain name is left as it is."""
+    from irtrace.envs.discover import discover, latest, split_release, version_key
+    releases = _releases(replay.backends)
+    if not releases:
+        return findings
+    version_of = {name: v for named in releases.values() for v, name in named.items()}
+    merged, out = {}, []
+    for f in findings:
+        base = split_release(f.backend)[0]
+        if f.backend not in version_of:
+            out.append(f)
+            continue
+        cause = "" if f.verdict in compare.NUMERIC_FAILURES else f.signature
+        merged.setdefault((base, f.op_type, f.mode, f.verdict, cause), []).append(f)
+    for (base, _, mode, _, _), same in merged.items():
+        same.sort(key=lambda f: version_key(version_of[f.backend]))
+        failing = {version_of[f.backend] for f in same}
+        nodes = {n for f in same for n in f.nodes}
+        clean = [v for v, name in releases[base].items() if v not in failing and _passes(replay, name, mode, nodes)]
+        out.append(dataclasses.replace(same[-1], versions={
+            "reproduces": sorted(failing, key=version_key), "clean": sorted(clean, key=version_key),
+            "latest": latest(discover()[base].declaration)}))
+    return out
+
+
+def _passes(replay, backend, mode, nodes):
+    """Whether `backend` was judged on `nodes` in `mode`, and nothing it answered there fails."""
+    rows = [r for node in replay.nodes if node.name in nodes for r in node.results
+            if r.backend == backend and r.mode == mode]
+    return bool(rows) and not any(r.verdict in compare.FAILING for r in rows)

@@ -57,6 +57,13 @@ R.nodes.forEach((n, i) => {{
 """
 
 
+def _versions_html(finding):
+    """Under a finding's backend, the releases replayed side by side it reproduces on ('' for one release)."""
+    from irtrace.report.terminal import versions_line
+    versions = finding.get("versions")
+    return f"<br><small>{html.escape(versions_line(versions))}</small>" if versions else ""
+
+
 def workarounds_html(findings):
     """Per finding whose backend has alternatives for its op: each one tried, its verdicts per mode,
     whether it matches on every node of the finding, and its code."""
@@ -92,7 +99,8 @@ def _emit(report, extra_html, out):
     legend = "".join(f'<span style="color:{c}">&#9632; {html.escape(str(k))}</span>' for k, c in _COLORS.items() if k)
     if report["findings"]:
         rows = "".join(
-            f"<tr><td>{html.escape(f['id'])}</td><td>{html.escape(f['verdict'])}</td><td>{html.escape(f['backend'])}</td>"
+            f"<tr><td>{html.escape(f['id'])}</td><td>{html.escape(f['verdict'])}</td><td>{html.escape(f['backend'])}"
+            f"{_versions_html(f)}</td>"
             f"<td>{html.escape(f['op_type'])}</td><td>{html.escape(f['mode'])}</td><td>{len(f['nodes'])}</td>"
             f"<td>{html.escape(f['first_node'])}</td><td>{html.escape(f['module'])}</td>"
             f"<td>{f['worst'].get('max_abs')}</td><td>{html.escape(f['message'][:200])}</td>"

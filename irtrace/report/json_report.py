@@ -69,7 +69,7 @@ def build(replay, findings, strict=False):
                  "processor": platform.processor() or platform.machine()},
         "elapsed_s": round(replay.elapsed_s, 3),
         "nodes": [{**n.to_json(), "worst": _worst(n)} for n in replay.nodes],
-        "findings": [_with_workarounds(replay, asdict(f)) for f in findings],
+        "findings": [_with_workarounds(replay, _finding(f)) for f in findings],
         "warnings": warnings(replay),
         "speed": speed(replay),
         "summary": {**summary, "nodes": len(replay.nodes), "findings": len(findings), "strict": strict},
@@ -98,6 +98,14 @@ def warnings(replay):
         out.append({"kind": "nothing judged", "op_type": None, "domain": None, "nodes": [],
                     "message": f"no result was judged on the {len(replay.nodes)} node(s) selected (see each node's "
                                f"skipped entries); this fails the run under $CI or --strict"})
+    return out
+
+
+def _finding(f):
+    """A finding as report.json holds it: "versions" only where releases were replayed side by side."""
+    out = asdict(f)
+    if out["versions"] is None:
+        del out["versions"]
     return out
 
 

@@ -52,9 +52,19 @@ def finding_lines(report, color=False, per_backend=PER_BACKEND):
         line = workaround_line(f)
         if line:
             out.append(f"{'':15}{printable(line)}")
+        if f.get("versions"):
+            out.append(f"{'':15}{printable(versions_line(f['versions']))}")
     for backend, n in more.items():
         out.append(f"... and {n} more {printable(backend)} finding(s), in report.json")
     return out
+
+
+def versions_line(versions):
+    """The releases a finding reproduces on, and those replayed beside them where it does not."""
+    latest = versions.get("latest")
+    named = lambda vs: ", ".join(v + (" (latest)" if v == latest else "") for v in vs)  # noqa: E731
+    return f"reproduces on {named(versions['reproduces'])}" + \
+        (f"; not on {named(versions['clean'])}" if versions["clean"] else "")
 
 
 def workaround_line(finding):

@@ -150,7 +150,24 @@ def read_report(report_path):
                                f"(letters, digits, '.', '_', '-'; it names a folder)")
         if f["mode"] not in ("fwd", "vjp", "vjp2"):
             raise IrtraceError(f"{report_path}: findings[{k}].mode {f['mode'][:20]!r}: not fwd, vjp or vjp2")
+        _check_versions(f.get("versions"), f"{report_path}: findings[{k}].versions")
     return report
+
+
+def _check_versions(versions, where):
+    """A finding's "versions" (releases replayed side by side), if it has one: lists of version strings."""
+    if versions is None:
+        return
+    if not isinstance(versions, dict):
+        raise IrtraceError(f"{where}: not an object")
+    for key in ("reproduces", "clean"):
+        listed = versions.get(key)
+        if not isinstance(listed, list) or not all(isinstance(v, str) and _ID.fullmatch(v) for v in listed):
+            raise IrtraceError(f"{where}.{key}: missing or not a list of versions")
+    if not versions["reproduces"]:
+        raise IrtraceError(f"{where}.reproduces: empty (a finding reproduces somewhere)")
+    if not isinstance(versions.get("latest"), (str, type(None))):
+        raise IrtraceError(f"{where}.latest: not a version")
 
 
 def prepare_out(out_dir):
@@ -363,6 +380,7 @@ def _context(bundle, f, call, shrunk, sources, pool):
                         "OS": platform.platform(), "CPU": _cpu()},
         "n_nodes": len(f["nodes"]), "original_shapes": shrunk.original.shapes(),
         "shrunk_shapes": shrunk.small.shapes(), "shrink_calls": shrunk.stats.calls,
+        "releases": f.get("versions"),
     }
 
 

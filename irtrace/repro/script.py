@@ -44,7 +44,7 @@ def framework_name(script_info, backend):
     from irtrace.replay import backends
     fw = script_info["framework"]
     owners = [i for i in backends.BACKENDS.values() if i.module == fw and i.role != backends.ORACLE]
-    own = next((i for i in owners if i.name == backend), None)
+    own = next((i for i in owners if i.name == backend.partition("@")[0]), None)  # 'paddle@3.0.0': paddle's
     display = (own or (owners[0] if owners else None))
     name = display.display if display is not None else fw
     return name + ("" if own is not None else f" (irtrace backend {safe(backend)})")
@@ -277,6 +277,33 @@ if __name__ == "__main__":
 '''
 
 
+def _listed(versions, latest):
+    named = [md(v, 40) + (" (latest)" if v == latest else "") for v in versions]
+    return " and ".join(named) if len(named) < 3 else ", ".join(named[:-1]) + " and " + named[-1]
+
+
+def releases_line(releases, framework):
+    """On which of the framework's releases replayed side by side it reproduces (report.json's finding
+    "versions"), as markdown: "Reproduces on PaddlePaddle 3.2.0 and 3.3.1 (latest)." or "Reproduces only on
+    PaddlePaddle 3.0.0; fixed in 3.2.0 and 3.3.1 (latest)." or, for a regression, "Reproduces on
+    PaddlePaddle 3.3.1 (latest); not on 3.2.0."."""
+    from irtrace.envs.discover import version_key
+    on, clean, latest = releases["reproduces"], releases["clean"], releases.get("latest")
+    if not on:
+        return f"Does not reproduce on {framework} {_listed(clean, latest)}."
+    if not clean:
+        return f"Reproduces on {framework} {_listed(on, latest)}."
+    newest = max(on, key=version_key)
+    fixed = [v for v in clean if version_key(v) > version_key(newest)]
+    before = [v for v in clean if v not in fixed]
+    text = f"Reproduces {'only ' if not before else ''}on {framework} {_listed(on, latest)}"
+    if fixed:
+        text += f"; fixed in {_listed(fixed, latest)}"
+    if before:
+        text += f"; not on {_listed(before, latest)}"
+    return text + "."
+
+
 def render_issue(c, text):
     """issue.md: title, what is wrong, the script, its actual output, what was expected and where the
     expected numbers come from, versions. No path of this machine; the model's module and file:line
@@ -318,6 +345,8 @@ def render_issue(c, text):
             break
     env = ", ".join(f"{k} {v}" for k, v in c["environment"].items() if v)
     lines += [f"Versions: {md(env, 400)}.", ""]
+    if c.get("releases"):
+        lines += [releases_line(c["releases"], md(c["framework_name"])), ""]
     where = f"node `{safe(c['node'])}` ({safe(c['op_type'])}) of {md(c['model'])}"
     if not c.get("anonymize", True):
         where += f", module `{safe(c['module']) or '-'}`" + (f", {safe(c['file_line'])}" if c["file_line"] else "")

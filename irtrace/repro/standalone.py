@@ -61,9 +61,15 @@ def _environment(info):
 def run_script(info, folder, text, name="repro.py", want_got=None, timeout=300):
     """Write `text` as folder/name and run it with the backend's interpreter. Run.same compares the
     script's `got` with `want_got` (the worker's result) when given."""
-    folder = Path(folder).resolve()
-    path = folder / name
+    path = Path(folder).resolve() / name
     path.write_text(text)
+    return run_file(info, path, want_got, timeout)
+
+
+def run_file(info, path, want_got=None, timeout=300):
+    """Run the script at `path` (in its folder, beside its data) with the backend's interpreter, as
+    run_script does."""
+    folder = path.parent
     with tempfile.TemporaryDirectory() as tmp:
         got_file = Path(tmp) / "got.npy"
         try:
