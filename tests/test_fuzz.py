@@ -108,6 +108,17 @@ def test_replay_refinds_the_kept_bug(planted_pad, capsys):
     assert rc == 1
 
 
+def test_kept_bug_gets_a_straight_line_repro(planted_pad):
+    out, state = planted_pad
+    key = next(k for k, b in state["bugs"].items() if b["verdict"] == "DIVERGENT")
+    folders = run.write_repros(out, budget=20, keys={key}, say=lambda *_: None)
+    assert len(folders) == 1
+    finding = json.loads((folders[0] / "finding.json").read_text())
+    assert finding["script"]["form"] == "straight" and finding["script"]["reproduces"]
+    assert "Conv" in (folders[0] / "issue.md").read_text()
+    assert run.load_state(out)["bugs"][key]["repro"] == str(folders[0].relative_to(out))
+
+
 def test_clean_backend_gives_no_finding(tmp_path):
     state = run.fuzz(tmp_path / "ort", run.FuzzOptions(backends=("onnxruntime",), seed=11, cases=48),
                      say=lambda *_: None)

@@ -346,8 +346,10 @@ def conv_transpose(op, d, schema):
     kernel = [d.int(1, 3) for _ in range(n)]
     strides = [d.int(1, 3) for _ in range(n)]
     dilations = [d.pick([1, 1, 2]) for _ in range(n)]
-    # output_padding below the stride or the dilation (the schema's rule); pads below the kernel's span
-    out_pad = [d.int(0, max(s, dl) - 1) if d.flag(0.4) else 0 for s, dl in zip(strides, dilations)]
+    # output_padding below the stride: torch allows it below the dilation too, where several frameworks
+    # and onnx.reference do not (an output_padding the stride does not cover has no input positions);
+    # pads below the kernel's span
+    out_pad = [d.int(0, s - 1) if d.flag(0.4) else 0 for s in strides]
     pads = [d.int(0, dilations[k % n] * (kernel[k % n] - 1)) if d.flag(0.6) else 0 for k in range(2 * n)]
     sizes = [d.int(1, 5) for _ in range(n)]
     x = _x(d, (d.int(1, 2), cin, *sizes))

@@ -308,8 +308,8 @@ def convention(bug):
     return _kinked(bug) and bug.get("off_kinks", 0) == 0
 
 
-def write_repros(out, budget=60, say=print):
-    """For each kept bug without one, its repro (repro.py, issue.md, data.npz) in DIR/repros/<bug-id>/,
+def write_repros(out, budget=60, say=print, keys=None):
+    """For each kept bug without one (of `keys`, when given), its repro (repro.py, issue.md, data.npz) in DIR/repros/<bug-id>/,
     written by the repro writer from a replay of its corpus bundle; returns the folders written."""
     from irtrace.report.folder import replay_into
     from irtrace.repro.make import make_repros
@@ -319,7 +319,7 @@ def write_repros(out, budget=60, say=print):
         raise IrtraceError(f"{out}: no {STATE}: not a fuzz folder (run `irtrace fuzz ... -o {out}` first)")
     folders = []
     for key, bug in sorted(state["bugs"].items()):
-        if not bug.get("kept") or bug.get("repro") or convention(bug):
+        if not bug.get("kept") or bug.get("repro") or convention(bug) or (keys is not None and key not in keys):
             continue
         where = out / "repros" / key
         written = replay_into(out / "corpus" / key, ReplayOptions(backends=(bug["backend"],), modes=(bug["mode"],),
