@@ -308,18 +308,25 @@ def convention(bug):
     return _kinked(bug) and bug.get("off_kinks", 0) == 0
 
 
-def write_repros(out, budget=60, say=print, keys=None):
-    """For each kept bug without one (of `keys`, when given), its repro (repro.py, issue.md, data.npz) in DIR/repros/<bug-id>/,
-    written by the repro writer from a replay of its corpus bundle; returns the folders written."""
-    from irtrace.report.folder import replay_into
-    from irtrace.repro.make import make_repros
-    out = Path(out)
+def _kept(out):
+    """(state, [(bug id, bug)] of the bugs whose case is in the corpus) of fuzz folder `out`."""
     state = load_state(out)
     if state is None:
         raise IrtraceError(f"{out}: no {STATE}: not a fuzz folder (run `irtrace fuzz ... -o {out}` first)")
+    return state, [(key, bug) for key, bug in sorted(state["bugs"].items()) if bug.get("kept")]
+
+
+def write_repros(out, budget=60, say=print, keys=None):
+    """For each kept bug without one (of `keys`, when given), its repro (repro.py, issue.md, data.npz) in
+    DIR/repros/<bug-id>/, written by the repro writer from a replay of its corpus bundle; returns the
+    folders written."""
+    from irtrace.report.folder import replay_into
+    from irtrace.repro.make import make_repros
+    out = Path(out)
+    state, kept = _kept(out)
     folders = []
-    for key, bug in sorted(state["bugs"].items()):
-        if not bug.get("kept") or bug.get("repro") or convention(bug) or (keys is not None and key not in keys):
+    for key, bug in kept:
+        if bug.get("repro") or convention(bug) or (keys is not None and key not in keys):
             continue
         where = out / "repros" / key
         written = replay_into(out / "corpus" / key, ReplayOptions(backends=(bug["backend"],), modes=(bug["mode"],),
@@ -341,13 +348,8 @@ def recheck(out, say=print):
     """Replay every kept bug's corpus bundle on its backend and mode: [(bug id, bug, reproduces)]."""
     from irtrace.store import load
     out = Path(out)
-    state = load_state(out)
-    if state is None:
-        raise IrtraceError(f"{out}: no {STATE}: not a fuzz folder (run `irtrace fuzz ... -o {out}` first)")
     rows = []
-    for key, bug in sorted(state["bugs"].items()):
-        if not bug.get("kept"):
-            continue
+    for key, bug in _kept(out)[1]:
         findings = _replay(load(out / "corpus" / key), [bug["backend"]], [bug["mode"]], 60.0)
         rows.append((key, bug, any(bug_key(f) == key for f in findings)))
     return rows
