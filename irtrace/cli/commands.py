@@ -264,7 +264,8 @@ def _fuzz(args):
                                "give it alone")
         rows = run.recheck(args.replay)
         for key, bug, again in rows:
-            print(f"{'REPRODUCES' if again else 'gone      '}  {key}  ({bug['count']} cases)")
+            tag = ", a convention: only at ties/zeros" if run.convention(bug) else ""
+            print(f"{'REPRODUCES' if again else 'gone      '}  {key}  ({bug['count']} cases{tag})")
         print(f"irtrace fuzz --replay: {sum(r[2] for r in rows)} of {len(rows)} kept bugs reproduce")
         return 1 if any(r[2] for r in rows) else 0
     if not args.backend or not args.out:

@@ -309,7 +309,10 @@ def convention(bug):
 
 
 def _kept(out):
-    """(state, [(bug id, bug)] of the bugs whose case is in the corpus) of fuzz folder `out`."""
+    """(state, [(bug id, bug)] of the bugs whose case is in the corpus) of fuzz folder `out`; from now on
+    workers are kept warm between the replays of the corpus."""
+    from irtrace.replay.worker import keep_warm
+    keep_warm()
     state = load_state(out)
     if state is None:
         raise IrtraceError(f"{out}: no {STATE}: not a fuzz folder (run `irtrace fuzz ... -o {out}` first)")
