@@ -91,11 +91,11 @@ def _imports(path):
 
 
 LAYERS = {"ir": 0, "store": 0, "compare": 0, "errors": 0, "envs": 0,
-          "export": 1, "replay": 1, "report": 2, "repro": 2}
+          "export": 1, "replay": 1, "report": 2, "repro": 2, "fuzz": 3}
 
 
 def test_import_rules():
-    """Layers bottom to top: ir, store, compare -> export, replay -> report, repro -> cli; replay and
+    """Layers bottom to top: ir, store, compare -> export, replay -> report, repro -> fuzz -> cli; replay and
     repro never import export; backends never import the host; no one-letter module aliases."""
     bad = []
     for path in sorted(ROOT.glob("backends/**/*.py")):

@@ -50,6 +50,13 @@ def jobs(text):
     return value
 
 
+def duration(text):
+    """Seconds from '300', '90s', '20m' or '1h'."""
+    unit = {"s": 1, "m": 60, "h": 3600}.get(text[-1:].lower()) if text else None
+    value = seconds(text[:-1] if unit else text)
+    return value * (unit or 1)
+
+
 def _number(text):
     try:
         return float(text)
@@ -114,6 +121,23 @@ def add_commands(sub):
                          "backend (all, or the versions listed); writes versions.json beside each, updates issue.md; "
                          "exit 1 while one reproduces somewhere")
     rp.set_defaults(func=_repro)
+
+    fz = sub.add_parser("fuzz", help="single-op cases drawn from the ONNX schemas, replayed on backends; "
+                                     "distinct bugs kept in a corpus with their repros")
+    fz.add_argument("--backend", help="comma-separated backends under test (see `irtrace backends`)")
+    fz.add_argument("--ops", help="only these op types, comma-separated (default: every op the generator draws "
+                                  "that a backend declares)")
+    fz.add_argument("--modes", default="fwd,vjp,vjp2", help="fwd, vjp, vjp2 (default all three)")
+    fz.add_argument("--time", type=duration, help="stop after this long (e.g. 300, 90s, 20m, 1h)")
+    fz.add_argument("--cases", type=count, help="stop after this many cases (default 100 when --time is absent)")
+    fz.add_argument("--seed", type=int, default=0, help="seed of the cases (default 0; printed)")
+    fz.add_argument("--batch", type=count, default=24, help="cases replayed together as one bundle (default 24)")
+    fz.add_argument("--budget", type=count, default=60, help="shrink steps per repro (default 60)")
+    fz.add_argument("--no-repro", dest="repro", action="store_false", help="keep the corpus, write no repros")
+    fz.add_argument("-o", "--out", help="the fuzz folder: state.json, corpus/, repros/ (resumed when it exists)")
+    fz.add_argument("--replay", metavar="DIR", help="re-check the corpus of fuzz folder DIR: which bugs still "
+                                                    "reproduce")
+    fz.set_defaults(func=_fuzz)
 
     b = sub.add_parser("backends", help="list backends: availability, modes, op coverage")
     b.add_argument("--coverage-md", metavar="FILE", help="write the per-backend op coverage table (markdown)")
@@ -229,6 +253,43 @@ def _repro(args):
     from irtrace.repro.make import make_repros
     make_repros(args.report, args.out, args.finding, args.budget, anonymize=args.anonymize)
     return 0
+
+
+def _fuzz(args):
+    from irtrace.fuzz import run
+    from irtrace.replay.plan import parse_modes
+    if args.replay:
+        if args.backend or args.out:
+            raise IrtraceError("--replay DIR re-checks a fuzz folder's corpus on the backends it was fuzzed on: "
+                               "give it alone")
+        rows = run.recheck(args.replay)
+        for key, bug, again in rows:
+            tag = ", a convention: only at ties/zeros" if run.convention(bug) else ""
+            print(f"{'REPRODUCES' if again else 'gone      '}  {key}  ({bug['count']} cases{tag})")
+        print(f"irtrace fuzz --replay: {sum(r[2] for r in rows)} of {len(rows)} kept bugs reproduce")
+        return 1 if any(r[2] for r in rows) else 0
+    if not args.backend or not args.out:
+        raise IrtraceError("irtrace fuzz: give --backend B[,B...] and -o DIR (or --replay DIR)")
+    from irtrace.replay import backends as registry
+    ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops is not None else None
+    if ops is not None and not ops:
+        raise IrtraceError("--ops names no op type; give one or more, comma-separated (e.g. Conv,Pad)")
+    options = run.FuzzOptions(backends=tuple(registry.parse_list(args.backend)), ops=ops,
+                              modes=tuple(parse_modes(args.modes)), seed=args.seed, cases=args.cases,
+                              seconds=args.time, batch=args.batch)
+    state = run.fuzz(args.out, options)
+    if args.repro:
+        run.write_repros(args.out, args.budget)
+        state = run.load_state(args.out)
+    print(f"{'backend':<14}{'bugs':>6}{'conventions':>13}{'cases':>8}{'cases/min':>11}{'discarded':>11}")
+    for b, bugs, conventions, cases, per_min, discarded in run.summary(state):
+        print(f"{b:<14}{bugs:>6}{conventions:>13}{cases:>8}{per_min:>11.1f}{discarded:>11}")
+    for key, bug in sorted(state["bugs"].items(), key=lambda kv: -kv[1]["count"]):
+        tag = " (convention: only at ties/zeros)" if run.convention(bug) else ""
+        print(f"  {key}: {bug['count']} case(s){tag}" + (f" -> {args.out}/{bug['repro']}" if bug.get("repro") else ""))
+    print(f"irtrace fuzz: seed {state['seed']}, {state['next_case']} cases drawn, {len(state['bugs'])} distinct "
+          f"bug(s); state in {args.out}/state.json")
+    return 1 if any(not run.convention(b) for b in state["bugs"].values()) else 0
 
 
 def _backends(args):

@@ -31,7 +31,7 @@ def pow_(x, y):
 
 @OPS.register("Mod", since=10)
 def mod(a, b, *, fmod=0):
-    return tf.math.truncatemod(a, b) if fmod else tf.math.floormod(a, b)  # fmod=0: the sign of the divisor
+    return tf.truncatemod(a, b) if fmod else tf.math.floormod(a, b)  # fmod=0: the sign of the divisor
 
 
 OPS.register("Sqrt", since=6)(lambda x: tf.math.sqrt(x))

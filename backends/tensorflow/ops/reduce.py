@@ -19,7 +19,9 @@ _reduce("ReduceMin", lambda x, a, k: tf.math.reduce_min(x, axis=a, keepdims=k))
 _reduce("ReduceProd", lambda x, a, k: tf.math.reduce_prod(x, axis=a, keepdims=k))
 _reduce("ReduceSumSquare", lambda x, a, k: tf.math.reduce_sum(tf.math.square(x), axis=a, keepdims=k))
 _reduce("ReduceL1", lambda x, a, k: tf.math.reduce_sum(tf.math.abs(x), axis=a, keepdims=k))
-_reduce("ReduceL2", lambda x, a, k: tf.norm(x, ord="euclidean", axis=a if len(a) > 1 else a[0], keepdims=k))
+# tf.norm takes one or two axes; over more, the root of the sum of squares (what tf.norm computes)
+_reduce("ReduceL2", lambda x, a, k: tf.norm(x, ord="euclidean", axis=a if len(a) > 1 else a[0], keepdims=k)
+        if len(a) <= 2 else tf.math.sqrt(tf.math.reduce_sum(tf.math.square(x), axis=a, keepdims=k)))
 _reduce("ReduceLogSumExp", lambda x, a, k: tf.math.reduce_logsumexp(x, axis=a, keepdims=k))
 
 

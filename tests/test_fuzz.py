@@ -1,0 +1,140 @@
+"""irtrace fuzz: cases drawn from the ONNX schemas (deterministic, valid), a planted bug found, grouped
+once with its count, kept in the corpus and found again by --replay; a clean backend gives no finding."""
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import shape_inference
+
+from irtrace.cli import main
+from irtrace.fuzz import generate, run
+
+SAMPLE = ["Conv", "ConvTranspose", "MaxPool", "AveragePool", "Pad", "ReduceSum", "ReduceMax", "ArgMax", "TopK",
+          "Slice", "Gather", "Resize", "LayerNormalization", "Gemm", "MatMul", "Softmax", "Relu", "Clip", "Max",
+          "PRelu", "Split", "Transpose", "CumSum", "BatchNormalization"]
+
+
+def test_generation_is_deterministic_per_seed():
+    for op in SAMPLE:
+        a = [generate.case_bytes(generate.draw_case(7, i, op)) for i in range(5)]
+        b = [generate.case_bytes(generate.draw_case(7, i, op)) for i in range(5)]
+        c = [generate.case_bytes(generate.draw_case(8, i, op)) for i in range(5)]
+        assert a == b, op
+        assert a != c, op
+    # the op of a case depends on its seed and index only
+    assert [generate.pick_op(3, i, SAMPLE) for i in range(20)] == [generate.pick_op(3, i, SAMPLE) for i in range(20)]
+
+
+def test_every_drawn_case_passes_the_checker_and_strict_shape_inference():
+    for op in SAMPLE:
+        for i in range(15):
+            case = generate.draw_case(0, i, op)
+            assert case.problem is None, (op, i, case.problem)
+            model, _, _ = generate.model_of([case])
+            inferred = shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+            onnx.checker.check_model(inferred, full_check=True)  # independently of generate.check
+            assert all(o.type.tensor_type.HasField("shape") for o in inferred.graph.output), (op, i)
+
+
+def test_an_invalid_case_is_discarded_with_its_reason():
+    case = generate.draw_case(0, 0, "Transpose")
+    case.attrs["perm"] = [0] * len(case.attrs["perm"])
+    assert "repeated value" in generate.check(case)
+
+
+def test_cases_stress_the_values():
+    """Ties, exact zeros and kinks, and large and tiny magnitudes are among the values drawn."""
+    seen = set()
+    for i in range(40):
+        for inp in generate.draw_case(0, i, "MaxPool").inputs + generate.draw_case(0, i, "Relu").inputs:
+            a = inp.value
+            if np.unique(a).size < a.size:
+                seen.add("ties")
+            if (a == 0).any():
+                seen.add("zeros")
+            if np.abs(a).max() > 20 or np.abs(a).max() < 0.05:
+                seen.add("magnitude")
+    assert seen == {"ties", "zeros", "magnitude"}
+
+
+@pytest.fixture(scope="module")
+def planted_pad(tmp_path_factory):
+    import planted_backend
+    planted_backend.register("pad")
+    out = tmp_path_factory.mktemp("fuzz") / "pad"
+    state = run.fuzz(out, run.FuzzOptions(backends=("planted-pad",), ops=("Conv",), modes=("fwd",), seed=5,
+                                          cases=16), say=lambda *_: None)
+    return out, state
+
+
+def _moving_pads_changes(case):
+    import torch
+    from torch.nn import functional
+    x, w, *b = [torch.from_numpy(i.value).double() for i in case.inputs]
+    pads = case.attrs["pads"]
+
+    def conv(p):  # p: [h_begin, w_begin, h_end, w_end]
+        padded = functional.pad(x, (p[1], p[3], p[0], p[2]))
+        return functional.conv2d(padded, w, b[0] if b else None, stride=case.attrs["strides"],
+                                 dilation=case.attrs["dilations"], groups=case.attrs["group"])
+    right, wrong = conv(pads), conv([0, 0, pads[0] + pads[2], pads[1] + pads[3]])
+    # in float64, relative to the output's size (some cases draw tiny magnitudes)
+    return right.shape != wrong.shape or (right - wrong).abs().max() > 1e-9 * right.abs().max()
+
+
+def test_planted_bug_found_grouped_once_and_kept(planted_pad):
+    out, state = planted_pad
+    divergent = {k: b for k, b in state["bugs"].items() if b["verdict"] == "DIVERGENT"}
+    assert len(divergent) == 1, state["bugs"]
+    key, bug = next(iter(divergent.items()))
+    assert key.startswith("planted-pad-Conv-fwd-divergent-")
+    # known answer, computed here with torch: the 2-D cases whose output changes when every pad moves to
+    # the end (the planted conv's bug; its 1-D and 3-D cases fail otherwise: conv2d takes no other rank)
+    cases = [generate.draw_case(5, i, "Conv") for i in range(state["next_case"])]
+    hit = [c for c in cases if len(c.attrs["strides"]) == 2 and _moving_pads_changes(c)]
+    assert bug["count"] == len(hit) > 1
+    assert bug["kept"] and bug["size"] == min(c.size() for c in hit)
+    assert (out / "corpus" / key / "graph.onnx").exists()
+    assert state["cases"] == {"planted-pad": 16}
+
+
+def test_replay_refinds_the_kept_bug(planted_pad, capsys):
+    out, state = planted_pad
+    rc = main(["fuzz", "--replay", str(out)])
+    printed = capsys.readouterr().out
+    key = next(k for k, b in state["bugs"].items() if b["verdict"] == "DIVERGENT")
+    assert f"REPRODUCES  {key}" in printed
+    assert rc == 1
+
+
+def test_kept_bug_gets_a_straight_line_repro(planted_pad):
+    out, state = planted_pad
+    key = next(k for k, b in state["bugs"].items() if b["verdict"] == "DIVERGENT")
+    folders = run.write_repros(out, budget=20, keys={key}, say=lambda *_: None)
+    assert len(folders) == 1
+    finding = json.loads((folders[0] / "finding.json").read_text())
+    assert finding["script"]["form"] == "straight" and finding["script"]["reproduces"]
+    assert "Conv" in (folders[0] / "issue.md").read_text()
+    assert run.load_state(out)["bugs"][key]["repro"] == str(folders[0].relative_to(out))
+
+
+def test_clean_backend_gives_no_finding(tmp_path):
+    state = run.fuzz(tmp_path / "ort", run.FuzzOptions(backends=("onnxruntime",), seed=11, cases=36),
+                     say=lambda *_: None)
+    assert state["bugs"] == {}
+    assert state["cases"]["onnxruntime"] + state["unrecorded"] == 36  # the reference records all but a few
+    assert json.loads((tmp_path / "ort" / "state.json").read_text())["next_case"] >= 36
+
+
+def test_resume_continues_from_the_next_case(tmp_path):
+    options = run.FuzzOptions(backends=("onnxruntime",), ops=("Relu", "Add"), seed=2, cases=4, batch=4)
+    run.fuzz(tmp_path / "r", options, say=lambda *_: None)
+    state = run.fuzz(tmp_path / "r", options, say=lambda *_: None)
+    assert state["next_case"] == 8 and state["cases"]["onnxruntime"] == 8
+
+
+def test_bad_ops_name_is_one_line_exit_2(tmp_path, capsys):
+    assert main(["fuzz", "--backend", "onnxruntime", "--ops", "Conv2", "-o", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--ops 'Conv2'" in err[0] and "Did you mean: Conv" in err[0]
