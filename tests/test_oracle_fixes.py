@@ -206,3 +206,19 @@ def test_fixes_stand_in_only_where_written_for(oracle):
     spec = _spec("Pad", 1, opset=10, pads=[0, 1, 0, 2], mode="constant")
     (y,) = oracle.fwd(oracle.lookup(spec), [x], spec)
     assert np.array_equal(y, np.pad(x, [(0, 0), (1, 2)]))
+
+
+def test_pow_double_backward_at_an_exponent_of_zero_keeps_its_derivative_in_the_exponent():
+    """torch's Pow backward masks d/dx = y x^(y-1) to a constant 0 where y == 0, losing its derivative
+    in y, x^(y-1) (1 + y ln x) = 1/x there; the oracle's table differentiates the exact formula. By
+    hand: x = 2, 3 at y = 0 give 1/2, 1/3; x = 0.5 at y = 2 gives 0.5 + 2 * 0.5 * ln 0.5."""
+    import torch
+
+    from backends.oracle.gradients import TABLE
+    x = torch.tensor([2.0, 3.0, 0.5], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0.0, 0.0, 2.0], dtype=torch.float64, requires_grad=True)
+    out = TABLE.lookup("", "Pow", 15).fn(x, y)
+    dx, dy = torch.autograd.grad(out, (x, y), torch.ones_like(out), create_graph=True)
+    assert dx.tolist() == [0.0, 0.0, 1.0] and dy.tolist() == pytest.approx([np.log(2), np.log(3), 0.25 * np.log(0.5)])
+    d2, = torch.autograd.grad(dx.sum(), y)
+    assert d2.tolist() == pytest.approx([1 / 2, 1 / 3, 0.5 + 2 * 0.5 * np.log(0.5)], rel=1e-15)

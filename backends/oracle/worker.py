@@ -149,9 +149,10 @@ class OracleAdapter(NativeAdapter):
     def __init__(self):
         import torch
 
+        from backends.oracle.gradients import TABLE
         from backends.torch.adapter import TorchAdapter
         super().__init__(OracleRunner())
-        self.grad = TorchAdapter(dtype=torch.float64)
+        self.grad = TorchAdapter(TABLE, dtype=torch.float64)
         self.rng = np.random.default_rng(0)
 
     def _torch_entry(self, spec):
