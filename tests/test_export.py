@@ -257,3 +257,37 @@ def test_an_export_whose_graph_differentiates_less_than_the_module_is_refused(tm
                                            r"from torch autograd on the module .*conv.weight: max abs"):
         irtrace.export(m.weight_standardised(), m.weight_standardised_inputs(), tmp_path / "ws.irt")
     assert not (tmp_path / "ws.irt").exists()
+
+
+class _Padded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb = torch.nn.Embedding(10, 4, padding_idx=2)
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, ids):
+        return self.lin(self.emb(ids))
+
+
+def test_an_embeddings_padding_row_gets_no_gradient_in_the_bundle_as_in_the_module(tmp_path):
+    """nn.Embedding(padding_idx=2) on ids that hold 2: torch trains every row but 2, and torch.onnx drops
+    padding_idx; the bundle's recorded gradient is the module's. By hand, loss "sum": d emb.weight[r] =
+    (how many ids are r) * sum_j lin.weight[j, :] for r != 2, and 0 for row 2; the forward keeps row 2's
+    values. The bundle replays clean on torch and onnxruntime."""
+    from irtrace.replay import ReplayOptions, run
+    m = _Padded()
+    ids = torch.tensor([[2, 5, 2, 7], [1, 2, 5, 9]])
+    b = irtrace.export(m, (ids,), tmp_path / "pad.irt", train=True, loss="sum")
+    w = m.lin.weight.detach().numpy().astype(np.float64)
+    want = np.zeros((10, 4))
+    for r in ids.reshape(-1).tolist():
+        if r != 2:
+            want[r] += w.sum(axis=0)
+    got = b.values[grad_name("emb.weight")]
+    assert np.all(got[2] == 0)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    out = b.values[b.manifest["outputs"][0]]
+    np.testing.assert_allclose(out, m(ids).detach().numpy(), rtol=0, atol=0)
+    report = run(b.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp"))
+    assert not [r for n in report.replay.nodes for r in n.results if r.verdict.failing], "findings"

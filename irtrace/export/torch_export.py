@@ -385,6 +385,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     store.check_destination(path, force)  # refused before the export's work, not after it
     run = _run(model, example_inputs, options)
     raw = _onnx_program(model, run, options)
+    _padding_rows(raw, model)
     traced = _canonical(raw, run)
     return _write(model, path, run, traced, options)
 
@@ -596,6 +597,46 @@ def _name_outputs(model, names):
     for old, new in zip(outs, names):
         if old != new and new not in existing:
             canonical.rename_value(model, old, new)
+
+
+def _padding_rows(raw, model):
+    """nn.Embedding(padding_idx=p): torch's backward gives row p of the weight no gradient, and torch.onnx
+    drops padding_idx (ONNX's Gather has none), so the graph would train that row where the module does
+    not. Each Gather of such a weight becomes Where(indices == p, row p as a constant, Gather(...)): the
+    same values, and the positions holding p send their gradient to the constant, not to the weight."""
+    import torch
+    from onnx import helper, numpy_helper
+    padded = {f"{name}.weight": m.padding_idx for name, m in model.named_modules()
+              if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None}
+    weights = {t.name: t for t in raw.graph.initializer if t.name in padded}
+    nodes = list(raw.graph.node)
+    for k in reversed(range(len(nodes))):
+        n = nodes[k]
+        if n.op_type != "Gather" or n.domain not in ("", "ai.onnx") or n.input[0] not in weights or \
+                any(a.name == "axis" and a.i != 0 for a in n.attribute):
+            continue
+        p = padded[n.input[0]]
+        p = p + weights[n.input[0]].dims[0] if p < 0 else p
+        row = numpy_helper.to_array(weights[n.input[0]], base_dir="")[p]
+        base, out = n.name, n.output[0]
+        gathered = f"{out}__gathered"
+        n.output[0] = gathered
+        extra = [helper.make_node("Constant", [], [f"{base}__padding_idx"], name=f"{base}__padding_idx",
+                                  value=numpy_helper.from_array(np.array(p, np.int64))),
+                 helper.make_node("Equal", [n.input[1], f"{base}__padding_idx"], [f"{base}__is_padding"],
+                                  name=f"{base}__is_padding"),
+                 helper.make_node("Constant", [], [f"{base}__last_axis"], name=f"{base}__last_axis",
+                                  value=numpy_helper.from_array(np.array([-1], np.int64))),
+                 helper.make_node("Unsqueeze", [f"{base}__is_padding", f"{base}__last_axis"],
+                                  [f"{base}__is_padding_row"], name=f"{base}__is_padding_row"),
+                 helper.make_node("Constant", [], [f"{base}__padding_row"], name=f"{base}__padding_row",
+                                  value=numpy_helper.from_array(row)),
+                 helper.make_node("Where", [f"{base}__is_padding_row", f"{base}__padding_row", gathered], [out],
+                                  name=f"{base}__padding")]
+        for e in extra:
+            e.metadata_props.extend(n.metadata_props)  # the embedding module's source, for the report
+        for j, e in enumerate(extra):
+            raw.graph.node.insert(k + 1 + j, e)
 
 
 def _name_dropout_masks(model, sources):
