@@ -291,3 +291,26 @@ def test_an_embeddings_padding_row_gets_no_gradient_in_the_bundle_as_in_the_modu
     np.testing.assert_allclose(out, m(ids).detach().numpy(), rtol=0, atol=0)
     report = run(b.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp"))
     assert not [r for n in report.replay.nodes for r in n.results if r.verdict.failing], "findings"
+
+
+class _Attention(torch.nn.Module):
+    def forward(self, q, k, v):
+        return functional.scaled_dot_product_attention(q, k, v, dropout_p=0.5, is_causal=True)
+
+
+def test_attention_dropout_inside_scaled_dot_product_attention_is_recorded(tmp_path):
+    """scaled_dot_product_attention draws its dropout mask inside the fused kernel (transformers' default
+    attention in train mode): the export runs its documented formula with the recorded dropout instead.
+    By hand from the bundle's mask, in float64: softmax(q k^T / sqrt(d) + causal) * mask / 0.5 @ v."""
+    rng = np.random.default_rng(0)
+    q, k, v = (torch.from_numpy(rng.standard_normal((1, 2, 5, 4)).astype(np.float32)) for _ in range(3))
+    b = irtrace.export(_Attention(), (q, k, v), tmp_path / "att.irt", train=True)
+    (mask_name,) = [n for n in b.values if n.endswith("dropout_mask")]
+    mask = np.asarray(b.values[mask_name], np.float64)
+    assert mask.shape == (1, 2, 5, 5) and 0 < mask.mean() < 1
+    s = q.double().numpy() @ k.double().numpy().transpose(0, 1, 3, 2) / 2.0
+    s = np.where(np.tril(np.ones((5, 5), bool)), s, -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    want = (w * mask / 0.5) @ v.double().numpy()
+    np.testing.assert_allclose(b.values[b.manifest["outputs"][0]], want, rtol=1e-5, atol=1e-6)

@@ -12,6 +12,7 @@ import torch
 from torch.nn import functional
 
 _ORIGINAL = functional.dropout
+_SDPA = functional.scaled_dot_product_attention
 
 
 @torch.library.custom_op("irtrace::dropout", mutates_args=())
@@ -48,8 +49,30 @@ def patched(masks, record, eager=False):
             return input * (mask.to(input.dtype) / (1.0 - p))
         return torch.ops.irtrace.dropout(input, mask, float(p))
 
-    functional.dropout = dropout
+    def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        if dropout_p == 0.0:
+            return _SDPA(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+        return _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, dropout)
+
+    functional.dropout, functional.scaled_dot_product_attention = dropout, attention
     try:
         yield masks
     finally:
-        functional.dropout = _ORIGINAL
+        functional.dropout, functional.scaled_dot_product_attention = _ORIGINAL, _SDPA
+
+
+def _attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa, dropout):
+    """scaled_dot_product_attention with dropout, as its documentation defines it, with `dropout` for the
+    attention weights' dropout: the fused kernel draws that mask where no one can record it."""
+    import math
+    n, m = q.size(-2), k.size(-2)
+    bias = torch.zeros(n, m, dtype=q.dtype, device=q.device)
+    if is_causal:
+        bias = bias.masked_fill(~torch.ones(n, m, dtype=torch.bool, device=q.device).tril(), float("-inf"))
+    if attn_mask is not None:
+        bias = bias.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else attn_mask + bias
+    if enable_gqa:
+        k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
+        v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
+    weights = q @ k.transpose(-2, -1) * (1 / math.sqrt(q.size(-1)) if scale is None else scale) + bias
+    return dropout(torch.softmax(weights, dim=-1), dropout_p, True) @ v
