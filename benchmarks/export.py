@@ -42,7 +42,7 @@ class Timed:
 
 def main():
     from irtrace.export import torch_export
-    check = torch_export._gradient_check = Timed(torch_export._gradient_check)
+    check = torch_export.check_gradients = Timed(torch_export.check_gradients)
     print(f"{'model':18} {'torch.onnx.export s':>20} {'irtrace export s':>17} {'ratio':>6} {'gradient check s':>17} "
           f"{'share':>6}")
     with tempfile.TemporaryDirectory() as d:

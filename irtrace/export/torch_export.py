@@ -25,13 +25,13 @@ import numpy as np
 import onnx
 
 from irtrace import store
-from irtrace.store import grad_name, seed_name
-from irtrace.compare import close, metrics
 from irtrace.errors import IrtraceError, interrupt_in, strip_ansi
 from irtrace.export import dropout as dropout_mod
 from irtrace.export import random as random_mod
 from irtrace.export import translations
+from irtrace.export.outputs import flatten, is_container, register_dataclasses
 from irtrace.export.record import LOSSES, record
+from irtrace.export.torch_check import check_gradients, check_outputs
 from irtrace.ir import canonical
 from irtrace.ir.graph import gradient_sources, trained_sources
 from irtrace.store.manifest import SCHEMA, InputSpec, Loss, Manifest, Source
@@ -182,87 +182,6 @@ def _quiet():
         tl.setLevel(level)
 
 
-def _flatten(out, path=""):
-    """The model's output as [(path, tensor)], in the order torch.export flattens it: tensors,
-    tuples/lists (path `0`, `1`, ...), dicts and ModelOutput-like mappings (by key; None values are
-    left out, as ModelOutput does), dataclasses (by field), and caches that flatten as pytrees
-    (transformers' DynamicCache: `past_key_values.layers.0.keys` ...). Anything else raises one
-    line saying where it is and what to pass."""
-    import dataclasses
-
-    import torch
-    from torch.utils import _pytree as pytree
-    join = (lambda k: f"{path}.{k}" if path else str(k))
-    if isinstance(out, torch.Tensor):
-        return [(path or "output", out)]
-    if out is None:
-        return []
-    if isinstance(out, (list, tuple)):
-        return [t for i, o in enumerate(out) for t in _flatten(o, join(i))]
-    if isinstance(out, dict):
-        return [t for k in out for t in _flatten(out[k], join(k))]
-    if dataclasses.is_dataclass(out) and not isinstance(out, type):
-        return [t for f in dataclasses.fields(out) for t in _flatten(getattr(out, f.name), join(f.name))]
-    if type(out) in pytree.SUPPORTED_NODES:
-        children, context = pytree.SUPPORTED_NODES[type(out)].flatten_fn(out)
-        keys = _pytree_keys(out, context, len(children))
-        return [t for k, c in zip(keys, children) for t in _flatten(c, join(k))]
-    where = f" at output {path!r}" if path else ""
-    hint = (" (a cache: pass use_cache=False to the model, e.g. in a wrapper module's forward)"
-            if "cache" in type(out).__name__.lower() else " (return only the tensors you want compared)")
-    raise IrtraceError(f"the model returned a {type(out).__name__}{where}; irtrace needs tensors, or tuples, "
-                       f"lists, dicts, dataclasses or ModelOutputs of them{hint}")
-
-
-def _register_dataclasses(out):
-    """torch.export returns only registered pytree types: a plain dataclass the model returns is
-    registered with torch.export.register_dataclass (fields in order), as a user would."""
-    import dataclasses
-
-    import torch
-    from torch.utils import _pytree as pytree
-    if isinstance(out, (list, tuple)):
-        for o in out:
-            _register_dataclasses(o)
-    elif isinstance(out, dict):
-        for o in out.values():
-            _register_dataclasses(o)
-    elif dataclasses.is_dataclass(out) and not isinstance(out, type):
-        if type(out) not in pytree.SUPPORTED_NODES:
-            torch.export.register_dataclass(type(out))
-        for f in dataclasses.fields(out):
-            _register_dataclasses(getattr(out, f.name))
-
-
-def _pytree_keys(obj, context, n):
-    """Names for a registered pytree node's children: its flatten_with_keys names where it has them."""
-    from torch.utils import _pytree as pytree
-    entry = pytree.SUPPORTED_NODES[type(obj)]
-    if getattr(entry, "flatten_with_keys_fn", None) is not None:
-        try:
-            pairs, _ = entry.flatten_with_keys_fn(obj)
-            names = []
-            for k, _c in pairs:
-                text = getattr(k, "name", None) or getattr(k, "key", None)
-                names.append(str(text if text is not None else getattr(k, "idx", len(names))))
-            if len(names) == n:
-                return names
-        except Exception:  # noqa: BLE001 (names are cosmetic; positions always work)
-            pass
-    if isinstance(context, (list, tuple)) and len(context) == n and all(isinstance(c, str) for c in context):
-        return list(context)
-    return [str(i) for i in range(n)]
-
-
-def _is_container(out):
-    """True when the output has names worth giving the graph's outputs (a mapping or a record)."""
-    import dataclasses
-
-    import torch
-    return not isinstance(out, (torch.Tensor, list, tuple)) and out is not None and (
-        isinstance(out, dict) or dataclasses.is_dataclass(out))
-
-
 def _module_outputs(model, inputs, masks, draws):
     """Eager reference run: outputs, submodule outputs (path -> tensor, in call order), and the
     state after the run (for train mode: updated running stats)."""
@@ -281,21 +200,11 @@ def _module_outputs(model, inputs, masks, draws):
     finally:
         for h in hooks:
             h.remove()
-    flat = _flatten(out)
-    _register_dataclasses(out)
-    names = [p for p, _ in flat] if _is_container(out) else None
+    flat = flatten(out)
+    register_dataclasses(out)
+    names = [p for p, _ in flat] if is_container(out) else None
     return ([t.detach().clone() for _, t in flat], captured,
             {k: v.detach().clone() for k, v in model.state_dict().items()}, names)
-
-
-def _compare(a, b):
-    """(max abs, max rel) of `a` against `b` as a replay reports them (compare.metrics); inf for a
-    shape mismatch."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if a.shape != b.shape:
-        return float("inf"), float("inf")
-    m = metrics(a, b)
-    return m.max_abs, m.max_rel
 
 
 _NO_TRANSLATION = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
@@ -510,10 +419,10 @@ def _write(model, path, run, traced, options):
                    t_export=run.t_export, sources=traced.sources, original_attrs=traced.original_attrs)
 
     def finish():  # (graph, manifest): the export check (outputs, then parameter gradients), value info, IR check
-        _export_check(graph, values, outputs, run.ref_out, run.submodule_out, traced.sources, state_outputs,
+        check_outputs(graph, values, outputs, run.ref_out, run.submodule_out, traced.sources, state_outputs,
                       run.state_after)
         try:  # after the forward's check: a graph whose outputs differ is named for that first
-            _gradient_check(model, run.given, run.masks, run.draws, values, outputs, options.loss, graph, graph_inputs)
+            check_gradients(model, run.given, run.masks, run.draws, values, outputs, options.loss, graph, graph_inputs)
         finally:
             model.load_state_dict(run.state)
         canonical.set_value_info(graph, specs)
@@ -667,138 +576,5 @@ def _expose_running_stats(graph):
                 if new not in {o.name for o in graph.graph.output}:
                     graph.graph.output.append(helper.make_empty_tensor_value_info(new))
     return out
-
-
-def _export_check(graph, values, outputs, ref_out, submodule_out, sources, state_outputs, state_after):
-    """The graph replayed in torch must reproduce the module's outputs (and running stats)."""
-    if len(ref_out) != len(outputs):
-        raise IrtraceError(f"export check: the module returned {len(ref_out)} tensors, the graph has "
-                           f"{len(outputs)} outputs")
-    bad = [(o, r) for o, r in zip(outputs, ref_out) if not close(values[o], r.numpy())[0]]
-    for key, value in state_outputs.items():
-        if key in state_after and not close(values[value], state_after[key].numpy())[0]:
-            bad.append((value, state_after[key]))
-    worst = ", ".join(f"{o} (max abs {_compare(values[o], r.numpy())[0]:.3g}, max rel {_compare(values[o], r.numpy())[1]:.3g})"
-                      for o, r in bad)
-    if not bad:
-        log.info("export check passed: %s", ", ".join(f"{o} max abs {_compare(values[o], r.numpy())[0]:.3g}"
-                                                      for o, r in zip(outputs, ref_out)))
-        return
-    first = _first_bad_module(graph, values, submodule_out, sources)
-    where = f"; the first value that disagrees is {first}" if first else ""
-    raise IrtraceError(f"export check failed: the graph's outputs differ from the module's: {worst}{where}")
-
-
-GRAD_RTOL = 1e-3  # of the gradient's own scale: float32 rounding over a network is far below, a wrong formula far above
-ROUNDING_FACTOR = 8  # the bundle's gradient may be this many times farther from float64 than torch's own float32
-# ... or this fraction of its float64 scale: the graph's float32 path (ops one by one, SiLU as Sigmoid * x) rounds
-# otherwise than the module's, and an ill-conditioned op amplifies it (a train-mode BatchNorm over 2 values per
-# channel in timm rexnet_100's squeeze-excite: 2 % of fc1's gradient, 13x torch's own float32 error); a graph that
-# differentiates something else is off by far more (weight standardisation's constant statistics: 83 %)
-WRONG_FRACTION = 0.1
-
-
-def _gradient_check(model, inputs, masks, draws, values, outputs, loss, graph, graph_inputs):
-    """The bundle's recorded parameter gradients must be torch's own autograd on the original module, on
-    the same inputs, recorded masks and draws, and loss: a graph whose replay differentiates something
-    other than what the module does (statistics treated as constants, a detached branch) records wrong
-    gradients that every backend would then be judged against. IrtraceError naming the parameters.
-    Where the module also runs in float64, float64 arbitrates: a gradient that is 0 but for rounding (a
-    BatchNorm's bias before another train-mode BatchNorm, which takes the mean out) differs from torch's
-    float32 by more than its own scale, and is wrong only if farther from float64 than both torch's own
-    float32 rounding and the WRONG_FRACTION of its scale allow."""
-    import copy
-
-    import torch
-    inits = {t.name for t in graph.graph.initializer}
-    names = [k for k, p in model.named_parameters() if p.requires_grad and k in inits and grad_name(k) in values]
-    if not names:
-        return
-    try:
-        twin = copy.deepcopy(model).double()
-    except Exception:  # noqa: BLE001 - a module that cannot be copied or cast: float32's rule alone
-        twin = None
-    grads = _module_gradients(model, names, inputs, masks, draws, values, outputs, loss, None)
-    if grads is None:
-        return
-    exact = _module_gradients(twin, names, inputs, masks, draws, values, outputs, loss, torch.float64) \
-        if twin is not None else None
-    bad = []
-    for k, g, g64 in zip(names, grads, exact or [None] * len(names)):
-        want = g.detach().cpu().numpy().astype(np.float64)
-        got = np.asarray(values[grad_name(k)], np.float64)
-        if got.shape != want.shape:
-            bad.append((float("inf"), k, float("inf"), 0.0))
-            continue
-        if not want.size:
-            continue
-        scale = float(np.max(np.abs(want)))
-        err = float(np.max(np.abs(got - want)))
-        if err <= GRAD_RTOL * max(scale, 1e-30):
-            continue
-        if g64 is not None:
-            truth = g64.detach().cpu().numpy()
-            own = float(np.max(np.abs(want - truth)))  # torch's own float32 rounding of this gradient
-            off = float(np.max(np.abs(got - truth)))
-            if off <= ROUNDING_FACTOR * own or off <= WRONG_FRACTION * float(np.max(np.abs(truth))):
-                continue
-        bad.append((err / max(scale, 1e-30), k, err, scale))
-    if bad:
-        bad.sort(reverse=True)
-        worst = "; ".join(f"{k}: max abs {err:.3g} of a gradient up to {scale:.3g} ({rel:.1%})"
-                          for rel, k, err, scale in bad[:3])
-        raise IrtraceError(f"export check failed: the bundle's gradients of {len(bad)} parameter(s) differ from "
-                           f"torch autograd on the module (the graph does not differentiate what the module does): "
-                           f"{worst}")
-
-
-def _module_gradients(model, names, inputs, masks, draws, values, outputs, loss, dtype):
-    """torch autograd's gradients of the bundle's loss with respect to the parameters `names` of `model`,
-    run on the bundle's inputs (cast to `dtype` when given: the float64 twin), recorded masks and draws;
-    None where the module's own forward or backward raises (in float64: an op without a double kernel)."""
-    import torch
-    params = dict(model.named_parameters())
-    xs = [(t.detach().clone().to(dtype) if dtype is not None and t.dtype.is_floating_point else t.detach().clone())
-          .requires_grad_(loss == "grad-penalty" and t.dtype.is_floating_point)
-          if isinstance(t, torch.Tensor) else t for t in inputs]
-    replaying = random_mod.recorded(list(draws), record=False) if draws else contextlib.nullcontext()
-    try:
-        with torch.enable_grad(), dropout_mod.patched(masks, record=False, eager=True), replaying:
-            flat = [t for _, t in _flatten(model(*xs))]
-            terms = [(y * torch.from_numpy(np.asarray(values[seed_name(o)])).to(y.dtype)).sum()
-                     for o, y in zip(outputs, flat) if seed_name(o) in values and y.requires_grad]
-            if not terms:
-                return None
-            total = sum(terms[1:], terms[0])
-            penalised = [x for x in xs if isinstance(x, torch.Tensor) and x.requires_grad]
-            if loss == "grad-penalty" and penalised:
-                gs = torch.autograd.grad(total, penalised, create_graph=True, allow_unused=True, materialize_grads=True)
-                total = total + sum((g * g).sum() for g in gs)
-            return torch.autograd.grad(total, [params[k] for k in names], allow_unused=True, materialize_grads=True)
-    except Exception as e:  # noqa: BLE001 - the module's own backward failed: there is nothing to check against
-        if dtype is None:
-            log.warning("gradient check skipped: torch autograd on the module raised %s: %s", type(e).__name__, e)
-        return None
-
-
-def _first_bad_module(graph, values, submodule_out, sources):
-    """The value made by the last node of each module scope, compared in graph order."""
-    last = {}
-    for n in graph.graph.node:
-        m = sources.get(n.name, {}).get("module")
-        if m:
-            for o in n.output:
-                if o in values:
-                    last.setdefault(m, [])
-                    last[m].append(o)
-    for n in graph.graph.node:
-        m = sources.get(n.name, {}).get("module")
-        if m in submodule_out and last.get(m) and last[m][-1] in n.output:
-            v, ref = values[last[m][-1]], submodule_out[m].numpy()
-            if v.shape == ref.shape and not close(v, ref)[0]:
-                a, r = _compare(v, ref)
-                return f"{last[m][-1]!r} (module {m}, node {n.name}): max abs {a:.3g}, max rel {r:.3g}"
-    return None
-
 
 

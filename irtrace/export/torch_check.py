@@ -1,0 +1,159 @@
+"""The export's checks against the module: the bundle's outputs (and the first submodule whose output
+differs, when they do) and its recorded parameter gradients against torch autograd on the module
+itself, float64 arbitrating where the module runs in float64."""
+import contextlib
+import logging
+
+import numpy as np
+
+from irtrace.compare import close, metrics
+from irtrace.errors import IrtraceError
+from irtrace.export import dropout as dropout_mod
+from irtrace.export import random as random_mod
+from irtrace.export.outputs import flatten
+from irtrace.store import grad_name, seed_name
+
+log = logging.getLogger(__name__)
+GRAD_RTOL = 1e-3  # of the gradient's own scale: float32 rounding over a network is far below, a wrong formula far above
+ROUNDING_FACTOR = 8  # the bundle's gradient may be this many times farther from float64 than torch's own float32
+# ... or this fraction of its float64 scale: the graph's float32 path (ops one by one, SiLU as Sigmoid * x) rounds
+# otherwise than the module's, and an ill-conditioned op amplifies it (a train-mode BatchNorm over 2 values per
+# channel in timm rexnet_100's squeeze-excite: 2 % of fc1's gradient, 13x torch's own float32 error); a graph that
+# differentiates something else is off by far more (weight standardisation's constant statistics: 83 %)
+WRONG_FRACTION = 0.1
+
+def _compare(a, b):
+    """(max abs, max rel) of `a` against `b` as a replay reports them (compare.metrics); inf for a
+    shape mismatch."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return float("inf"), float("inf")
+    m = metrics(a, b)
+    return m.max_abs, m.max_rel
+
+
+
+def check_outputs(graph, values, outputs, ref_out, submodule_out, sources, state_outputs, state_after):
+    """The graph replayed in torch must reproduce the module's outputs (and running stats)."""
+    if len(ref_out) != len(outputs):
+        raise IrtraceError(f"export check: the module returned {len(ref_out)} tensors, the graph has "
+                           f"{len(outputs)} outputs")
+    bad = [(o, r) for o, r in zip(outputs, ref_out) if not close(values[o], r.numpy())[0]]
+    for key, value in state_outputs.items():
+        if key in state_after and not close(values[value], state_after[key].numpy())[0]:
+            bad.append((value, state_after[key]))
+    worst = ", ".join(f"{o} (max abs {_compare(values[o], r.numpy())[0]:.3g}, max rel {_compare(values[o], r.numpy())[1]:.3g})"
+                      for o, r in bad)
+    if not bad:
+        log.info("export check passed: %s", ", ".join(f"{o} max abs {_compare(values[o], r.numpy())[0]:.3g}"
+                                                      for o, r in zip(outputs, ref_out)))
+        return
+    first = _first_bad_module(graph, values, submodule_out, sources)
+    where = f"; the first value that disagrees is {first}" if first else ""
+    raise IrtraceError(f"export check failed: the graph's outputs differ from the module's: {worst}{where}")
+
+
+
+def check_gradients(model, inputs, masks, draws, values, outputs, loss, graph, graph_inputs):
+    """The bundle's recorded parameter gradients must be torch's own autograd on the original module, on
+    the same inputs, recorded masks and draws, and loss: a graph whose replay differentiates something
+    other than what the module does (statistics treated as constants, a detached branch) records wrong
+    gradients that every backend would then be judged against. IrtraceError naming the parameters.
+    Where the module also runs in float64, float64 arbitrates: a gradient that is 0 but for rounding (a
+    BatchNorm's bias before another train-mode BatchNorm, which takes the mean out) differs from torch's
+    float32 by more than its own scale, and is wrong only if farther from float64 than both torch's own
+    float32 rounding and the WRONG_FRACTION of its scale allow."""
+    import copy
+
+    import torch
+    inits = {t.name for t in graph.graph.initializer}
+    names = [k for k, p in model.named_parameters() if p.requires_grad and k in inits and grad_name(k) in values]
+    if not names:
+        return
+    try:
+        twin = copy.deepcopy(model).double()
+    except Exception:  # noqa: BLE001 - a module that cannot be copied or cast: float32's rule alone
+        twin = None
+    grads = _module_gradients(model, names, inputs, masks, draws, values, outputs, loss, None)
+    if grads is None:
+        return
+    exact = _module_gradients(twin, names, inputs, masks, draws, values, outputs, loss, torch.float64) \
+        if twin is not None else None
+    bad = []
+    for k, g, g64 in zip(names, grads, exact or [None] * len(names)):
+        want = g.detach().cpu().numpy().astype(np.float64)
+        got = np.asarray(values[grad_name(k)], np.float64)
+        if got.shape != want.shape:
+            bad.append((float("inf"), k, float("inf"), 0.0))
+            continue
+        if not want.size:
+            continue
+        scale = float(np.max(np.abs(want)))
+        err = float(np.max(np.abs(got - want)))
+        if err <= GRAD_RTOL * max(scale, 1e-30):
+            continue
+        if g64 is not None:
+            truth = g64.detach().cpu().numpy()
+            own = float(np.max(np.abs(want - truth)))  # torch's own float32 rounding of this gradient
+            off = float(np.max(np.abs(got - truth)))
+            if off <= ROUNDING_FACTOR * own or off <= WRONG_FRACTION * float(np.max(np.abs(truth))):
+                continue
+        bad.append((err / max(scale, 1e-30), k, err, scale))
+    if bad:
+        bad.sort(reverse=True)
+        worst = "; ".join(f"{k}: max abs {err:.3g} of a gradient up to {scale:.3g} ({rel:.1%})"
+                          for rel, k, err, scale in bad[:3])
+        raise IrtraceError(f"export check failed: the bundle's gradients of {len(bad)} parameter(s) differ from "
+                           f"torch autograd on the module (the graph does not differentiate what the module does): "
+                           f"{worst}")
+
+
+
+def _module_gradients(model, names, inputs, masks, draws, values, outputs, loss, dtype):
+    """torch autograd's gradients of the bundle's loss with respect to the parameters `names` of `model`,
+    run on the bundle's inputs (cast to `dtype` when given: the float64 twin), recorded masks and draws;
+    None where the module's own forward or backward raises (in float64: an op without a double kernel)."""
+    import torch
+    params = dict(model.named_parameters())
+    xs = [(t.detach().clone().to(dtype) if dtype is not None and t.dtype.is_floating_point else t.detach().clone())
+          .requires_grad_(loss == "grad-penalty" and t.dtype.is_floating_point)
+          if isinstance(t, torch.Tensor) else t for t in inputs]
+    replaying = random_mod.recorded(list(draws), record=False) if draws else contextlib.nullcontext()
+    try:
+        with torch.enable_grad(), dropout_mod.patched(masks, record=False, eager=True), replaying:
+            flat = [t for _, t in flatten(model(*xs))]
+            terms = [(y * torch.from_numpy(np.asarray(values[seed_name(o)])).to(y.dtype)).sum()
+                     for o, y in zip(outputs, flat) if seed_name(o) in values and y.requires_grad]
+            if not terms:
+                return None
+            total = sum(terms[1:], terms[0])
+            penalised = [x for x in xs if isinstance(x, torch.Tensor) and x.requires_grad]
+            if loss == "grad-penalty" and penalised:
+                gs = torch.autograd.grad(total, penalised, create_graph=True, allow_unused=True, materialize_grads=True)
+                total = total + sum((g * g).sum() for g in gs)
+            return torch.autograd.grad(total, [params[k] for k in names], allow_unused=True, materialize_grads=True)
+    except Exception as e:  # noqa: BLE001 - the module's own backward failed: there is nothing to check against
+        if dtype is None:
+            log.warning("gradient check skipped: torch autograd on the module raised %s: %s", type(e).__name__, e)
+        return None
+
+
+
+def _first_bad_module(graph, values, submodule_out, sources):
+    """The value made by the last node of each module scope, compared in graph order."""
+    last = {}
+    for n in graph.graph.node:
+        m = sources.get(n.name, {}).get("module")
+        if m:
+            for o in n.output:
+                if o in values:
+                    last.setdefault(m, [])
+                    last[m].append(o)
+    for n in graph.graph.node:
+        m = sources.get(n.name, {}).get("module")
+        if m in submodule_out and last.get(m) and last[m][-1] in n.output:
+            v, ref = values[last[m][-1]], submodule_out[m].numpy()
+            if v.shape == ref.shape and not close(v, ref)[0]:
+                a, r = _compare(v, ref)
+                return f"{last[m][-1]!r} (module {m}, node {n.name}): max abs {a:.3g}, max rel {r:.3g}"
+    return None
