@@ -65,6 +65,11 @@ def _number(text):
 
 
 def add_commands(sub):
+    for add in (_add_replay, _add_repro, _add_fuzz, _add_tools, _add_port):
+        add(sub)
+
+
+def _add_replay(sub):
     r = sub.add_parser("replay", help="replay every node alone on each backend and compare")
     r.add_argument("bundle")
     r.add_argument("--backend", default="torch,onnxruntime",
@@ -109,6 +114,8 @@ def add_commands(sub):
                    help="also write repros for the findings (default folder repros/)")
     r.set_defaults(func=_replay)
 
+
+def _add_repro(sub):
     rp = sub.add_parser("repro", help="write a shrunk single-op repro (repro.py, issue.md, data.npz) per finding")
     rp.add_argument("report", help="OUT/report.json of `irtrace replay` (with --versions: a folder of repros)")
     rp.add_argument("--finding", action="append", help="only this finding id (repeatable)")
@@ -122,6 +129,8 @@ def add_commands(sub):
                          "exit 1 while one reproduces somewhere")
     rp.set_defaults(func=_repro)
 
+
+def _add_fuzz(sub):
     fz = sub.add_parser("fuzz", help="single-op cases drawn from the ONNX schemas, replayed on backends; "
                                      "distinct bugs kept in a corpus with their repros")
     fz.add_argument("--backend", help="comma-separated backends under test (see `irtrace backends`)")
@@ -139,6 +148,28 @@ def add_commands(sub):
                                                     "reproduce")
     fz.set_defaults(func=_fuzz)
 
+
+def _add_port(sub):
+    pt = sub.add_parser("port", help="check your own port (the model written in another framework) against a bundle, module by module")
+    pt.add_argument("bundle")
+    pt.add_argument("--port", required=True, metavar="PKG.MODULE:FACTORY",
+                    help="the callable that builds your model in the backend's framework (it may take recorded=: "
+                         "the bundle's dropout masks and random draws by name)")
+    pt.add_argument("--backend", required=True, help="the framework your port is written in")
+    pt.add_argument("--path", action="append", default=[], metavar="DIR",
+                    help="a folder to put on the port's import path (repeat for several)")
+    pt.add_argument("--map", metavar="MAP.toml", help="renames ([[rename]] from/to regexes) and layouts "
+                                                      "([transpose], [reshape]) from your names to the bundle's")
+    pt.add_argument("--loss", default="dot", choices=["dot", "grad-penalty"],
+                    help="dot: the bundle's output seeds (default); grad-penalty: plus the squared input gradient")
+    pt.add_argument("--timeout", type=seconds, default=600.0, help="seconds for each step of the port (600)")
+    pt.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.port)")
+    pt.set_defaults(func=_port)
+
+
+
+def _add_tools(sub):
+    """The commands about backends and set-up: backends, conformance, diff, setup, env, demo."""
     b = sub.add_parser("backends", help="list backends: availability, modes, op coverage")
     b.add_argument("--coverage-md", metavar="FILE", help="write the per-backend op coverage table (markdown)")
     b.set_defaults(func=_backends)
@@ -168,23 +199,6 @@ def add_commands(sub):
     d.add_argument("--out", default="demo-out")
     d.add_argument("--examples", default="stylegan2,resnet,wideresnet,gpt")
     d.set_defaults(func=_demo)
-
-    pt = sub.add_parser("port", help="check your own port (the model written in another framework) against a bundle, module by module")
-    pt.add_argument("bundle")
-    pt.add_argument("--port", required=True, metavar="PKG.MODULE:FACTORY",
-                    help="the callable that builds your model in the backend's framework (it may take recorded=: "
-                         "the bundle's dropout masks and random draws by name)")
-    pt.add_argument("--backend", required=True, help="the framework your port is written in")
-    pt.add_argument("--path", action="append", default=[], metavar="DIR",
-                    help="a folder to put on the port's import path (repeat for several)")
-    pt.add_argument("--map", metavar="MAP.toml", help="renames ([[rename]] from/to regexes) and layouts "
-                                                      "([transpose], [reshape]) from your names to the bundle's")
-    pt.add_argument("--loss", default="dot", choices=["dot", "grad-penalty"],
-                    help="dot: the bundle's output seeds (default); grad-penalty: plus the squared input gradient")
-    pt.add_argument("--timeout", type=seconds, default=600.0, help="seconds for each step of the port (600)")
-    pt.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.port)")
-    pt.set_defaults(func=_port)
-
 
 def _replay(args):
     from irtrace.replay import backends as registry
