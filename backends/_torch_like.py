@@ -26,9 +26,9 @@ def register_conv(table, functional):
         return conv_nd(x, w, b, stride=strides, padding=0, dilation=dilations, groups=group)
 
     @table.register("ConvTranspose", since=11)
-    def conv_transpose(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, output_padding,
-                       pads, strides, output_shape=None):
-        r = len(kernel_shape)
+    def conv_transpose(x, w, b=None, *, dilations, group=1, output_padding, pads, strides, **canonical):
+        # `canonical`: auto_pad (NOTSET: the canonical node's pads are explicit) and kernel_shape (the weight's)
+        r = w.dim() - 2
         begins, ends = pads[:r], pads[r:]
         conv_t = getattr(functional, f"conv_transpose{r}d")
         if begins == ends:
