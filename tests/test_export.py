@@ -314,3 +314,20 @@ def test_attention_dropout_inside_scaled_dot_product_attention_is_recorded(tmp_p
     w /= w.sum(-1, keepdims=True)
     want = (w * mask / 0.5) @ v.double().numpy()
     np.testing.assert_allclose(b.values[b.manifest["outputs"][0]], want, rtol=1e-5, atol=1e-6)
+
+
+class _FunctionalPadded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.arange(12.0).reshape(3, 4))
+
+    def forward(self, ids):
+        return functional.embedding(ids, self.w, padding_idx=-1)
+
+
+def test_functional_embeddings_padding_row_gets_no_gradient_either(tmp_path):
+    """F.embedding(padding_idx=-1) (the last row, 2): by hand with loss "sum", d w[r] = (how many ids are r)
+    in every column for r != 2, and 0 for row 2."""
+    ids = torch.tensor([[2, 0, 2, 1, 0]])
+    b = irtrace.export(_FunctionalPadded(), (ids,), tmp_path / "fpad.irt", train=True, loss="sum")
+    np.testing.assert_array_equal(b.values[grad_name("w")], [[2.0] * 4, [1.0] * 4, [0.0] * 4])

@@ -294,7 +294,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     store.check_destination(path, force)  # refused before the export's work, not after it
     run = _run(model, example_inputs, options)
     raw = _onnx_program(model, run, options)
-    _padding_rows(raw, model)
+    _padding_rows(raw)
     traced = _canonical(raw, run)
     return _write(model, path, run, traced, options)
 
@@ -508,24 +508,21 @@ def _name_outputs(model, names):
             canonical.rename_value(model, old, new)
 
 
-def _padding_rows(raw, model):
-    """nn.Embedding(padding_idx=p): torch's backward gives row p of the weight no gradient, and torch.onnx
-    drops padding_idx (ONNX's Gather has none), so the graph would train that row where the module does
-    not. Each Gather of such a weight becomes Where(indices == p, row p as a constant, Gather(...)): the
-    same values, and the positions holding p send their gradient to the constant, not to the weight."""
-    import torch
+def _padding_rows(raw):
+    """An embedding with a padding_idx p (nn.Embedding's or F.embedding's): torch's backward gives row p of
+    the weight no gradient, and torch.onnx drops padding_idx (ONNX's Gather has none), so the graph would
+    train that row where the module does not. Each such Gather (its aten.embedding call, with p, is in the
+    node's metadata) becomes Where(indices == p, row p as a constant, Gather(...)): the same values, and
+    the positions holding p send their gradient to the constant, not to the weight. A weight that is not
+    an initializer is left as it is: the export's gradient check then names it."""
     from onnx import helper, numpy_helper
-    padded = {f"{name}.weight": m.padding_idx for name, m in model.named_modules()
-              if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None}
-    weights = {t.name: t for t in raw.graph.initializer if t.name in padded}
+    weights = {t.name: t for t in raw.graph.initializer}
     nodes = list(raw.graph.node)
     for k in reversed(range(len(nodes))):
         n = nodes[k]
-        if n.op_type != "Gather" or n.domain not in ("", "ai.onnx") or n.input[0] not in weights or \
-                any(a.name == "axis" and a.i != 0 for a in n.attribute):
+        p = _padding_idx(n)
+        if p is None or n.input[0] not in weights:
             continue
-        p = padded[n.input[0]]
-        p = p + weights[n.input[0]].dims[0] if p < 0 else p
         row = numpy_helper.to_array(weights[n.input[0]], base_dir="")[p]
         base, out = n.name, n.output[0]
         gathered = f"{out}__gathered"
@@ -546,6 +543,21 @@ def _padding_rows(raw, model):
             e.metadata_props.extend(n.metadata_props)  # the embedding module's source, for the report
         for j, e in enumerate(extra):
             raw.graph.node.insert(k + 1 + j, e)
+
+
+_EMBEDDING = re.compile(r"target=torch\.ops\.aten\.embedding\.default\]\(args = \(%\w+, %\w+, (-?\d+)")
+
+
+def _padding_idx(node):
+    """The padding_idx of the aten.embedding call a Gather node was made from (F.embedding passes it
+    non-negative; aten's -1 is none), or None."""
+    if node.op_type != "Gather" or node.domain not in ("", "ai.onnx"):
+        return None
+    for prop in node.metadata_props:
+        if prop.key == "pkg.torch.onnx.fx_node":
+            m = _EMBEDDING.search(prop.value)
+            return int(m.group(1)) if m and int(m.group(1)) >= 0 else None
+    return None
 
 
 def _name_dropout_masks(model, sources):
