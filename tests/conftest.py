@@ -27,6 +27,10 @@ def update_known(module, name, table):
     return True
 
 
+# set by pytest for each test phase: a worker kept under it would never be reused by the next test
+VOLATILE = ("PYTEST_CURRENT_TEST",)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def warm_workers():
     """Backend workers kept running between the session's replays (irtrace.replay.worker.keep_warm): each
@@ -36,7 +40,7 @@ def warm_workers():
     if os.environ.get("IRTRACE_COLD_WORKERS") == "1":
         yield
         return
-    worker.keep_warm()
+    worker.keep_warm(VOLATILE)
     yield
     worker.close_warm()
 
@@ -50,7 +54,7 @@ def cold_workers():
     yield
     worker.close_warm()
     if was:
-        worker.keep_warm()
+        worker.keep_warm(VOLATILE)
 
 
 @pytest.fixture(scope="session")

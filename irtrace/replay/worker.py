@@ -89,13 +89,17 @@ def discard_early():
 # variables, instead of importing their framework again (seconds each: TensorFlow's 4-7 s). Off by default;
 # the demo (four examples in a row) and the test session turn it on.
 _WARM = None          # [(BackendInfo, environment key, WorkerProxy)] of the idle workers, oldest first, or None
+_VOLATILE = frozenset()  # environment variables left out of the key (keep_warm's `volatile`)
 WARM_PER_BACKEND = 4  # idle workers kept per declaration (--jobs N parks up to N)
 WARM_MAX = 8          # idle workers kept in all (each holds its framework in memory): the oldest end first
 
 
-def keep_warm():
-    """From now on, keep the workers a replay ends with for the next one in this process (close_warm ends them)."""
-    global _WARM
+def keep_warm(volatile=()):
+    """From now on, keep the workers a replay ends with for the next one in this process (close_warm ends them).
+    `volatile`: environment variables that change between replays without changing what a worker computes
+    (pytest's PYTEST_CURRENT_TEST, set anew for each test), left out of the key a worker is kept under."""
+    global _WARM, _VOLATILE
+    _VOLATILE = frozenset(volatile)
     if _WARM is None:
         _WARM = []
         import atexit
@@ -113,7 +117,7 @@ def close_warm():
 
 
 def _environment():
-    return hash(frozenset(os.environ.items()))
+    return hash(frozenset((k, v) for k, v in os.environ.items() if k not in _VOLATILE))
 
 
 def park(worker):
