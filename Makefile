@@ -21,8 +21,11 @@ env: $(STAMP)
 demo: env
 	$(PY) -m irtrace demo --out demo-out
 
+# two test processes, each file in one of them (its module fixtures computed once); TEST_JOBS=1 runs one
+TEST_JOBS ?= 2
+
 test: env
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
 test-slow: env
 	$(PY) -m pytest -q -m slow
