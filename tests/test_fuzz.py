@@ -138,3 +138,41 @@ def test_bad_ops_name_is_one_line_exit_2(tmp_path, capsys):
     assert main(["fuzz", "--backend", "onnxruntime", "--ops", "Conv2", "-o", str(tmp_path / "f")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--ops 'Conv2'" in err[0] and "Did you mean: Conv" in err[0]
+
+
+def test_nonfinite_and_empty_values_on_request_leave_the_plain_cases_as_they_are():
+    seen = {"nan": 0, "inf": 0, "empty": 0}
+    for op in SAMPLE:
+        for i in range(8):
+            plain, case = generate.draw_case(6, i, op), generate.draw_case(6, i, op, ("nonfinite", "empty"))
+            assert generate.case_bytes(case) == generate.case_bytes(generate.draw_case(6, i, op, ("nonfinite", "empty")))
+            assert case.problem is None and generate.check(case) is None, (op, i)
+            xs = [inp.value for inp in case.inputs if inp.role == "x"]
+            if "empty" in case.styles:
+                assert case.cls.endswith(" empty") and xs[0].shape[0] == 0 and plain.inputs[0].value.shape[0] > 0
+                seen["empty"] += 1
+            elif "nonfinite" in case.styles:
+                seen["nan"] += any(np.isnan(a).any() for a in xs)
+                seen["inf"] += any(np.isinf(a).any() for a in xs)
+            else:
+                assert generate.case_bytes(case) == generate.case_bytes(plain)
+    assert min(seen.values()) >= 20, seen
+
+
+def test_nonfinite_and_empty_cases_on_a_clean_backend_give_no_finding(tmp_path):
+    """onnxruntime and torch agree where NaN and infinities propagate and on 0-size inputs."""
+    ops = ("Relu", "Conv", "ReduceSum", "Add", "Softmax", "MatMul", "Concat")
+    options = run.FuzzOptions(backends=("onnxruntime",), ops=ops, seed=4, cases=24, values=("nonfinite", "empty"))
+    state = run.fuzz(tmp_path / "ort", options, say=lambda *_: None)
+    assert state["bugs"] == {} and state["values"] == ["nonfinite", "empty"]
+    styles = [generate.draw_case(4, i, generate.pick_op(4, i, sorted(ops)), options.values).styles for i in range(24)]
+    assert (sum("empty" in s for s in styles), sum("nonfinite" in s for s in styles)) == (12, 3), styles
+    with pytest.raises(Exception, match="--values nonfinite,empty; resume it with those"):
+        run.fuzz(tmp_path / "ort", run.FuzzOptions(backends=("onnxruntime",), ops=ops, seed=4, cases=4),
+                 say=lambda *_: None)
+
+
+def test_bad_values_name_is_one_line_exit_2(tmp_path, capsys):
+    assert main(["fuzz", "--backend", "onnxruntime", "--values", "nan", "-o", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["irtrace: error: --values nan: 'nan' is not one of nonfinite, empty"], err

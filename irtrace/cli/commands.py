@@ -140,6 +140,9 @@ def _add_fuzz(sub):
     fz.add_argument("--time", type=duration, help="stop after this long (e.g. 300, 90s, 20m, 1h)")
     fz.add_argument("--cases", type=count, help="stop after this many cases (default 100 when --time is absent)")
     fz.add_argument("--seed", type=int, default=0, help="seed of the cases (default 0; printed)")
+    fz.add_argument("--values", default="", help="beyond the plain cases, comma-separated: nonfinite (NaN, +Inf "
+                                                   "and -Inf among the values), empty (0-size inputs where the op "
+                                                   "takes them)")
     fz.add_argument("--batch", type=count, default=24, help="cases replayed together as one bundle (default 24)")
     fz.add_argument("--budget", type=count, default=60, help="shrink steps per repro (default 60)")
     fz.add_argument("--no-repro", dest="repro", action="store_false", help="keep the corpus, write no repros")
@@ -269,6 +272,15 @@ def _repro(args):
     return 0
 
 
+def _values(text):
+    from irtrace.fuzz.generate import EXTRAS
+    values = tuple(v.strip() for v in text.split(",") if v.strip())
+    for v in values:
+        if v not in EXTRAS:
+            raise IrtraceError(f"--values {text}: {v!r} is not one of {', '.join(EXTRAS)}")
+    return values
+
+
 def _fuzz(args):
     from irtrace.fuzz import run
     from irtrace.replay.plan import parse_modes
@@ -290,7 +302,7 @@ def _fuzz(args):
         raise IrtraceError("--ops names no op type; give one or more, comma-separated (e.g. Conv,Pad)")
     options = run.FuzzOptions(backends=tuple(registry.parse_list(args.backend)), ops=ops,
                               modes=tuple(parse_modes(args.modes)), seed=args.seed, cases=args.cases,
-                              seconds=args.time, batch=args.batch)
+                              seconds=args.time, batch=args.batch, values=_values(args.values))
     state = run.fuzz(args.out, options)
     if args.repro:
         run.write_repros(args.out, args.budget)

@@ -622,9 +622,15 @@ def _class(op, inputs, attrs):
     return " ".join(parts)
 
 
-def draw_case(seed, index, op):
+# what a run may ask for beyond the plain cases (`irtrace fuzz --values`): NaN and infinities among the
+# differentiated inputs' values, and 0-size tensors (a leading axis of 0)
+EXTRAS = ("nonfinite", "empty")
+
+
+def draw_case(seed, index, op, extras=()):
     """Case `index` of `seed`, of op `op` (one of those fuzzable()), checked (its `problem` set when the
-    checker or shape inference refuses it)."""
+    checker or shape inference refuses it). `extras` (of EXTRAS) may turn it into a case with non-finite
+    values or 0-size inputs, drawn by a generator of their own: the plain case is the same either way."""
     schema = schema_of(op)
     d = Draw(np.random.default_rng([seed, index]))
     fn = RECIPES.get(op)
@@ -633,7 +639,49 @@ def draw_case(seed, index, op):
     case = Case(seed, index, op, attrs, inputs, outputs, cls=_class(op, inputs, attrs),
                 styles=tuple(sorted(d.styles)))
     case.problem = check(case)
+    if extras and case.problem is None:
+        case = _extra(case, extras, np.random.default_rng([seed, index, 3]))
     return case
+
+
+def _extra(case, extras, rng):
+    """`case` with its leading axis 0 ("empty", a third of the time, when the checker and shape inference
+    take it) or NaN, +Inf and -Inf among its differentiated inputs' values ("nonfinite", half the time)."""
+    if "empty" in extras and rng.random() < 1 / 3:
+        empty = _emptied(case)
+        if empty is not None:
+            return empty
+    if "nonfinite" in extras and rng.random() < 0.5:
+        inputs = []
+        for inp in case.inputs:
+            if inp.role == "x" and inp.value.size:
+                a = inp.value.copy()
+                at = rng.random(a.shape) < 0.15
+                at.flat[int(rng.integers(a.size))] = True
+                a[at] = rng.choice(np.array([np.nan, np.inf, -np.inf], np.float32), int(at.sum()))
+                inp = Input("x", a)
+            inputs.append(inp)
+        return _variant(case, inputs, "nonfinite")
+    return case
+
+
+def _emptied(case):
+    """The case with axis 0 of size 0 on every float input whose axis 0 is the first input's (a batch of
+    none), or None when the op does not take it (the checker or shape inference refuses it)."""
+    first = next((i.value for i in case.inputs if i.role == "x" and np.ndim(i.value)), None)
+    if first is None:
+        return None
+    n = first.shape[0]
+    inputs = [Input(i.role, np.zeros((0, *i.value.shape[1:]), i.value.dtype))
+              if i.role in ("x", "stat") and np.ndim(i.value) and i.value.shape[0] == n else i
+              for i in case.inputs]
+    empty = _variant(case, inputs, "empty")
+    return empty if check(empty) is None else None
+
+
+def _variant(case, inputs, style):
+    return Case(case.seed, case.index, case.op, dict(case.attrs), inputs, case.outputs, None,
+                f"{case.cls} {style}", tuple(sorted({*case.styles, style})))
 
 
 def pick_op(seed, index, ops):

@@ -45,6 +45,7 @@ class FuzzOptions:
     seed: int = 0
     cases: int = None
     seconds: float = None
+    values: tuple = ()  # generate.EXTRAS asked for: "nonfinite" (NaN/Inf values), "empty" (0-size inputs)
     batch: int = 24
     timeout: float = 30.0
 
@@ -82,7 +83,7 @@ def plan_ops(backends, ops=None):
 # --- state -----------------------------------------------------------------------------------------
 
 def _new_state(options, per):
-    return {"schema": SCHEMA, "seed": options.seed, "backends": list(options.backends),
+    return {"schema": SCHEMA, "seed": options.seed, "backends": list(options.backends), "values": list(options.values),
             "modes": list(options.modes), "ops": {b: v for b, v in per.items()}, "next_case": 0,
             "cases": {b: 0 for b in options.backends}, "discarded": {}, "unrecorded": 0, "unjudged": {},
             "elapsed_s": 0.0, "bugs": {}}
@@ -107,12 +108,12 @@ def _save(out, state):
 
 
 def _resumable(state, options, out):
-    same = (state["seed"], state["backends"], state["modes"]) == (options.seed, list(options.backends),
-                                                                  list(options.modes))
-    if not same:
+    held = (state["seed"], state["backends"], state["modes"], state.get("values", []))
+    if held != (options.seed, list(options.backends), list(options.modes), list(options.values)):
         raise IrtraceError(f"{out}: holds a fuzz run with seed {state['seed']}, --backend "
-                           f"{','.join(state['backends'])}, --modes {','.join(state['modes'])}; resume it with "
-                           f"those, or give another -o")
+                           f"{','.join(state['backends'])}, --modes {','.join(state['modes'])}"
+                           f"{', --values ' + ','.join(held[3]) if held[3] else ''}; resume it with those, or "
+                           f"give another -o")
 
 
 # --- bugs ------------------------------------------------------------------------------------------
@@ -275,7 +276,7 @@ def _batch(out, options, per, ops, state, n):
     while len(cases) < n:
         i = state["next_case"]
         state["next_case"] += 1
-        case = generate.draw_case(seed, i, generate.pick_op(seed, i, ops))
+        case = generate.draw_case(seed, i, generate.pick_op(seed, i, ops), options.values)
         if case.problem:
             state["discarded"][case.op] = state["discarded"].get(case.op, 0) + 1
             log.info("discarded %s (%s): %s", case.id, case.op, case.problem)
