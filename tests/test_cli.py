@@ -1,4 +1,5 @@
 """CLI: export/inspect, and bad input -> one clear line, exit code 2, nothing half-written."""
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +26,15 @@ def test_export_and_inspect(tmp_path, capsys):
     assert rc == 0
     assert "inputs   x float32[2x2x8x8]" in out
     assert "Conv 1" in out and "BatchNormalization 1" in out
+    rc, out, _ = _run(["inspect", str(tmp_path / "t.irt"), "--format", "json"], capsys)
+    facts = json.loads(out)
+    assert rc == 0 and facts["inputs"] == [{"name": "x", "dtype": "float32", "shape": [2, 2, 8, 8]}]
+    assert facts["ops"]["Conv"] == 1 and facts["ops"]["BatchNormalization"] == 1 and facts["mode"] == "eval"
+    rc, out, _ = _run(["replay", str(tmp_path / "t.irt"), "--backend", "onnxruntime", "--modes", "fwd",
+                       "--format", "json", "-o", str(tmp_path / "out")], capsys)
+    line = json.loads(out)  # one JSON object and nothing else on stdout
+    assert rc == 0 and line["findings"] == [] and line["summary"]["nodes"] == facts["nodes"]
+    assert line["summary"]["findings"] == 0 and line["report"] == str(tmp_path / "out" / "report.json")
 
 
 def test_export_instance_attribute_and_default_inputs(tmp_path, capsys):
@@ -108,3 +118,22 @@ def test_python_m_irtrace_and_console_script(tmp_path):
     r = subprocess.run([str(exe), "export", "models_for_tests:nope", "-o", str(tmp_path / "b.irt")],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_version_names_irtrace_the_host_and_each_environment_s_framework(capsys):
+    import re
+    from irtrace import envs
+    from irtrace.version import __version__
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"irtrace {__version__} (Python 3.") and "host: torch 2.13.0" in lines[0]
+    rows = {ln.split()[0]: ln for ln in lines[1:]}
+    assert sorted(rows) == sorted(envs.all_envs())
+    for name, env in envs.all_envs().items():
+        pins = dict(ln.split("==") for ln in env.requirement_text().decode().splitlines() if "==" in ln)
+        if "not set up" not in rows[name]:  # the version installed is the one pinned
+            dist, version = rows[name].split()[1:3]
+            assert pins[next(p for p in pins if re.sub("[-_]", "", p.lower()) == re.sub("[-_]", "", dist.lower()))] \
+                == version, rows[name]

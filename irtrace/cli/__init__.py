@@ -47,9 +47,14 @@ def _export(args):
 
 
 def _inspect(args):
-    from irtrace.report.inspect import summary
+    from irtrace.report.inspect import facts, summary
     from irtrace.store import load
-    print("\n".join(printable(line) for line in summary(load(args.bundle)).splitlines()))
+    bundle = load(args.bundle)
+    if args.format == "json":
+        import json
+        print(json.dumps(facts(bundle), sort_keys=True))
+    else:
+        print("\n".join(printable(line) for line in summary(bundle).splitlines()))
     return 0
 
 
@@ -60,8 +65,32 @@ class _Parser(argparse.ArgumentParser):
         raise IrtraceError(f"{message} (see {self.prog} --help)")
 
 
+class _Versions(argparse.Action):
+    """--version: irtrace's, the host's frameworks', and each managed environment's framework, read from
+    installed package metadata (nothing is imported or started)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import importlib.metadata as metadata
+        import platform
+        from irtrace import envs
+        from irtrace.envs.discover import discover
+        from irtrace.version import __version__
+        host = ", ".join(f"{d} {metadata.version(d)}" for d in ("torch", "onnx", "onnxruntime"))
+        print(f"irtrace {__version__} (Python {platform.python_version()}); host: {host}")
+        found = discover()
+        for name, env in envs.all_envs().items():
+            try:
+                dist, version = env.framework_version(found[env.backend].declaration.module)
+                print(f"{name:<16}{dist} {version} (Python {env.python_version}) {env.path()}")
+            except IrtraceError as e:
+                print(f"{name:<16}{e}")
+        parser.exit(0)
+
+
 def build_parser():
     p = _Parser(prog="irtrace", description="Find the first op where two frameworks disagree.")
+    p.add_argument("--version", action=_Versions, nargs=0, help="irtrace's version and each backend "
+                                                                "environment's framework version")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -84,6 +113,7 @@ def build_parser():
 
     i = sub.add_parser("inspect", help="summarize a bundle")
     i.add_argument("bundle")
+    i.add_argument("--format", default="text", choices=["text", "json"], help="json: the same facts as one JSON object")
     i.set_defaults(func=_inspect)
 
     from irtrace.cli import commands

@@ -110,6 +110,9 @@ def _add_replay(sub):
     r.add_argument("--resume", action="store_true",
                    help="keep the nodes an interrupted run of the same replay wrote to OUT/journal.jsonl; "
                         "run only the rest")
+    r.add_argument("--format", default="text", choices=["text", "json"],
+                   help="json: instead of the table, one JSON object (the summary counts, the findings, the "
+                        "report's path) on stdout, for scripts")
     r.add_argument("--repro", metavar="DIR", nargs="?", const="repros",
                    help="also write repros for the findings (default folder repros/)")
     r.set_defaults(func=_replay)
@@ -221,8 +224,12 @@ def _replay(args):
     out = Path(args.out) if args.out else default_out(args.bundle)
     with progress_bar() as progress:
         result = replay_into(args.bundle, options, out, resume=args.resume, progress=progress)
-    show(result)
     report = result.json
+    if args.format == "json":
+        from irtrace.report.terminal import summary_json
+        print(summary_json(report, result.out))
+    else:
+        show(result)
     if args.repro and report["findings"]:
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)

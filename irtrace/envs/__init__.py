@@ -95,6 +95,15 @@ class ManagedEnv:
             raise IrtraceError(f"the {self.name} environment is not set up — run: irtrace setup {self.name}")
         return str(exe)
 
+    def framework_version(self, module):
+        """(distribution, version) of what provides import `module` in this env, read from its installed
+        package metadata (the framework is not imported); IrtraceError when the env is not set up."""
+        code = ("import importlib.metadata as m, sys; d = m.packages_distributions().get(sys.argv[1], [sys.argv[1]])[0]; "
+                "print(d, m.version(d))")
+        r = _run([self.python(), "-c", code, module], f"reading {module}'s version in the {self.name} environment")
+        dist, _, version = r.stdout.strip().partition(" ")
+        return dist, version
+
     def setup(self, log=print):
         base = self.interpreter()
         p = self.path(base)

@@ -103,6 +103,17 @@ def summary_line(report):
     return "irtrace replay: " + "  ".join(cols)
 
 
+def summary_json(report, out):
+    """The summary line as one JSON object, for scripts (`irtrace replay --format json`): the counts,
+    each finding's id, backend, op, mode, verdict and first node, and where the report is."""
+    import json
+    keys = ("id", "backend", "op_type", "mode", "verdict", "first_node", "module", "file_line")
+    return json.dumps({"summary": report["summary"], "elapsed_s": report["elapsed_s"],
+                       "findings": [{k: f.get(k) for k in keys} for f in report["findings"]],
+                       "warnings": [w["message"] for w in report.get("warnings", [])],
+                       "report": str(out / "report.json")}, sort_keys=True)
+
+
 def show(report, stream=None):
     import sys
     stream = stream or sys.stdout
