@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def resnet50():
-    from corpus import _shim_torchvision  # torchvision's CUDA-only C ops (tests/corpus.py says why)
-    _shim_torchvision()
+    from irtrace.export.thirdparty import make_torchvision_importable  # torchvision's CUDA-only C ops
+    make_torchvision_importable()
     import torchvision
     torch.manual_seed(0)
     return torchvision.models.resnet50(weights=None).eval(), (torch.randn(2, 3, 112, 112,

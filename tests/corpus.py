@@ -3,35 +3,14 @@ weights (no downloads) and small inputs, as the tests and the README table use t
 
 Set-up (requirements-corpus.txt, installed with --no-deps so torch stays at 2.13.0+cpu):
 
-TORCHVISION SHIM. torchvision 0.28.0 (the release matching torch 2.13) ships only a CUDA build of
-its C extension, which does not load next to the CPU torch; `import torchvision` then fails in
-torchvision/_meta_registrations.py with "operator torchvision::nms does not exist", because that
-module registers fake kernels for `torchvision::nms` / `torchvision::qnms` unconditionally. Defining
-the two op schemas first (below) lets the import succeed; no kernel is registered, so calling nms
-would still fail loudly. The model definitions are pure Python and are unaffected. timm imports
-torchvision, so the shim runs before either. `_TORCHVISION_LIB` keeps the Library object alive (a
-collected Library deregisters its definitions).
+torchvision: irtrace.export.thirdparty makes it importable where its C extension does not load
+(this machine's only torchvision wheel is a CUDA build); timm imports torchvision, so it runs first.
 """
 import importlib.util
 
 import torch
 
-_TORCHVISION_LIB = None
-
-
-def _shim_torchvision():
-    global _TORCHVISION_LIB
-    if _TORCHVISION_LIB is not None or importlib.util.find_spec("torchvision") is None:
-        return
-    try:
-        torch.ops.torchvision.nms  # noqa: B018 (a working C extension registered it already)
-        return
-    except (AttributeError, RuntimeError):
-        pass
-    lib = torch.library.Library("torchvision", "DEF")
-    lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    _TORCHVISION_LIB = lib
+from irtrace.export.thirdparty import make_torchvision_importable
 
 
 def available():
@@ -40,7 +19,7 @@ def available():
     if missing:
         return (f"corpus packages not installed ({', '.join(missing)}): "
                 f".venv/bin/python -m pip install --no-deps -r requirements-corpus.txt")
-    _shim_torchvision()
+    make_torchvision_importable()
     try:
         import timm  # noqa: F401
         import torchvision  # noqa: F401
@@ -216,7 +195,7 @@ CORPUS = {
 
 def build(name):
     """(model, example inputs), seeded: the same random weights every time."""
-    _shim_torchvision()
+    make_torchvision_importable()
     torch.manual_seed(0)
     factory, _ = CORPUS[name]
     return factory()

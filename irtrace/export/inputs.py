@@ -60,6 +60,8 @@ def resolve_target(target):
     mod_name, attr = target.split(":", 1)
     if "" not in sys.path and "." not in sys.path:
         sys.path.insert(0, "")  # like `python -m`: the user's current folder is importable
+    from irtrace.export.thirdparty import make_torchvision_importable
+    make_torchvision_importable()
     try:
         mod = importlib.import_module(mod_name)
     except ModuleNotFoundError as e:
