@@ -6,9 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow env clean
 
-$(STAMP): requirements-host.txt requirements-corpus.txt pyproject.toml
+$(STAMP): requirements-host.txt requirements-corpus.txt requirements-explorer.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-host.txt
+	# Google's Model Explorer: its node-data builder checks irtrace's overlay (see the file's header)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-explorer.txt
 	# the real-model corpus (torchvision, timm, transformers): --no-deps so torch stays at 2.13.0+cpu;
 	# every package they import is pinned in the file (see its header and tests/corpus.py)
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements-corpus.txt

@@ -110,6 +110,9 @@ def _add_replay(sub):
     r.add_argument("--resume", action="store_true",
                    help="keep the nodes an interrupted run of the same replay wrote to OUT/journal.jsonl; "
                         "run only the rest")
+    r.add_argument("--model-explorer", action="store_true",
+                   help="also write OUT/model_explorer/<backend>.{verdict,max_rel,finding}.json: the verdicts as "
+                        "Model Explorer node data over the bundle's graph.onnx")
     r.add_argument("--format", default="text", choices=["text", "json"],
                    help="json: instead of the table, one JSON object (the summary counts, the findings, the "
                         "report's path) on stdout, for scripts")
@@ -225,6 +228,11 @@ def _replay(args):
     with progress_bar() as progress:
         result = replay_into(args.bundle, options, out, resume=args.resume, progress=progress)
     report = result.json
+    if args.model_explorer:
+        import onnx
+        from irtrace.report import explorer
+        graph = onnx.load(str(Path(args.bundle) / "graph.onnx"), load_external_data=False).graph.name
+        explorer.write(report, graph, out / "model_explorer")
     if args.format == "json":
         from irtrace.report.terminal import summary_json
         print(summary_json(report, result.out))
