@@ -26,7 +26,12 @@ demo: env
 # two test processes, each file in one of them (its module fixtures computed once); TEST_JOBS=1 runs one
 TEST_JOBS ?= 2
 
-test: env
+# jsdom, in which tests/test_report_html.py runs report.html's script (node's own registry; skipped without node)
+JSDOM := tests/js/node_modules/.package-lock.json
+$(JSDOM): tests/js/package.json tests/js/package-lock.json
+	if command -v npm >/dev/null; then npm ci --prefix tests/js --no-audit --no-fund --loglevel=error; fi
+
+test: env $(JSDOM)
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
 test-slow: env

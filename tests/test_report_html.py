@@ -4,6 +4,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,22 +18,19 @@ from irtrace.report.folder import replay_into
 HOSTILE_NODE = "<script>alert(2)</script>"
 HOSTILE_VALUE = "x<img src=x onerror=alert(1)>"
 
-RUN_PAGE = r"""
-const fs = require('fs');
-const html = fs.readFileSync(process.argv[2], 'utf8');
-const data = html.match(/<script id="data" type="application\/json">([\s\S]*?)<\/script>/)[1];
-const code = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].pop()[1];
-const els = {};
-global.document = {
-  getElementById: id => id === 'data' ? {textContent: data} :
-    (els[id] = els[id] || {innerHTML: '', children: [], appendChild(c) { this.children.push(c); }}),
-  createElement: () => ({classList: {add() {}, remove() {}}, style: {}}),
-  querySelectorAll: () => [],
-};
-eval(code);
-els['graph'].children[0].onclick();
-process.stdout.write(els['detail'].innerHTML);
-"""
+PAGE_JS = Path(__file__).parent / "js" / "page.js"  # report.html in jsdom (tests/js, installed by make test)
+
+
+def _in_jsdom(page, *actions):
+    """What report.html shows in jsdom after `actions` (see tests/js/page.js)."""
+    if shutil.which("node") is None:
+        pytest.skip("node (to run the page's script in jsdom) is not installed")
+    assert (PAGE_JS.parent / "node_modules" / "jsdom").is_dir(), "jsdom missing: npm ci --prefix tests/js (make test)"
+    r = subprocess.run(["node", str(PAGE_JS), str(page), *actions], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    shown = json.loads(r.stdout)
+    assert shown["errors"] == []  # the page's script ran without an error
+    return shown
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +54,49 @@ def test_names_never_reach_the_page_as_markup(page):
     assert HOSTILE_NODE not in outside and "<img" not in outside
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node (to run the page's script) is not installed")
-def test_the_detail_table_escapes_names_and_shows_every_display_column(page, tmp_path):
-    script = tmp_path / "run_page.js"
-    script.write_text(RUN_PAGE)
-    r = subprocess.run(["node", str(script), str(page)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    html = r.stdout
-    assert "<script>" not in html and "<img" not in html
-    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in html
-    for _, title, _ in compare.DISPLAY:
-        assert f"<th>{title}</th>" in html
+def test_the_detail_table_escapes_names_and_shows_every_display_column(page):
+    detail = _in_jsdom(page, "click:0")["steps"][0]
+    assert HOSTILE_NODE in detail["text"]  # the name as text ...
+    assert "script" not in detail["elements"] and "img" not in detail["elements"]  # ... never as elements
+    assert detail["headers"][:4] == ["backend", "mode", "output", "verdict"]
+    assert [title for _, title, _ in compare.DISPLAY] == detail["headers"][4:-1]
+
+
+def _synthetic_report(nodes, findings):
+    """A report.json as the writer gives it, `nodes` nodes and `findings` findings (backends, ops and node
+    counts varying), for the page alone."""
+    backends, verdicts = ["megengine", "paddle", "oneflow"], ["DIVERGENT", "ERROR", "NAN_MISMATCH"]
+    result = {"backend": "paddle", "mode": "fwd", "output": "y", "verdict": "MATCH", "message": ""}
+    out = {"bundle": {"name": "synthetic"}, "summary": {"nodes": nodes, "findings": findings},
+           "nodes": [{"name": f"node_{i}", "op_type": "Conv" if i % 2 else "Relu", "worst": "MATCH",
+                      "source": {"module": f"layer{i}"}, "results": [result], "skipped": []} for i in range(nodes)],
+           "findings": []}
+    for k in range(findings):
+        out["findings"].append({"id": f"f{k:03d}", "verdict": verdicts[k % 3], "backend": backends[k % 3],
+                                "op_type": ["Conv", "Pad", "MaxPool", "Gemm"][k % 4], "mode": "vjp",
+                                "nodes": [f"node_{j}" for j in range((k * 7) % 11 + 1)], "first_node": f"node_{k}",
+                                "module": f"layer{k}", "worst": {"max_abs": 0.5 / (k + 1)}, "message": ""})
+    return out
+
+
+@pytest.fixture(scope="module")
+def big_page(tmp_path_factory):
+    from irtrace.report import html
+    return html.write(_synthetic_report(10_000, 30), tmp_path_factory.mktemp("big"))
+
+
+def test_a_10000_node_report_renders_every_node_and_finding_in_under_2_s(big_page):
+    shown = _in_jsdom(big_page)
+    assert shown["nodes"] == 10_000 and [r[0] for r in shown["rows"]] == [f"f{k:03d}" for k in range(30)]
+    assert shown["render_ms"] < 2000, shown["render_ms"]
+
+
+def test_the_findings_filter_and_sort(big_page):
+    steps = _in_jsdom(big_page, "filter:oneflow", "filter:", "sort:5", "sort:5", "sort:0", "filter:nan_mis")["steps"]
+    assert [r[0] for r in steps[0]["rows"]] == [f"f{k:03d}" for k in range(2, 30, 3)]  # only oneflow's
+    assert len(steps[1]["rows"]) == 30  # an empty filter shows all again
+    counts = [int(r[5]) for r in steps[2]["rows"]]  # column 5: nodes, sorted as numbers (11 after 2)
+    assert counts == sorted(counts) and counts[-1] == 11 and len(counts) == 30
+    assert [int(r[5]) for r in steps[3]["rows"]] == sorted(counts, reverse=True)  # a second click: the other way
+    assert [r[0] for r in steps[4]["rows"]] == [f"f{k:03d}" for k in range(30)]  # ids sorted as text
+    assert [r[0] for r in steps[5]["rows"]] == [f"f{k:03d}" for k in range(2, 30, 3)]  # NAN_MISMATCH: k % 3 == 2

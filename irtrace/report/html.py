@@ -1,5 +1,6 @@
-"""report.html: self-contained (no CDN). The graph in topological order, each node coloured by
-its worst verdict; a click on a node shows its numbers."""
+"""report.html: self-contained (no CDN). The findings table, filtered by what a row says (the box above
+it) and sorted by a click on a column's header (again: the other way); the graph in topological order,
+each node coloured by its worst verdict; a click on a node shows its numbers."""
 import html
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ body{{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:
 .n{{padding:2px 5px;border-radius:3px;color:#fff;cursor:pointer;font-size:11px;white-space:nowrap}}
 .n.sel{{outline:2px solid #000}} table{{border-collapse:collapse;margin-top:8px}}
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;font-size:12px}} .legend span{{margin-right:10px}}
+#findings th{{cursor:pointer}}
 </style></head><body>
 <h1>irtrace replay of {title}</h1>
 <p>{summary}</p>{warnings}
@@ -31,28 +33,56 @@ const g = document.getElementById('graph'), d = document.getElementById('detail'
 const COLS = {columns};
 const esc = v => String(v).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 const f = v => v === null || v === undefined ? '-' : (typeof v === 'number' ? v.toPrecision(3) : esc(v));
+const T = document.getElementById('findings'), Q = document.getElementById('filter');
+if (T) {{
+  const rows = () => Array.from(T.tBodies[0].rows).slice(1);  // the first row holds the headers
+  Q.oninput = () => {{
+    const q = Q.value.toLowerCase();
+    rows().forEach(r => {{ r.style.display = r.textContent.toLowerCase().includes(q) ? '' : 'none'; }});
+  }};
+  Array.from(T.rows[0].cells).forEach((th, k) => {{
+    th.onclick = () => {{
+      const up = th.dataset.order !== 'up';
+      Array.from(T.rows[0].cells).forEach(c => {{ delete c.dataset.order; }});
+      th.dataset.order = up ? 'up' : 'down';
+      const key = r => {{ const t = r.cells[k].textContent, x = Number(t); return t !== '' && !isNaN(x) ? x : t; }};
+      const cmp = (a, b) => {{
+        const x = key(a), y = key(b);
+        const c = typeof x === typeof y ? (x < y ? -1 : x > y ? 1 : 0) : (typeof x === 'number' ? -1 : 1);
+        return up ? c : -c;
+      }};
+      rows().sort(cmp).forEach(r => T.tBodies[0].appendChild(r));
+    }};
+  }});
+}}
+// the nodes' spans built apart and added at once; one click handler for them all (10,000 nodes)
+const frag = document.createDocumentFragment();
 R.nodes.forEach((n, i) => {{
   const e = document.createElement('span');
-  e.className = 'n'; e.style.background = C[n.worst] || C['null'];
+  e.className = 'n'; e.style.background = C[n.worst] || C['null']; e.dataset.i = i;
   e.textContent = n.op_type; e.title = n.name + (n.source.module ? ' (' + n.source.module + ')' : '');  // text, not HTML
-  e.onclick = () => {{
-    document.querySelectorAll('.n.sel').forEach(x => x.classList.remove('sel')); e.classList.add('sel');
-    let h = '<h3>' + esc(n.name) + ' — ' + esc(n.op_type) + '</h3><p>module: ' + esc(n.source.module || '-') +
-            ' · ' + esc(n.source.file_line || '') + '</p><table><tr><th>backend</th><th>mode</th><th>output</th>' +
-            '<th>verdict</th>' + COLS.map(c => '<th>' + esc(c[1]) + '</th>').join('') + '<th>message</th></tr>';
-    n.results.forEach(r => {{
-      h += '<tr><td>' + esc(r.backend) + '</td><td>' + esc(r.mode) + '</td><td>' + esc(r.output) +
-           '</td><td style="color:' + (C[r.verdict] || '#000') + '">' + esc(r.verdict) + '</td>' +
-           COLS.map(c => '<td>' + f(r[c[0]]) + '</td>').join('') + '<td>' + esc(r.message || '') + '</td></tr>';
-    }});
-    (n.skipped || []).forEach(s => {{
-      h += '<tr><td>' + esc(s.backend || 'all') + '</td><td>' + esc(s.mode) + '</td><td>' + esc(s.output) +
-           '</td><td>skipped</td>' + COLS.map(() => '<td></td>').join('') + '<td>' + esc(s.reason) + '</td></tr>';
-    }});
-    d.innerHTML = h + '</table>';
-  }};
-  g.appendChild(e);
+  frag.appendChild(e);
 }});
+g.appendChild(frag);
+g.onclick = ev => {{
+  const e = ev.target.closest('.n');
+  if (!e) return;
+  const n = R.nodes[Number(e.dataset.i)];
+  document.querySelectorAll('.n.sel').forEach(x => x.classList.remove('sel')); e.classList.add('sel');
+  let h = '<h3>' + esc(n.name) + ' — ' + esc(n.op_type) + '</h3><p>module: ' + esc(n.source.module || '-') +
+          ' · ' + esc(n.source.file_line || '') + '</p><table><tr><th>backend</th><th>mode</th><th>output</th>' +
+          '<th>verdict</th>' + COLS.map(c => '<th>' + esc(c[1]) + '</th>').join('') + '<th>message</th></tr>';
+  n.results.forEach(r => {{
+    h += '<tr><td>' + esc(r.backend) + '</td><td>' + esc(r.mode) + '</td><td>' + esc(r.output) +
+         '</td><td style="color:' + (C[r.verdict] || '#000') + '">' + esc(r.verdict) + '</td>' +
+         COLS.map(c => '<td>' + f(r[c[0]]) + '</td>').join('') + '<td>' + esc(r.message || '') + '</td></tr>';
+  }});
+  (n.skipped || []).forEach(s => {{
+    h += '<tr><td>' + esc(s.backend || 'all') + '</td><td>' + esc(s.mode) + '</td><td>' + esc(s.output) +
+         '</td><td>skipped</td>' + COLS.map(() => '<td></td>').join('') + '<td>' + esc(s.reason) + '</td></tr>';
+  }});
+  d.innerHTML = h + '</table>';
+}};
 </script></body></html>
 """
 
@@ -106,7 +136,8 @@ def _emit(report, extra_html, out):
             f"<td>{f['worst'].get('max_abs')}</td><td>{html.escape(f['message'][:200])}</td>"
             f"<td>{html.escape(', '.join(w['name'] for w in f.get('workarounds', []) if w['matches']))}</td></tr>"
             for f in report["findings"])
-        findings = ("<table><tr><th>id</th><th>verdict</th><th>backend</th><th>op</th><th>mode</th><th>nodes</th>"
+        findings = ('<p><input id="filter" placeholder="filter the findings" size="40"></p>'
+                    '<table id="findings"><tr><th>id</th><th>verdict</th><th>backend</th><th>op</th><th>mode</th><th>nodes</th>'
                     f"<th>first node</th><th>module</th><th>max abs</th><th>message</th>"
                     f"<th>workaround that matches</th></tr>{rows}</table>") + workarounds_html(report["findings"])
     else:
