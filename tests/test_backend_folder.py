@@ -91,7 +91,7 @@ def _imports(path):
 
 
 LAYERS = {"ir": 0, "store": 0, "compare": 0, "errors": 0, "envs": 0,
-          "export": 1, "replay": 1, "report": 2, "repro": 2, "fuzz": 3}
+          "export": 1, "replay": 1, "report": 2, "repro": 2, "fuzz": 3, "testing": 3}
 
 
 def test_import_rules():
