@@ -82,3 +82,25 @@ def test_the_plugin_in_a_child_pytest(pytester):
     assert [f["op_type"] + " " + f["mode"] for f in report["findings"]] == ["LeakyRelu vjp2"]
     [repro] = [p for p in (planted / "repros").iterdir() if p.is_dir()]
     assert (repro / "repro.py").is_file() and (repro / "issue.md").is_file()
+
+
+def test_assert_port_matches_passes_a_correct_port_and_names_the_first_diverging_module(tmp_path):
+    import pytest
+
+    import models_for_tests as m
+    from irtrace.replay import backends
+    from irtrace.testing import assert_port_matches
+    if backends.get("megengine").unavailable():
+        pytest.skip("megengine unavailable")
+    model, inputs = m.conv_bn_head(), m.conv_bn_head_inputs()
+    ports = [TESTS / "ports"]
+    report = assert_port_matches(model, "mge_ports:head", backend="megengine", example_inputs=inputs, train=True,
+                                 path=ports)
+    assert not report["diverges"] and {r["name"] for r in report["modules"]} == {"conv", "bn", "square", "head"}
+    with pytest.raises(AssertionError) as e:  # a Linear weight used without its transpose (square, 8x8)
+        assert_port_matches(model, "mge_ports:head_untransposed", backend="megengine", example_inputs=inputs,
+                            train=True, path=ports, keep=tmp_path / "kept")
+    text = str(e.value)
+    assert "the difference is in the port's code of square" in text
+    assert text.splitlines()[-1] == f"port report: {tmp_path / 'kept' / 'port' / 'report.json'}"
+    assert json.loads((tmp_path / "kept" / "port" / "report.json").read_text())["first_forward"]["name"] == "square"

@@ -65,6 +65,38 @@ def assert_ops_match(model, example_inputs, backend="megengine", modes=("fwd", "
     raise AssertionError(_message(report, unknown, fixed, folder, repro))
 
 
+def assert_port_matches(bundle_or_model, port_factory, backend="megengine", loss="dot", example_inputs=None,
+                        train=False, path=(), mapping=None, keep=None):
+    """Check your own port (`irtrace port`): the model built by `port_factory` ("pkg.module:callable",
+    importable with the folders `path` on sys.path) in `backend`'s environment, module by module, against
+    `bundle_or_model` (a bundle, its folder, or a torch model exported here on `example_inputs`, `train`).
+    `mapping`: a MAP.toml path or None. AssertionError when the port diverges, saying the first diverging
+    module forward and backward and the culprit op, with the port report kept in `keep` (or --irtrace-keep's
+    folder, or a temporary one). Returns the port report (report.json as a dict)."""
+    import irtrace
+    from irtrace import port
+    from irtrace.port.align import read_map
+    from irtrace.report import port as port_report
+    kept, _ = CONTEXT.get()
+    folder = Path(keep or kept or tempfile.mkdtemp(prefix="irtrace-port-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    if hasattr(bundle_or_model, "parameters"):  # a torch model
+        bundle = irtrace.export(bundle_or_model, example_inputs, folder / "model.irt", train=train, force=True)
+    elif hasattr(bundle_or_model, "manifest"):
+        bundle = bundle_or_model
+    else:
+        bundle = irtrace.load(bundle_or_model)
+    report = port.check(bundle, port_factory, backend, path=[str(Path(p).resolve()) for p in path],
+                        mapping=read_map(mapping), loss=loss)
+    out = port_report.write(report, folder / "port")
+    r = report.to_json()
+    if not report.diverges:
+        if not (keep or kept):
+            shutil.rmtree(folder, ignore_errors=True)
+        return r
+    raise AssertionError("\n".join(port_report.lines(r) + [f"port report: {out / 'report.json'}"]))
+
+
 def _message(report, unknown, fixed, folder, repro):
     from irtrace.report.terminal import finding_lines
     lines = []
