@@ -110,6 +110,8 @@ def hard_sigmoid(x, *, alpha=0.2, beta=0.5):
 
 @OPS.register("Clip", since=11)
 def clip(x, lo=None, hi=None):
+    if lo is None and hi is None:  # ONNX: no bounds, the identity; F.clip asserts that one is given
+        return functional.copy(x)
     return functional.clip(x, None if lo is None else float(lo.item()), None if hi is None else float(hi.item()))
 
 
