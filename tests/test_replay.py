@@ -374,3 +374,31 @@ def test_a_new_executor_is_one_class_and_sees_every_call(example_bundle):
         assert ("onnxruntime", name, "vjp", None) not in rec.sent  # onnxruntime computes fwd only
     assert sorted(a[:3] for a in rec.answered) == sorted(s[:3] for s in rec.sent)
     assert {a[3] for a in rec.answered} == {Status.OK}
+
+
+def test_a_forward_of_another_shape_makes_vjp_and_vjp2_shape_mismatch_not_errors(tmp_path):
+    """A backend whose Conv output is one column short (planted): the reference's cotangent cannot be
+    applied, so its vjp and vjp2 are SHAPE_MISMATCH saying so, not an ERROR the framework would have raised
+    (irtrace fuzz counted Paddle's forward shape bugs three times, twice as 'raises ValueError'); repro
+    writes the forward's repro only."""
+    import planted_backend
+    from onnx import TensorProto, helper, numpy_helper
+
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.report.folder import replay_into
+    from irtrace.repro.make import make_repros
+    planted_backend.register("shape")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 5])
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((3, 2, 3, 3)).astype(np.float32), "w")
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])], "g", [x],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w]), opset_imports=[helper.make_opsetid("", 17)])
+    b = bundle_from_onnx(m, {"x": np.random.default_rng(1).standard_normal((1, 2, 5, 5)).astype(np.float32)},
+                         tmp_path / "c.irt")
+    report = replay_into(b.path, ReplayOptions.parse("planted-shape", "fwd,vjp,vjp2"), tmp_path / "r").json
+    found = {(f["mode"], f["verdict"]): f["message"] for f in report["findings"]}
+    assert set(found) == {("fwd", "SHAPE_MISMATCH"), ("vjp", "SHAPE_MISMATCH"), ("vjp2", "SHAPE_MISMATCH")}, found
+    assert found["vjp", "SHAPE_MISMATCH"] == "output shape (1, 3, 5, 4), not the reference's (1, 3, 5, 5): its " \
+                                             "cotangent cannot be applied (the forward is SHAPE_MISMATCH)"
+    folders = make_repros(tmp_path / "r" / "report.json", tmp_path / "repros", shrink_budget=5)
+    assert [f.name.split("-")[3] for f in folders] == ["fwd"]  # planted-shape-Conv-fwd-...

@@ -22,6 +22,7 @@ class Status(str, Enum):
     OK = "ok"
     UNSUPPORTED = "unsupported"   # the backend cannot express this node or mode: a coverage gap
     ERROR = "error"               # the framework raised; "message" says what
+    SHAPE_MISMATCH = "shape_mismatch"  # the output's shape is not the reference's: no cotangent applies
     CRASH = "crash"               # the worker process died (a signal, an abort) before it answered
     TIMEOUT = "timeout"           # no answer within the timeout: the worker was killed and restarted
 

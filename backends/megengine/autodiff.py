@@ -16,6 +16,12 @@ import megengine as mge
 from megengine.autodiff import GradManager
 
 
+class ShapeMismatch(ValueError):
+    """The op's output has another shape than the reference's, so the reference's cotangent cannot be
+    applied: the worker answers SHAPE_MISMATCH (the forward's verdict again), not an error the framework
+    raised."""
+
+
 class Unsupported(Exception):
     """MegEngine cannot express this (a coverage gap, not a divergence)."""
 
@@ -65,7 +71,8 @@ def pairs(ys, gs):
         if g is None or not is_float(y):
             continue
         if tuple(y.shape) != tuple(g.shape):
-            raise ValueError(f"cotangent shape {tuple(g.shape)} does not match output shape {tuple(y.shape)}")
+            raise ShapeMismatch(f"output shape {tuple(y.shape)}, not the reference's {tuple(g.shape)}: its "
+                                f"cotangent cannot be applied (the forward is SHAPE_MISMATCH)")
         out.append((y, g))
     return out
 

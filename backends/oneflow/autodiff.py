@@ -43,6 +43,12 @@ load_cuda_runtime()
 import oneflow as flow  # noqa: E402
 
 
+class ShapeMismatch(ValueError):
+    """The op's output has another shape than the reference's, so the reference's cotangent cannot be
+    applied: the worker answers SHAPE_MISMATCH (the forward's verdict again), not an error the framework
+    raised."""
+
+
 def to_tensor(a, dtype=None):
     if a is None:
         return None
@@ -113,7 +119,8 @@ def pairs(ys, gs):
         if g is None or not wanted(y):
             continue
         if tuple(y.shape) != tuple(g.shape):
-            raise ValueError(f"cotangent shape {tuple(g.shape)} does not match output shape {tuple(y.shape)}")
+            raise ShapeMismatch(f"output shape {tuple(y.shape)}, not the reference's {tuple(g.shape)}: its "
+                                f"cotangent cannot be applied (the forward is SHAPE_MISMATCH)")
         out.append((y, g))
     return out
 

@@ -18,6 +18,12 @@ import numpy as np
 warnings.filterwarnings("ignore", message="No ccache found")  # paddle.utils.cpp_extension warns at import
 import paddle  # noqa: E402
 
+
+class ShapeMismatch(ValueError):
+    """The op's output has another shape than the reference's, so the reference's cotangent cannot be
+    applied: the worker answers SHAPE_MISMATCH (the forward's verdict again), not an error the framework
+    raised."""
+
 paddle.disable_static()
 
 
@@ -70,7 +76,8 @@ def pairs(ys, gs):
         if g is None or not wanted(y):
             continue
         if tuple(y.shape) != tuple(g.shape):
-            raise ValueError(f"cotangent shape {tuple(g.shape)} does not match output shape {tuple(y.shape)}")
+            raise ShapeMismatch(f"output shape {tuple(y.shape)}, not the reference's {tuple(g.shape)}: its "
+                                f"cotangent cannot be applied (the forward is SHAPE_MISMATCH)")
         out.append((y, g))
     return out
 

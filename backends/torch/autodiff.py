@@ -43,8 +43,18 @@ def fwd(op, inputs, attrs, dtype=None):
         return [to_numpy(y) for y in as_tuple(op(*[to_tensor(a, dtype) for a in inputs], **attrs))]
 
 
+class ShapeMismatch(ValueError):
+    """The op's output has another shape than the reference's, so the reference's cotangent cannot be
+    applied: the worker answers SHAPE_MISMATCH (the forward's verdict again), not an error the framework
+    raised."""
+
+
 def _grads(ys, gs, xs, create_graph=False):
     pairs = [(y, g) for y, g in zip(ys, gs) if g is not None and isinstance(y, torch.Tensor) and y.requires_grad]
+    for y, g in pairs:
+        if tuple(y.shape) != tuple(g.shape):
+            raise ShapeMismatch(f"output shape {tuple(y.shape)}, not the reference's {tuple(g.shape)}: its "
+                                f"cotangent cannot be applied (the forward is SHAPE_MISMATCH)")
     targets = [x for x in xs if x is not None and x.requires_grad]
     if not pairs or not targets:
         return [torch.zeros_like(x) for x in targets]

@@ -210,12 +210,23 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
     folders = []
     try:
         for f in findings:
+            if _after_forward_shape(f):
+                log.info("%s: no repro of its own: the forward's SHAPE_MISMATCH finding's repro shows it", f["id"])
+                continue
             folder = _write_repro(bundle, f, pool, out_dir, shrink_budget, timeout, anonymize)
             if folder is not None:
                 folders.append(folder)
     finally:
         pool.close()
     return folders
+
+
+def _after_forward_shape(finding):
+    """Whether `finding` is a vjp or vjp2 that could not apply the reference's cotangent because the
+    forward's output has another shape (wire Status SHAPE_MISMATCH, no arrays): the forward's own
+    SHAPE_MISMATCH finding, and its repro, show the bug."""
+    return finding["mode"] != "fwd" and finding["verdict"] == "SHAPE_MISMATCH" and \
+        finding["worst"].get("max_abs") is None
 
 
 @dataclass(frozen=True)
