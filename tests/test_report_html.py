@@ -88,6 +88,7 @@ def big_page(tmp_path_factory):
 def test_a_10000_node_report_renders_every_node_and_finding_in_under_2_s(big_page):
     shown = _in_jsdom(big_page)
     assert shown["nodes"] == 10_000 and [r[0] for r in shown["rows"]] == [f"f{k:03d}" for k in range(30)]
+    assert shown["colors"] == ["rgb(51, 170, 51)"] * 3  # MATCH's colour (#3a3), from the page's stylesheet
     assert shown["render_ms"] < 2000, shown["render_ms"]
 
 

@@ -14,7 +14,7 @@ _PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>irtrace repor
 body{{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#222}} h1{{font-size:18px}}
 #graph{{display:flex;flex-wrap:wrap;gap:3px;margin:12px 0}}
 .n{{padding:2px 5px;border-radius:3px;color:#fff;cursor:pointer;font-size:11px;white-space:nowrap}}
-.n.sel{{outline:2px solid #000}} table{{border-collapse:collapse;margin-top:8px}}
+.n.sel{{outline:2px solid #000}} {verdict_css} table{{border-collapse:collapse;margin-top:8px}}
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;font-size:12px}} .legend span{{margin-right:10px}}
 #findings th{{cursor:pointer}}
 </style></head><body>
@@ -59,7 +59,7 @@ if (T) {{
 const frag = document.createDocumentFragment();
 R.nodes.forEach((n, i) => {{
   const e = document.createElement('span');
-  e.className = 'n'; e.style.background = C[n.worst] || C['null']; e.dataset.i = i;
+  e.className = 'n v-' + (n.worst || 'null'); e.dataset.i = i;  // a class: no style parsed per node
   e.textContent = n.op_type; e.title = n.name + (n.source.module ? ' (' + n.source.module + ')' : '');  // text, not HTML
   frag.appendChild(e);
 }});
@@ -143,13 +143,15 @@ def _emit(report, extra_html, out):
     else:
         findings = "<p>None.</p>"
     colors = json.dumps({str(k) if k else "null": v for k, v in _COLORS.items()})
+    verdict_css = " ".join(f".v-{k if k else 'null'}{{background:{v}}}" for k, v in _COLORS.items())
     columns = json.dumps([[key, title] for key, title, _ in compare.DISPLAY])
     before, after = _PAGE.split("{data}")
     warnings = "".join(f'<p style="color:#b00"><b>warning:</b> {html.escape(w["message"])}</p>'
                        for w in report.get("warnings", []))
     fields = dict(title=html.escape(str(report["bundle"]["name"])), summary=html.escape(summary), legend=legend,
                   warnings=warnings,
-                  findings=findings, extra=extra_html, colors=colors, columns=columns)
+                  findings=findings, extra=extra_html, colors=colors, columns=columns,
+                  verdict_css=verdict_css)
     out(before.format(**fields))
     head = json.dumps({k: v for k, v in report.items() if k != "nodes"}, allow_nan=True)
     out(_escaped(head[:-1] + ("," if head != "{}" else "") + '"nodes":['))

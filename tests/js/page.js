@@ -17,7 +17,9 @@ const doc = dom.window.document;
 const table = doc.getElementById('findings');
 const shown = () => table ? Array.from(table.rows).slice(1).filter(r => r.style.display !== 'none')
   .map(r => Array.from(r.cells).map(c => c.textContent)) : [];
-const out = {render_ms: renderMs, wall_ms: wallMs, nodes: doc.querySelectorAll('#graph .n').length, rows: shown(), steps: []};
+const spans = doc.querySelectorAll('#graph .n');
+const out = {render_ms: renderMs, wall_ms: wallMs, nodes: spans.length, rows: shown(), steps: [],
+             colors: Array.from(spans).slice(0, 3).map(e => dom.window.getComputedStyle(e).backgroundColor)};
 for (const a of actions) {
   const [what, arg] = [a.slice(0, a.indexOf(':')), a.slice(a.indexOf(':') + 1)];
   if (what === 'filter') {
