@@ -16,6 +16,7 @@ RECIPE = {
     # does not reproduce what the worker saw
     "fed": "{} * 1.0  # a recorded copy of the leaf, as in a network",
     "none_is_zero": True,   # GradManager leaves .grad None where the gradient is zero
+    "numpy_dtype": True,    # Tensor.dtype is a numpy dtype: an op's branch on it is written out for the case
     "vjp": ["gm = GradManager().attach([{xs}])",
             "with gm:",
             "    {op}",

@@ -96,8 +96,9 @@ def run_file(info, path, want_got=None, timeout=300):
     return Run(code, out, same)
 
 
-def _tensors(names, case, shape_type):
-    """The op's inputs as straight.Tensor: integer and non-differentiated inputs known by value."""
+def _tensors(names, case, shape_type, numpy_dtype=False):
+    """The op's inputs as straight.Tensor: integer and non-differentiated inputs known by value, and every
+    input's dtype where the framework's is numpy's (`numpy_dtype`)."""
     out = []
     for i, (n, a) in enumerate(zip(names, case.inputs)):
         if a is None:
@@ -106,7 +107,8 @@ def _tensors(names, case, shape_type):
         a = np.asarray(a)
         known = a.dtype.kind != "f" or i in case.nondiff
         out.append(straight.Tensor(n, a.shape, a if known else None, shape_type,
-                                   requires_grad=not known and case.mode != "fwd"))
+                                   requires_grad=not known and case.mode != "fwd",
+                                   dtype=a.dtype if numpy_dtype else None))
     return out
 
 
@@ -232,7 +234,8 @@ def build(job, form):
         names = straight.param_names(src["op"], len(case.inputs))
         if form.kind == "straight":
             shape_type = list if recipe.get("shape_type") == "list" else straight._Shape
-            op = straight.specialise(src["op"], src["imports"], _tensors(names, case, shape_type), case.attrs,
+            op = straight.specialise(src["op"], src["imports"],
+                                     _tensors(names, case, shape_type, recipe.get("numpy_dtype", False)), case.attrs,
                                      shape_type)
         else:
             op = _call_form(src["op"], src["imports"], names, case.inputs, case.attrs)

@@ -79,10 +79,17 @@ class Tensor:
     """An op input in the script: a variable name, a known shape; contents known (integer inputs such
     as pads) or not (float data); `requires_grad`: whether the script differentiates it (a leaf)."""
 
-    def __init__(self, name, shape, value=None, shape_type=_Shape, requires_grad=False):
+    def __init__(self, name, shape, value=None, shape_type=_Shape, requires_grad=False, dtype=None):
         self.name, self._shape, self.value, self._shape_type = name, tuple(shape), value, shape_type
         self._requires_grad = requires_grad
+        self._dtype = dtype  # a numpy dtype where the framework's Tensor.dtype is one (MegEngine's), else None
         self.used = False
+
+    @property
+    def dtype(self):
+        if self._dtype is None:
+            raise _Touched(self.name)
+        return self._dtype
 
     @property
     def requires_grad(self):
