@@ -303,3 +303,13 @@ def test_a_keyword_dict_becomes_keywords_only_for_plain_names():
     block = "import torch\n\ndef op(x, *, scale):\n    kw = {'scale_factor': scale}\n    return torch.f(x, **kw)\n"
     _, value, _, _ = straight.specialise(block, ["import torch"], [straight.Tensor("x", (2,))], {"scale": 2.0})
     assert value == "torch.f(x, scale_factor=2.0)"
+
+
+def test_a_megengine_branch_on_an_input_s_dtype_is_written_out_for_the_case(monkeypatch):
+    """MegEngine's Div branches on its input's dtype (float: F.div; integer: floor_div fixed up to truncate);
+    Tensor.dtype is a numpy dtype there, so the float case's script is F.div alone."""
+    monkeypatch.setitem(CASES, "Div", (["a", "b"], [_f32(2, 2), _f32(2, 2)], {}, (2, 2)))
+    with _op_table("megengine") as (ops, recipe):
+        text, _ = standalone.build(_job(ops, recipe, "megengine", "Div"), standalone.Form("straight", prune=True))
+    assert "y = functional.div(a, b)" in text.splitlines() and "floor_div" not in text
+    _standalone(text, "megengine")
