@@ -230,7 +230,11 @@ def register_elementwise(table, framework, functional):
 
     @table.register("Selu", since=6)
     def selu(x, *, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
-        return gamma * framework.where(x > 0, x, alpha * (framework.exp(x) - 1))
+        # expm1, not exp(x) - 1 (cancels near 0), of x where x <= 0 and 0 elsewhere: no exp overflow in the
+        # branch `where` drops, whose gradient would be 0 * inf = NaN (irtrace fuzz reported OneFlow's as a
+        # NaN mismatch); a `where`, not clamp or minimum, which OneFlow cannot differentiate twice
+        negative = framework.where(x > 0, framework.zeros_like(x), x)
+        return gamma * framework.where(x > 0, x, alpha * framework.expm1(negative))
 
     @table.register("Softplus", since=1)
     def softplus(x):

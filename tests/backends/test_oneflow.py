@@ -216,3 +216,21 @@ def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases, tmp_p
     assert "expected 0.0" in r.stdout and "e-06" in r.stdout
     issue = (folder / "issue.md").read_text()
     assert issue.startswith("# [OneFlow] LogSoftmax") and "oneflow.nn.functional" in (folder / "repro.py").read_text()
+
+
+def test_selu_of_large_and_tiny_inputs_matches_in_every_mode(tmp_path):
+    """The torch-like Selu (ONNX's alpha and gamma, which F.selu does not take): expm1 of x where x <= 0,
+    so no exp overflow at x = 95 in the branch `where` drops (its gradient was 0 * inf = NaN on OneFlow,
+    which irtrace fuzz reported as OneFlow's), and no cancellation near 0."""
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.replay import ReplayOptions, run
+    info = helper.make_tensor_value_info
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Selu", ["x"], ["y"], name="selu")], "g", [info("x", TensorProto.FLOAT, [6])],
+        [info("y", TensorProto.FLOAT, [6])]), opset_imports=[helper.make_opsetid("", 17)])
+    x = np.array([95.0, 30.0, -0.0069444235, -3e-7, -2.0, 0.5], np.float32)
+    bundle = bundle_from_onnx(model, {"x": x}, tmp_path / "selu.irt", trained=["x"])
+    report = run(bundle, ReplayOptions.parse("oneflow", "fwd,vjp,vjp2"))
+    verdicts = {(r.mode, r.output): r.verdict for n in report.replay.nodes for r in n.results if r.backend == "oneflow"}
+    assert verdicts == {("fwd", "y"): compare.MATCH, ("vjp", "d:x"): compare.MATCH, ("vjp2", "d2x:x"): compare.MATCH,
+                        ("vjp2", "d2g:y"): compare.MATCH}, verdicts
