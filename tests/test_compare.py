@@ -252,3 +252,16 @@ def test_non_finite_elements_are_left_out_where_the_patterns_agree():
         v, _, details = compare.judge(got, np.full(shape, y, np.float32), np.full(shape, y), magnitude=tuple(
             np.full(shape, x) for x in mag))
         assert v == compare.NOISE and details["allowed"] == details["rounding_bound"] == 8 * compare.EPS32 * 2 * 2.0
+
+
+def test_a_difference_within_the_subnormal_range_is_a_match():
+    """A framework that flushes subnormals to zero (TensorFlow on CPU) gives 0 where the reference has
+    7.7e-43: below float32's smallest normal number, MATCH; at the smallest normal (1.18e-38) and above, the
+    usual judgement (DIVERGENT here: float64 agrees with the reference)."""
+    ref = np.array([7.7e-43, 1.0e-45, 0.5], np.float32)
+    oracle = ref.astype(np.float64)
+    flushed = np.array([0.0, 0.0, 0.5], np.float32)
+    assert compare.judge(flushed, ref, oracle)[0] == compare.MATCH
+    assert compare.judge(flushed, ref)[0] == compare.MATCH  # without float64 too
+    ref2 = np.array([2.0e-38, 3.0e-38], np.float32)
+    assert compare.judge(np.zeros(2, np.float32), ref2, ref2.astype(np.float64))[0] == compare.DIVERGENT
