@@ -67,3 +67,11 @@ def test_replay_writes_them_keyed_by_the_graph_s_node_names(tmp_path, capsys):
     from model_explorer_onnx.main import ONNXAdapter
     [shown] = ONNXAdapter().convert(str(tmp_path / "t.irt" / "graph.onnx"), {})["graphs"]
     assert shown.id == graph.name and judged <= {n.id for n in shown.nodes}
+    # the same overlays for an existing replay's folder
+    first = {p.name: p.read_text() for p in (tmp_path / "out" / "model_explorer").iterdir()}
+    import shutil
+    shutil.rmtree(tmp_path / "out" / "model_explorer")
+    assert main(["report", str(tmp_path / "out"), "--model-explorer", "--bundle", str(tmp_path / "t.irt")]) == 0
+    assert {p.name: p.read_text() for p in (tmp_path / "out" / "model_explorer").iterdir()} == first
+    assert main(["report", str(tmp_path / "nowhere"), "--model-explorer"]) == 2
+    assert "nowhere/report.json: not a replay's report.json" in capsys.readouterr().err

@@ -179,6 +179,12 @@ def _add_port(sub):
 
 def _add_tools(sub):
     """The commands about backends and set-up: backends, conformance, diff, setup, env, demo."""
+    rp = sub.add_parser("report", help="write more of an existing replay's report: --model-explorer")
+    rp.add_argument("out", help="the replay's output folder (OUT, holding report.json)")
+    rp.add_argument("--model-explorer", action="store_true", required=True,
+                    help="write OUT/model_explorer/<backend>.{verdict,max_rel,finding}.json (as replay --model-explorer)")
+    rp.add_argument("--bundle", help="the bundle replayed (default: the path report.json names)")
+    rp.set_defaults(func=_report)
     b = sub.add_parser("backends", help="list backends: availability, modes, op coverage")
     b.add_argument("--coverage-md", metavar="FILE", help="write the per-backend op coverage table (markdown)")
     b.set_defaults(func=_backends)
@@ -284,6 +290,28 @@ def _repro(args):
         return 1 if any(r["status"] == "reproduces" for runs in ran.values() for r in runs.values()) else 0
     from irtrace.repro.make import make_repros
     make_repros(args.report, args.out, args.finding, args.budget, anonymize=args.anonymize)
+    return 0
+
+
+def _report(args):
+    import json
+
+    import onnx
+    from irtrace.report import explorer
+    out = Path(args.out)
+    path = out / "report.json"
+    try:
+        report = json.loads(path.read_text())
+        named = Path(args.bundle or report["bundle"]["path"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise IrtraceError(f"{path}: not a replay's report.json ({type(e).__name__}: {e})") from None
+    # report.json names the bundle as the replay was given it: from here, or from beside OUT
+    graph = next((b / "graph.onnx" for b in (named, out.parent / named) if (b / "graph.onnx").is_file()), None)
+    if graph is None:
+        raise IrtraceError(f"{named}: no graph.onnx there or beside {out} (give the bundle with --bundle)")
+    written = explorer.write(report, onnx.load(str(graph), load_external_data=False).graph.name,
+                             out / "model_explorer")
+    print(f"wrote {len(written)} Model Explorer node data files in {out / 'model_explorer'}")
     return 0
 
 
