@@ -243,3 +243,12 @@ def test_the_allowance_a_repro_states_is_the_term_compare_judged_by():
         "the rounding-error bound of this sum at the worst element"  # 8 eps sqrt(1000) sqrt(1000) = 9.5e-4
     assert said(o + 1.0, o) == "rtol 0.0001, atol 1e-05 x the output's scale (no float64 to arbitrate)"
     assert allowance(compare.Result("n", "Op", "b", "fwd", "y", compare.ERROR)) == ""
+
+
+def test_a_gradient_the_framework_does_not_compute_is_said_so_in_the_title():
+    """A DIVERGENT result without numbers (TensorFlow computes no gradient for a cotangent: irtrace fuzz's
+    Resize vjp2) is titled with what is missing, not with a max abs it does not have."""
+    from irtrace import compare
+    from irtrace.repro import script
+    text = script.symptom(compare.DIVERGENT, "d2g:y", {"max_abs": None}, "tensorflow computes no gradient for g:y")
+    assert text == "d(grad)/d(cotangent) is not computed (tensorflow computes no gradient for g:y)"

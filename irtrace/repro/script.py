@@ -82,6 +82,8 @@ def allowance_rule(policy=compare.Policy()):
 
 
 def symptom(verdict, label, numbers, message, role="input"):
+    if verdict == compare.DIVERGENT and numbers.get("max_abs") is None:  # a gradient the framework does not compute
+        return f"{label_words(label, role)} is not computed ({safe(message, 100)})"
     if verdict == compare.DIVERGENT:
         against = "PyTorch and float64" if numbers.get("oracle_at_worst") is not None else "PyTorch"
         return f"{label_words(label, role)} differs from {against} (max abs {numbers['max_abs']:.3g})"
