@@ -80,8 +80,8 @@ class _Versions(argparse.Action):
         found = discover()
         for name, env in envs.all_envs().items():
             try:
-                dist, version = env.framework_version(found[env.backend].declaration.module)
-                print(f"{name:<16}{dist} {version} (Python {env.python_version}) {env.path()}")
+                dist, version, folder = env.framework_version(found[env.backend].declaration.module)
+                print(f"{name:<16}{dist} {version} (Python {env.python_version}) {folder}")
             except IrtraceError as e:
                 print(f"{name:<16}{e}")
         parser.exit(0)

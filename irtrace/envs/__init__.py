@@ -96,13 +96,14 @@ class ManagedEnv:
         return str(exe)
 
     def framework_version(self, module):
-        """(distribution, version) of what provides import `module` in this env, read from its installed
-        package metadata (the framework is not imported); IrtraceError when the env is not set up."""
+        """(distribution, version, the env's folder) of what provides import `module` in this env, read from
+        its installed package metadata (the framework is not imported); IrtraceError when it is not set up."""
         code = ("import importlib.metadata as m, sys; d = m.packages_distributions().get(sys.argv[1], [sys.argv[1]])[0]; "
                 "print(d, m.version(d))")
-        r = _run([self.python(), "-c", code, module], f"reading {module}'s version in the {self.name} environment")
+        exe = self.python()
+        r = _run([exe, "-c", code, module], f"reading {module}'s version in the {self.name} environment")
         dist, _, version = r.stdout.strip().partition(" ")
-        return dist, version
+        return dist, version, Path(exe).parents[1]
 
     def setup(self, log=print):
         base = self.interpreter()

@@ -48,21 +48,29 @@ def assert_ops_match(model, example_inputs, backend="megengine", modes=("fwd", "
     import irtrace
     from irtrace.replay import ReplayOptions
     from irtrace.report.folder import replay_into
-    kept, known = CONTEXT.get()
-    folder = Path(keep or kept or tempfile.mkdtemp(prefix="irtrace-"))
-    if folder.exists() and any(folder.iterdir()) and (keep or kept):
-        shutil.rmtree(folder)  # an earlier run's bundle and report in the same test's folder
-    folder.mkdir(parents=True, exist_ok=True)
-    bundle = irtrace.export(model, example_inputs, folder / "model.irt", train=train, seed=seed, loss=loss)
+    _, known = CONTEXT.get()
+    folder, temporary = _folder(keep, "irtrace-")
+    # force: an earlier run's bundle in the same folder is replaced (export refuses to replace a non-bundle)
+    bundle = irtrace.export(model, example_inputs, folder / "model.irt", train=train, seed=seed, loss=loss, force=True)
     options = ReplayOptions.parse(backend, ",".join(modes))
     report = replay_into(bundle.path, options, folder / "replay").json
     unknown = [f for f in report["findings"] if not any(k.matches(f) for k in known)]
     fixed = [k for k in known if not any(k.matches(f) for f in report["findings"])]
     if not unknown and not fixed:
-        if not (keep or kept):
+        if temporary:
             shutil.rmtree(folder, ignore_errors=True)
         return report
     raise AssertionError(_message(report, unknown, fixed, folder, repro))
+
+
+def _folder(keep, prefix):
+    """(the folder an assertion writes in, whether it is a temporary one to remove when it passes): `keep`,
+    else --irtrace-keep's folder for the running test, else a new temporary folder. Nothing in a folder
+    the user gave is removed."""
+    kept, _ = CONTEXT.get()
+    folder = Path(keep or kept or tempfile.mkdtemp(prefix=prefix))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder, not (keep or kept)
 
 
 def assert_port_matches(bundle_or_model, port_factory, backend="megengine", loss="dot", example_inputs=None,
@@ -77,9 +85,7 @@ def assert_port_matches(bundle_or_model, port_factory, backend="megengine", loss
     from irtrace import port
     from irtrace.port.align import read_map
     from irtrace.report import port as port_report
-    kept, _ = CONTEXT.get()
-    folder = Path(keep or kept or tempfile.mkdtemp(prefix="irtrace-port-"))
-    folder.mkdir(parents=True, exist_ok=True)
+    folder, temporary = _folder(keep, "irtrace-port-")
     if hasattr(bundle_or_model, "parameters"):  # a torch model
         bundle = irtrace.export(bundle_or_model, example_inputs, folder / "model.irt", train=train, force=True)
     elif hasattr(bundle_or_model, "manifest"):
@@ -91,7 +97,7 @@ def assert_port_matches(bundle_or_model, port_factory, backend="megengine", loss
     out = port_report.write(report, folder / "port")
     r = report.to_json()
     if not report.diverges:
-        if not (keep or kept):
+        if temporary:
             shutil.rmtree(folder, ignore_errors=True)
         return r
     raise AssertionError("\n".join(port_report.lines(r) + [f"port report: {out / 'report.json'}"]))
