@@ -235,10 +235,8 @@ def _replay(args):
         result = replay_into(args.bundle, options, out, resume=args.resume, progress=progress)
     report = result.json
     if args.model_explorer:
-        import onnx
         from irtrace.report import explorer
-        graph = onnx.load(str(Path(args.bundle) / "graph.onnx"), load_external_data=False).graph.name
-        explorer.write(report, graph, out / "model_explorer")
+        explorer.write(report, args.bundle, out / "model_explorer")
     if args.format == "json":
         from irtrace.report.terminal import summary_json
         print(summary_json(report, result.out))
@@ -296,21 +294,18 @@ def _repro(args):
 def _report(args):
     import json
 
-    import onnx
     from irtrace.report import explorer
+    from irtrace.report.json_report import bundle_path
     out = Path(args.out)
     path = out / "report.json"
     try:
         report = json.loads(path.read_text())
-        named = Path(args.bundle or report["bundle"]["path"])
+        bundle = Path(args.bundle) if args.bundle else bundle_path(report, path)
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise IrtraceError(f"{path}: not a replay's report.json ({type(e).__name__}: {e})") from None
-    # report.json names the bundle as the replay was given it: from here, or from beside OUT
-    graph = next((b / "graph.onnx" for b in (named, out.parent / named) if (b / "graph.onnx").is_file()), None)
-    if graph is None:
-        raise IrtraceError(f"{named}: no graph.onnx there or beside {out} (give the bundle with --bundle)")
-    written = explorer.write(report, onnx.load(str(graph), load_external_data=False).graph.name,
-                             out / "model_explorer")
+    if not (bundle / "graph.onnx").is_file():
+        raise IrtraceError(f"{bundle}: no graph.onnx there (give the bundle replayed with --bundle)")
+    written = explorer.write(report, bundle, out / "model_explorer")
     print(f"wrote {len(written)} Model Explorer node data files in {out / 'model_explorer'}")
     return 0
 

@@ -53,8 +53,11 @@ def _graph(graph_name, data):
     return {graph_name: data}
 
 
-def write(report, graph_name, folder):
-    """The overlays of `report` in `folder` (created); the paths written."""
+def write(report, bundle, folder):
+    """The overlays of `report` over the graph.onnx of bundle folder `bundle`, in `folder` (created); the
+    paths written."""
+    import onnx
+    graph_name = onnx.load(str(Path(bundle) / "graph.onnx"), load_external_data=False).graph.name
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -209,3 +209,12 @@ def exit_code(report, ci=False):
     the model nothing judged) where `ci` ($CI set) or the replay was --strict."""
     failing_warning = bool(report.get("warnings")) and (ci or report["summary"].get("strict"))
     return 1 if report["findings"] or chained_failures(report) or failing_warning else 0
+
+
+def bundle_path(report, report_path):
+    """The bundle a report.json (read from `report_path`) replayed: its path as the replay was given it,
+    from here, or else from beside the replay's output folder."""
+    path = Path(report["bundle"]["path"])
+    if not path.is_absolute() and not path.exists():
+        path = Path(report_path).parent.parent / path
+    return path

@@ -196,9 +196,8 @@ def make_repros(report_path, out_dir, finding_ids=None, shrink_budget=300, timeo
             if i not in ids:
                 raise IrtraceError(f"no finding {i!r} in {report_path}.{suggest(i, ids)}")
         findings = [f for f in findings if f["id"] in finding_ids]
-    bundle_path = Path(report["bundle"]["path"])
-    if not bundle_path.is_absolute() and not bundle_path.exists():
-        bundle_path = report_path.parent.parent / bundle_path
+    from irtrace.report.json_report import bundle_path as bundle_of
+    bundle_path = bundle_of(report, report_path)
     bundle = load(bundle_path)
     nodes = {n.name for n in bundle.model.graph.node}
     for f in findings:
