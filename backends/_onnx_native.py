@@ -8,6 +8,7 @@ import onnx
 from onnx import helper
 
 from backends._runtime.adapter import Adapter
+from backends._runtime.wire import dtype_of
 from backends._table import OpTable, Unsupported
 
 IRTRACE_DOMAIN = "ai.irtrace"
@@ -28,7 +29,7 @@ def node_parts(spec, inputs, out_dtypes=None, cast=None, rename=None):
         if name in feeds:
             continue
         a = np.asarray(a)
-        if cast is not None and a.dtype.kind == "f":
+        if cast is not None and is_float(a.dtype):
             a = a.astype(cast)
         feeds[name] = a
         g_inputs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)))
@@ -38,9 +39,9 @@ def node_parts(spec, inputs, out_dtypes=None, cast=None, rename=None):
             continue
         name = name_of("out", i, name)
         dt = out_dtypes[i] if out_dtypes and out_dtypes[i] else None
-        if dt is not None and cast is not None and np.dtype(dt).kind == "f":
+        if dt is not None and cast is not None and is_float(dtype_of(dt)):
             dt = cast
-        outs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dt)), None)
+        outs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(dtype_of(dt)), None)
                     if dt is not None else helper.make_empty_tensor_value_info(name))
     if rename is not None:
         node.input[:] = [name_of("in", k, n) if n else "" for k, n in enumerate(node.input)]
@@ -107,6 +108,14 @@ class Runner:
         raise NotImplementedError
 
 
+_BIT_EXACT = {"BitCast"}
+
+
+def is_float(dt):
+    """numpy's floats and ml_dtypes' (bfloat16, float8_*: numpy kind "V")."""
+    return dt.kind == "f" or (dt.kind == "V" and dt.name.startswith(("bfloat", "float")))
+
+
 class NativeAdapter(Adapter):
     """A backend that executes the ONNX node itself, forward only: a one-node model per node, built by
     its runner once per signature (node proto + input dtypes and shapes) and cached. Its repro scripts
@@ -148,18 +157,23 @@ class NativeAdapter(Adapter):
         key = signature(spec, inputs)
         if key not in self.cache:
             out_dtypes = getattr(spec, "out_dtypes", None) if self.runner.out_dtypes else None
-            model, _ = one_node_model(spec, inputs, out_dtypes, cast=self.runner.cast)
+            model, _ = one_node_model(spec, inputs, out_dtypes, cast=self._cast(spec))
             self.cache[key] = self.runner.session(model, spec)
         return self.cache[key]
 
+    def _cast(self, spec):
+        """The runner's cast, but for an op that reinterprets its input's bits (BitCast: a float64 copy
+        of a float32 has other bits, and twice as many)."""
+        return None if spec.op_type in _BIT_EXACT else self.runner.cast
+
     def fwd(self, entry, inputs, spec):
         sess = self.session(spec, inputs)
-        cast = self.runner.cast
+        cast = self._cast(spec)
         feeds = {}
         for n, a in zip(spec.inputs, inputs):
             if n:
                 a = np.asarray(a)
-                feeds[n] = a.astype(cast) if cast is not None and a.dtype.kind == "f" else a
+                feeds[n] = a.astype(cast) if cast is not None and is_float(a.dtype) else a
         names = [o for o in spec.outputs if o]
         got = dict(zip(names, self.runner.run(sess, names, feeds)))
         return [got[o] if o else None for o in spec.outputs]

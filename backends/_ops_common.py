@@ -145,3 +145,128 @@ def slice_index(in_shape, starts, ends, axes, steps):
     for a, s, e, st in slice_bounds(in_shape, starts, ends, axes, steps):
         index[a] = slice(s, max(s, e), st) if st > 0 else slice(s, None if e < 0 else e, st)
     return tuple(index)
+
+
+def _resize_source(y, n_in, scale, out_width, ctm, roi):
+    """ONNX Resize's source coordinate of each output index `y` along one axis (float64), and which
+    outputs lie outside the input (tf_crop_and_resize only, else None). `out_width` is scale * n_in,
+    not rounded: align_corners and tf_crop_and_resize divide by it (onnx.reference does the same)."""
+    if ctm == "align_corners":
+        return (np.zeros_like(y) if out_width == 1 else y * (n_in - 1) / (out_width - 1)), None
+    if ctm == "asymmetric":
+        return y / scale, None
+    if ctm == "pytorch_half_pixel":  # the spec's 0 and onnx.reference's -0.5 for one output pick the same
+        return (np.zeros_like(y) if out_width == 1 else (y + 0.5) / scale - 0.5), None  # pixel but for cubic
+    if ctm == "half_pixel":
+        return (y + 0.5) / scale - 0.5, None
+    if ctm == "half_pixel_symmetric":
+        return n_in / 2 * (1 - len(y) / out_width) + (y + 0.5) / scale - 0.5, None
+    if ctm == "tf_crop_and_resize":
+        lo, hi = roi
+        x = (np.full_like(y, (hi - lo) * (n_in - 1) / 2) if out_width == 1
+             else y * (hi - lo) * (n_in - 1) / (out_width - 1)) + lo * (n_in - 1)
+        return x, (x < 0) | (x > n_in - 1)
+    raise ValueError(f"Resize: coordinate_transformation_mode {ctm!r}")
+
+
+def _cubic(d, a):
+    """Keys' cubic convolution kernel at distance d (ONNX Resize's cubic, coefficient a)."""
+    d = abs(d)
+    if d <= 1:
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+    return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+
+def _resize_coeffs(mode, ratio, scale, nearest_mode, a, antialias):
+    """The interpolation weights of one output given `ratio` in (0, 1] (the source coordinate minus
+    the neighbour before it; 1 on an exact integer), for the n neighbours around it."""
+    if mode == "nearest":
+        if ratio == 1:
+            return np.array([0.0, 1.0])
+        up = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": False,
+              "ceil": True}[nearest_mode]
+        return np.array([0.0, 1.0] if up else [1.0, 0.0])
+    if mode == "linear" and not antialias:
+        return np.array([1 - ratio, ratio])
+    if mode == "cubic" and not antialias:
+        return np.array([_cubic(ratio + 1, a), _cubic(ratio, a), _cubic(1 - ratio, a), _cubic(2 - ratio, a)])
+    # antialias: the kernel stretched by 1 / scale when downsampling, normalised to sum 1
+    s = min(scale, 1.0)
+    start = int(np.floor(-(1 if mode == "linear" else 2) / s) + 1)
+    d = np.abs((np.arange(start, 2 - start) - ratio) * s)
+    c = np.clip(1 - d, 0, 1) if mode == "linear" else np.array([_cubic(v, a) for v in d])
+    return c / c.sum()
+
+
+def resize_plan(in_shape, scales=None, sizes=None, axes=None, roi=None, *, mode="nearest",
+                coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor",
+                cubic_coeff_a=-0.75, exclude_outside=0, antialias=0, keep_aspect_ratio_policy="stretch"):
+    """ONNX Resize (opset 19) as separable steps, numpy only, every attribute the spec defines:
+    [(axis, index [n_out, n] into that axis, weight [n_out, n] float64, outside [n_out] bool or None)],
+    and the output shape. Output i along an axis is sum_k weight[i, k] * x[index[i, k]], or the
+    extrapolation value where `outside` is set (tf_crop_and_resize) - onnx.reference's own scheme (its
+    n nearest neighbours, edge padding as clamped indices, exclude_outside renormalising), so a
+    framework applying it with a gather and a weighted sum computes what the spec defines, infinities
+    in far-away inputs included (a dense interpolation matrix would make them 0 * inf = NaN)."""
+    r = len(in_shape)
+    axes = list(range(r)) if axes is None else [axis(int(v), r) for v in ints(axes)]
+    roi_v = [float(v) for v in ints_or_floats(roi)] if roi is not None and np.size(roi) else None
+    full_roi = [(0.0, 1.0)] * r
+    if roi_v is not None:
+        for i, d in enumerate(axes):
+            full_roi[d] = (roi_v[i], roi_v[len(axes) + i])
+    scale, out = resize_target(in_shape, scales, sizes, axes, keep_aspect_ratio_policy)
+    steps = []
+    for d in axes:
+        n_in, n_out = in_shape[d], out[d]
+        if n_out == n_in and scale[d] == 1.0 and full_roi[d] == (0.0, 1.0):
+            continue  # identity along this axis
+        y = np.arange(n_out, dtype=np.float64)
+        x, outside = _resize_source(y, n_in, scale[d], scale[d] * n_in, coordinate_transformation_mode, full_roi[d])
+        base = np.floor(x)
+        ratio = np.where(x == base, 1.0, x - base)
+        weight = np.array([_resize_coeffs(mode, float(q), scale[d], nearest_mode, cubic_coeff_a, antialias)
+                           for q in ratio]).reshape(n_out, -1)
+        n = weight.shape[1]  # even for every mode and antialias footprint
+        # the n nearest integers to x, ties to the smaller: they start n // 2 - 1 below floor(x), one
+        # lower on an exact integer (where ratio is 1)
+        first = base - (n // 2) + np.where(x == base, 0, 1)
+        index = first[:, None].astype(np.int64) + np.arange(n)[None, :]
+        if exclude_outside:
+            weight = np.where((index < 0) | (index >= n_in), 0.0, weight)
+            total = weight.sum(axis=1, keepdims=True)
+            weight = weight / np.where(total == 0, 1.0, total)
+        steps.append((d, np.clip(index, 0, n_in - 1), weight, outside))
+    return steps, out
+
+
+def resize_target(in_shape, scales, sizes, axes, keep_aspect_ratio_policy="stretch"):
+    """ONNX Resize's scale and output size of every dim (python floats and ints): from sizes, out / in
+    (one scale for the resized dims under not_larger / not_smaller, the size rounded half up), from
+    scales, floor(in * scale)."""
+    r = len(in_shape)
+    axes = list(range(r)) if axes is None else [axis(int(v), r) for v in ints(axes)]
+    sizes_v = ints(sizes) if sizes is not None and np.size(sizes) else None
+    scale, out = [1.0] * r, list(in_shape)
+    if sizes_v is not None:
+        for d, s in zip(axes, sizes_v):
+            out[d] = s
+            scale[d] = s / in_shape[d]
+        if keep_aspect_ratio_policy != "stretch":
+            one = {"not_larger": min, "not_smaller": max}[keep_aspect_ratio_policy](scale[d] for d in axes)
+            for d in axes:
+                scale[d] = one
+                out[d] = int(one * in_shape[d] + 0.5)
+    else:
+        for d, s in zip(axes, ints_or_floats(scales)):
+            scale[d] = float(s)
+            out[d] = int(np.floor(in_shape[d] * float(s)))
+    return scale, out
+
+
+def ints_or_floats(t):
+    """A 1-D input that may hold floats (Resize's scales, roi) as python numbers (a float tensor a gradient
+    pass marked as requiring grad: detached)."""
+    t = t.detach() if hasattr(t, "detach") else t
+    a = t.numpy() if hasattr(t, "numpy") else np.asarray(t)
+    return np.asarray(a).reshape(-1).tolist()

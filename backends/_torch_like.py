@@ -100,6 +100,15 @@ def register_shape(table, framework):
     def range_(start, limit, delta):
         return framework.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
 
+    @table.register("Range", since=27)
+    def range_stashed(start, limit, delta, *, stash_type=1):
+        """float16 and bfloat16 ranges computed in `stash_type` (float32 by default), then cast."""
+        if start.dtype not in (framework.float16, framework.bfloat16):
+            return range_(start, limit, delta)
+        stash = {1: framework.float32, 11: framework.float64}.get(stash_type, start.dtype)
+        return framework.arange(start.to(stash).item(), limit.to(stash).item(), delta.to(stash).item(),
+                                dtype=stash).to(start.dtype)
+
     @table.register("DepthToSpace", since=13)
     def depth_to_space(x, *, blocksize, mode="DCR"):
         n, c, h, w = x.shape
@@ -111,10 +120,10 @@ def register_shape(table, framework):
         return y.reshape(n, c // (b * b), h * b, w * b)
 
     @table.register("SpaceToDepth", since=13)
-    def space_to_depth(x, *, blocksize):
+    def space_to_depth(x, *, blocksize, mode="DCR"):  # mode: opset 28
         n, c, h, w = x.shape
         b = blocksize
-        y = x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4)
+        y = x.reshape(n, c, h // b, b, w // b, b).permute((0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4))
         return y.reshape(n, c * b * b, h // b, w // b)
 
     @table.register("Trilu", since=14)
@@ -148,8 +157,22 @@ def register_reductions(table, framework):
     reduce = partial(register_reduce, table)
     reduce("ReduceMean", lambda x, d, k: framework.mean(x, dim=d, keepdim=k))
     reduce("ReduceSum", lambda x, d, k: framework.sum(x, dim=d, keepdim=k), since=13)
-    reduce("ReduceMax", lambda x, d, k: framework.amax(x, dim=d, keepdim=k))
-    reduce("ReduceMin", lambda x, d, k: framework.amin(x, dim=d, keepdim=k))
+    def extreme(x, dims, keep, largest):
+        """amax/amin; over an empty set ONNX's identity (the lowest value for max, the highest for min,
+        bool's False/True) where the framework raises."""
+        if all(x.shape[d] for d in dims):
+            return (framework.amax if largest else framework.amin)(x, dim=dims, keepdim=keep)
+        shape = [1 if d in dims else n for d, n in enumerate(x.shape) if keep or d not in dims]
+        if x.dtype == framework.bool:
+            fill = not largest
+        elif x.dtype.is_floating_point:
+            fill = -float("inf") if largest else float("inf")
+        else:
+            fill = framework.iinfo(x.dtype).min if largest else framework.iinfo(x.dtype).max
+        return framework.full(shape, fill, dtype=x.dtype)
+
+    reduce("ReduceMax", lambda x, d, k: extreme(x, d, k, True))
+    reduce("ReduceMin", lambda x, d, k: extreme(x, d, k, False))
     reduce("ReduceSumSquare", lambda x, d, k: framework.sum(x * x, dim=d, keepdim=k))
     reduce("ReduceL2", lambda x, d, k: framework.linalg.vector_norm(x, 2, dim=d, keepdim=k))
     reduce("ReduceL1", lambda x, d, k: framework.sum(framework.abs(x), dim=d, keepdim=k))

@@ -545,7 +545,8 @@ def allclose(actual, expected, rtol, atol):
         return True, 0.0
     with np.errstate(invalid="ignore"):
         d = np.where(np.isnan(a) & np.isnan(e), 0.0, np.abs(a - e))
-    return bool(np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)), float(np.nanmax(d))
+    worst = float(np.nanmax(d)) if not np.isnan(d).all() else float("nan")  # NaN against a number everywhere
+    return bool(np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)), worst
 
 
 def close(actual, expected, rtol=1e-4, atol=1e-5):

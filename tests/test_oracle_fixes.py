@@ -13,10 +13,10 @@ from onnx import helper
 RNG = np.random.default_rng(26)
 
 
-def _spec(op, n_inputs, n_outputs=1, opset=20, **attrs):
+def _spec(op, n_inputs, n_outputs=1, opset=20, absent=(), **attrs):
     from backends._runtime.spec import WorkerSpec
     from irtrace.ir.spec import decode_attrs
-    names = [f"in{k}" for k in range(n_inputs)]
+    names = ["" if k in absent else f"in{k}" for k in range(n_inputs)]
     outs = [f"out{k}" for k in range(n_outputs)]
     node = helper.make_node(op, names, outs, name=op.lower(), **attrs)
     return WorkerSpec(node.name, op, "", opset, tuple(names), tuple(outs), decode_attrs(node),
@@ -222,3 +222,72 @@ def test_pow_double_backward_at_an_exponent_of_zero_keeps_its_derivative_in_the_
     assert dx.tolist() == [0.0, 0.0, 1.0] and dy.tolist() == pytest.approx([np.log(2), np.log(3), 0.25 * np.log(0.5)])
     d2, = torch.autograd.grad(dx.sum(), y)
     assert d2.tolist() == pytest.approx([1 / 2, 1 / 3, 0.5 + 2 * 0.5 * np.log(0.5)], rel=1e-15)
+
+
+def _keys(d, a):
+    d = abs(d)
+    return (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1 if d <= 1 else a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a \
+        if d < 2 else 0.0
+
+
+def _resize_matrix(n_in, scale, how):
+    """One axis of a Resize as an [n_out, n_in] matrix and the rows that take the extrapolation value,
+    element by element from the ONNX spec's formulas: "cubic": half_pixel, Keys with a = -0.5,
+    exclude_outside (weights of the 4 nearest inputs inside, renormalised); "crop": linear,
+    tf_crop_and_resize on roi (0.2, 1.3)."""
+    n_out = int(np.floor(n_in * scale))
+    m, outside = np.zeros((n_out, n_in)), np.zeros(n_out, bool)
+    for i in range(n_out):
+        if how == "cubic":
+            x = (i + 0.5) / scale - 0.5
+            w = {j: _keys(x - j, -0.5) for j in range(int(np.floor(x)) - 1, int(np.floor(x)) + 3) if 0 <= j < n_in}
+            for j, v in w.items():
+                m[i, j] = v / sum(w.values())
+        else:
+            lo, hi = float(np.float32(0.2)), float(np.float32(1.3))  # the roi input is float32
+            x = lo * (n_in - 1) + i * (hi - lo) * (n_in - 1) / (n_in * scale - 1)
+            if x < 0 or x > n_in - 1:
+                outside[i] = True
+                continue
+            j = int(np.floor(x))
+            m[i, j] += 1 - (x - j)
+            m[i, min(j + 1, n_in - 1)] += x - j
+    return m, outside
+
+
+@pytest.mark.parametrize("how", ["cubic", "crop"])
+def test_resize_modes_torch_has_no_kernel_for(oracle, how):
+    """Resize modes functional.interpolate lacks (cubic A = -0.5 with exclude_outside; tf_crop_and_resize
+    with an extrapolation value), which torch's table computes by ONNX's separable definition
+    (backends/_ops_common.resize_plan): the oracle's forward (onnx.reference) and its gradients (that
+    torch table in float64) against matrices built by hand. Resize is linear in x: y = H x W^T,
+    vjp H^T g W, and vjp2's ds/dx = 0, ds/dg = H u W^T; rows outside the crop are the constant."""
+    x, g_shape = RNG.standard_normal((1, 2, 5, 4)), None
+    scales = np.array([1, 1, 0.8, 1.75] if how == "cubic" else [1, 1, 1.2, 1.5], np.float32)
+    (h, h_out), (w, w_out) = _resize_matrix(5, float(scales[2]), how), _resize_matrix(4, float(scales[3]), how)
+    ev = 7.5
+    want = np.einsum("ij,ncjk,lk->ncil", h, x, w)
+    if how == "crop":
+        want[:, :, h_out, :] = ev
+        want[:, :, :, w_out] = ev
+        attrs = dict(mode="linear", coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=ev)
+        roi = np.array([0, 0, 0.2, 0.2, 1, 1, 1.3, 1.3], np.float32)
+    else:
+        attrs = dict(mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1)
+        roi = None
+    spec = _spec("Resize", 3, absent=() if roi is not None else (1,), **attrs)
+    entry = oracle.lookup(spec)
+    (y,) = oracle.fwd(entry, [x, roi, scales], spec)
+    assert y.shape == want.shape and np.allclose(y, want, rtol=0, atol=1e-12)
+    g, u = RNG.standard_normal(want.shape), RNG.standard_normal(x.shape)
+    keep = np.ones(want.shape)
+    if how == "crop":
+        keep[:, :, h_out, :] = 0
+        keep[:, :, :, w_out] = 0
+    dx = oracle.vjp(entry, [x, roi, scales], spec, [g])[0]
+    assert np.allclose(dx, np.einsum("ij,ncil,lk->ncjk", h, g * keep, w), rtol=0, atol=1e-12)
+    assert oracle.last_check["verified"] is True, oracle.last_check
+    (d2x, *_), (d2g,) = oracle.vjp2(entry, [x, roi, scales], spec, [g], [u, None, None])
+    assert np.allclose(d2x, 0, atol=1e-12)
+    assert np.allclose(d2g, np.einsum("ij,ncjk,lk->ncil", h, u, w) * keep, rtol=0, atol=1e-12)
+    assert oracle.last_check["verified"] is True, oracle.last_check

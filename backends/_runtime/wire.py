@@ -49,6 +49,21 @@ def file_region(a):
     return str(root.filename), root.offset + start
 
 
+def dtype_tag(dt):
+    """How a frame names a dtype: numpy's own string, or the name of an ml_dtypes type (bfloat16,
+    float8_*): their numpy string is a bare 'V2', which would read back as raw bytes."""
+    return dt.name if dt.kind == "V" else dt.str
+
+
+def dtype_of(tag):
+    """The dtype a frame names (dtype_tag); ml_dtypes is imported only for its names."""
+    try:
+        return np.dtype(tag)
+    except TypeError:
+        import ml_dtypes  # noqa: F401 - registers bfloat16 and the float8 types with numpy
+        return np.dtype(tag)
+
+
 def write(stream, msg, arrays=(), by_reference=False):
     specs, blobs = [], []
     for a in arrays:
@@ -57,13 +72,13 @@ def write(stream, msg, arrays=(), by_reference=False):
             continue
         where = file_region(a) if by_reference else None
         if where is not None:
-            specs.append({"dtype": a.dtype.str, "shape": list(a.shape), "file": where[0], "offset": where[1]})
+            specs.append({"dtype": dtype_tag(a.dtype), "shape": list(a.shape), "file": where[0], "offset": where[1]})
             continue
         a = np.asarray(a)
         if a.dtype == object:
             raise TypeError("object arrays cannot cross the wire")
         b = np.array(a, order="C").tobytes()
-        specs.append({"dtype": a.dtype.str, "shape": list(a.shape), "nbytes": len(b)})
+        specs.append({"dtype": dtype_tag(a.dtype), "shape": list(a.shape), "nbytes": len(b)})
         blobs.append(b)
     header = json.dumps({**msg, "arrays": specs}, allow_nan=True).encode()
     stream.write(_LEN.pack(len(header)))
@@ -101,12 +116,13 @@ def read(stream):
             # copied out of the map into numpy's own memory: the framework gets an aligned, writable array of
             # its own, as it did through the pipe (a view into the map is aligned only as the value's offset
             # in the file is); the copy is one memcpy from the page cache, not a trip through the pipe
-            arrays.append(np.array(np.memmap(s["file"], dtype=np.dtype(s["dtype"]), mode="r", offset=int(s["offset"]),
+            arrays.append(np.array(np.memmap(s["file"], dtype=dtype_of(s["dtype"]), mode="r", offset=int(s["offset"]),
                                              shape=tuple(s["shape"]))))
             continue
-        if s["nbytes"] != int(np.prod(s["shape"], dtype=np.int64)) * np.dtype(s["dtype"]).itemsize:
+        dtype = dtype_of(s["dtype"])
+        if s["nbytes"] != int(np.prod(s["shape"], dtype=np.int64)) * dtype.itemsize:
             raise ValueError(f"not a frame: {s['nbytes']} bytes for shape {s['shape']} of {s['dtype']}")
         buf = _read_exact(stream, s["nbytes"]) if s["nbytes"] else b""
-        arrays.append(np.frombuffer(buf, dtype=np.dtype(s["dtype"])).reshape(s["shape"]).copy()
-                      if s["nbytes"] else np.zeros(s["shape"], np.dtype(s["dtype"])))
+        arrays.append(np.frombuffer(buf, dtype=dtype).reshape(s["shape"]).copy()
+                      if s["nbytes"] else np.zeros(s["shape"], dtype))
     return msg, arrays

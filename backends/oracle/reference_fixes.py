@@ -8,7 +8,9 @@ tests/op_cases.py and tests/test_oracle_fixes.py).
   and its np.choose cannot pick among more than 32 (numpy 1) or 64 (numpy 2) positions along `axis`.
 - Pad: negative pads (a crop, what F.pad does with negative widths) reach np.pad and raise; a 0-d
   input with no pads raises.
-- Resize: negative entries of `axes` raise ("axes don't match array").
+- Resize: negative entries of `axes` raise ("axes don't match array"), and cubic's coefficients are
+  computed in float32 (numpy 2 keeps the float32 of the attribute cubic_coeff_a against a python float:
+  2e-7 off on a 4 -> 7 upsampling with A = -0.5): backends/_ops_common.resize_plan, in float64.
 - CumSum: a 0-d input comes back with shape (1,); a 1-element `axis` (onnxruntime and torch take
   it) raises.
 - GridSample: the sampling locations are computed in float32 (every mode: the oracle's result had
@@ -26,7 +28,8 @@ import math
 import numpy as np
 from onnx.reference.op_run import OpRun
 from onnx.reference.ops.op_grid_sample import GridSample as RefGridSample
-from onnx.reference.ops.op_resize import Resize as RefResize
+
+from backends._ops_common import resize_plan
 
 
 def gather_elements(data, indices, axis):
@@ -82,11 +85,27 @@ class Pad(OpRun):
         return (pad(data, pads, mode if mode is not None else "constant", value, axes),)
 
 
-class Resize(RefResize):
-    def _run(self, X, roi, scales=None, sizes=None, axes=None, **kwargs):
-        if axes is not None:
-            axes = [int(a) + X.ndim if a < 0 else int(a) for a in axes]
-        return super()._run(X, roi, scales, sizes, axes=axes, **kwargs)
+class Resize(OpRun):
+    def _run(self, X, roi=None, scales=None, sizes=None, antialias=0, axes=None, coordinate_transformation_mode=None,
+             cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy=None,
+             mode=None, nearest_mode=None):
+        steps, _ = resize_plan(list(X.shape), scales, sizes, axes, roi, mode=mode or "nearest",
+                               coordinate_transformation_mode=coordinate_transformation_mode or "half_pixel",
+                               nearest_mode=nearest_mode or "round_prefer_floor", cubic_coeff_a=float(cubic_coeff_a),
+                               exclude_outside=exclude_outside, antialias=antialias,
+                               keep_aspect_ratio_policy=keep_aspect_ratio_policy or "stretch")
+        y = X.astype(np.float64)
+        for d, index, weight, outside in steps:
+            if mode == "nearest":  # the chosen neighbour itself: an inf beside it stays out
+                y = np.take(y, index[np.arange(len(index)), weight.argmax(1)], axis=d)
+                continue
+            shape = (1,) * d + weight.shape + (1,) * (y.ndim - d - 1)
+            y = (np.take(y, index, axis=d) * weight.reshape(shape)).sum(axis=d + 1)
+            if outside is not None:
+                y[(slice(None),) * d + (outside,)] = extrapolation_value
+        if X.dtype.kind in "iu":  # onnx.reference's saturating cast
+            y = np.clip(y, np.iinfo(X.dtype).min, np.iinfo(X.dtype).max)
+        return (y.astype(X.dtype),)
 
 
 def cumsum(x, axis, exclusive=0, reverse=0):

@@ -13,7 +13,11 @@ import torch
 def to_tensor(a, dtype=None):
     if a is None:
         return None
-    t = torch.from_numpy(np.array(a, copy=True))
+    a = np.array(a, copy=True)
+    if a.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: torch.from_numpy takes its bits only
+        t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    else:
+        t = torch.from_numpy(a)
     if dtype is not None and t.dtype.is_floating_point:
         t = t.to(dtype)
     return t
@@ -24,6 +28,9 @@ def to_numpy(t):
         return np.asarray(t)
     if t._is_zerotensor():  # autograd's symbolic zeros (e.g. Abs's second derivative) have no storage
         return np.zeros(tuple(t.shape), dtype=torch.empty((), dtype=t.dtype).numpy().dtype)
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16 of its own: ml_dtypes', same bits
+        import ml_dtypes
+        return t.detach().cpu().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.detach().cpu().numpy()
 
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from backends._runtime.wire import dtype_tag
 from irtrace.ir.graph import FLOAT_TYPES, gradient_path, gradient_sources, trained_sources
 from irtrace.ir.semantics import nondifferentiable_inputs
 
@@ -106,7 +107,7 @@ def from_bundle(bundle, spec, mode, proto, us_off=()):
     cots = tuple(np.asarray(values[grad_name(o)]) if o and grad_name(o) in values else None for o in spec.outputs)
     us = tuple(np.asarray(values[u_name(i)]) if i and u_name(i) in values and k not in us_off else None
                for k, i in enumerate(spec.inputs))
-    dtypes = tuple(values.spec(o)[0].str if o and o in values else "" for o in spec.outputs)
+    dtypes = tuple(dtype_tag(values.spec(o)[0]) if o and o in values else "" for o in spec.outputs)
     return NodeCall(spec, mode, proto, inputs, cots, us, dtypes)
 
 

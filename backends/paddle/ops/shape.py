@@ -142,10 +142,11 @@ def depth_to_space(x, *, blocksize, mode="DCR"):
 
 
 @OPS.register("SpaceToDepth", since=13)
-def space_to_depth(x, *, blocksize):
+def space_to_depth(x, *, blocksize, mode="DCR"):  # mode: opset 28
     n, c, h, w = x.shape
     b = blocksize
-    y = paddle.transpose(paddle.reshape(x, [n, c, h // b, b, w // b, b]), [0, 3, 5, 1, 2, 4])
+    y = paddle.transpose(paddle.reshape(x, [n, c, h // b, b, w // b, b]),
+                         [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4])
     return paddle.reshape(y, [n, c * b * b, h // b, w // b])
 
 

@@ -142,8 +142,13 @@ def depth_to_space(x, *, blocksize, mode="DCR"):
 
 
 @OPS.register("SpaceToDepth", since=13)
-def space_to_depth(x, *, blocksize):
-    return to_nchw(tf.nn.space_to_depth(to_nhwc(x), blocksize))  # NHWC only on CPU
+def space_to_depth(x, *, blocksize, mode="DCR"):  # mode: opset 28
+    if mode == "DCR":
+        return to_nchw(tf.nn.space_to_depth(to_nhwc(x), blocksize))  # NHWC only on CPU
+    n, c, h, w = x.shape
+    b = blocksize
+    y = tf.transpose(tf.reshape(x, [n, c, h // b, b, w // b, b]), [0, 1, 3, 5, 2, 4])
+    return tf.reshape(y, [n, c * b * b, h // b, w // b])
 
 
 @OPS.register("Trilu", since=14)

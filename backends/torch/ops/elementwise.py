@@ -132,3 +132,36 @@ def recorded_dropout(x, mask, *, ratio):
 
 
 register_elementwise(OPS, torch, functional)
+
+_UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+
+
+def _unsigned(fn, kind):
+    """`fn` on uint16/32/64, which torch has no arithmetic or comparison kernels for: uint16 and uint32 in
+    int64 (wrapped back to their width), uint64 as the int64 of the same bits (addition, subtraction
+    and multiplication wrap the same; comparisons and Max/Min after flipping the sign bit; Div and Mod
+    only below 2**63)."""
+    def on_unsigned(*xs, **attrs):
+        dt = next((x.dtype for x in xs if isinstance(x, torch.Tensor) and x.dtype in _UNSIGNED), None)
+        if dt is None:
+            return fn(*xs, **attrs)
+        if dt != torch.uint64:
+            y = fn(*(x.to(torch.int64) for x in xs), **attrs)
+            return y if kind == "compare" else (y & (1 << torch.iinfo(dt).bits) - 1).to(dt)
+        s = [x.view(torch.int64) for x in xs]
+        if kind in ("compare", "extreme"):
+            y = fn(*(v ^ -2 ** 63 for v in s), **attrs)
+            return y if kind == "compare" else (y ^ -2 ** 63).view(dt)
+        if kind == "divide" and any(bool((v < 0).any()) for v in s):
+            raise NotImplementedError("uint64 Div/Mod of values >= 2**63: torch has no unsigned 64-bit division")
+        return fn(*s, **attrs).view(dt)
+    on_unsigned.__name__ = fn.__name__
+    return on_unsigned
+
+
+for _op, _kind in (("Add", "wrap"), ("Sub", "wrap"), ("Mul", "wrap"), ("Div", "divide"), ("Mod", "divide"),
+                   ("Max", "extreme"), ("Min", "extreme"), ("Sum", "wrap"), ("Greater", "compare"),
+                   ("GreaterOrEqual", "compare"), ("Less", "compare"), ("LessOrEqual", "compare"),
+                   ("Equal", "compare")):
+    _entry = OPS.lookup("", _op, 10 ** 6)
+    OPS.replace(_op, _entry.since)(_unsigned(_entry.fn, _kind))

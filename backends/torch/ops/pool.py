@@ -45,7 +45,7 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
                  strides):
     r = len(kernel_shape)
     if dilations and any(d != 1 for d in dilations):
-        raise NotImplementedError("torch's avg_pool has no dilation")
+        return _dilated_average_pool(x, kernel_shape, strides, pads, dilations, ceil_mode, count_include_pad)
     if symmetric_pool_pads(pads, kernel_shape):
         return _AVG[r](x, kernel_shape, strides, pads[:r], ceil_mode=bool(ceil_mode),
                        count_include_pad=bool(count_include_pad))
@@ -57,6 +57,38 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
     counted = functional.pad(ones, tp, value=1.0 if count_include_pad else 0.0)
     count = _AVG[r](counted, kernel_shape, strides, 0, ceil_mode=bool(ceil_mode), divisor_override=1)
     return sums / count
+
+
+_CONV = {1: functional.conv1d, 2: functional.conv2d, 3: functional.conv3d}
+
+
+def _dilated_average_pool(x, kernel, strides, pads, dilations, ceil_mode, count_include_pad):
+    """torch's avg_pool has no dilation: window sums as a depthwise convolution with a dilated kernel
+    of ones, over the input padded by ONNX's pads (zeros) and, with ceil_mode, by what the last window
+    reaches beyond them; divided by the count of cells ONNX counts (the pads too with
+    count_include_pad=1, never what only ceil_mode adds)."""
+    r = len(kernel)
+    c = x.shape[1]
+    tail, out = [], []
+    for d in range(r):
+        n, lo, hi = x.shape[2 + d], pads[d], pads[r + d]
+        reach = (kernel[d] - 1) * dilations[d] + 1
+        span = n + lo + hi - reach
+        m = (-(-span // strides[d]) if ceil_mode else span // strides[d]) + 1
+        if ceil_mode and (m - 1) * strides[d] >= n + lo:  # the last window would start in the end padding
+            m -= 1
+        out.append(m)
+        tail.append(max(0, (m - 1) * strides[d] + reach - (n + lo + hi)))
+    explicit = pad_list(pads)
+    extra = [v for d in reversed(range(r)) for v in (0, tail[d])]
+    ones = torch.ones((c, 1, *kernel), dtype=x.dtype)
+    sums = _CONV[r](functional.pad(functional.pad(x, explicit), extra), ones, stride=strides, dilation=dilations,
+                    groups=c)
+    mask = functional.pad(torch.ones((1, 1, *x.shape[2:]), dtype=x.dtype), explicit,
+                          value=1.0 if count_include_pad else 0.0)
+    count = _CONV[r](functional.pad(mask, extra), ones[:1], stride=strides, dilation=dilations)
+    crop = tuple([slice(None), slice(None)] + [slice(0, m) for m in out])
+    return sums[crop] / count[crop]
 
 
 register_global_pools(OPS, torch)

@@ -2,7 +2,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from backends._ops_common import axis, trailing_pad_list
+from backends._ops_common import axis, resize_plan, resize_target, trailing_pad_list
 from backends._table import Unsupported
 from backends._torch_like import register_shape
 from backends.torch.ops import OPS
@@ -74,36 +74,47 @@ def eye_like(x, *, dtype=None, k=0):
 def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
            cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
            mode="nearest", nearest_mode="round_prefer_floor"):
-    if antialias:  # torch's antialias filter is not ONNX's (irtrace/export/translations.py)
-        raise Unsupported("Resize with antialias=1: torch's antialiasing filter differs from ONNX's "
-                          "(up to 0.15 on a 7x11 -> 3x5 image), so torch cannot be the reference for it")
+    """torch's own interpolate where it computes exactly ONNX's Resize (what torch.onnx exports), ONNX's
+    separable definition by gathers and weighted sums (backends/_ops_common.resize_plan) everywhere else:
+    interpolate has no round_prefer_floor or ceil nearest, no cubic A other than -0.75, no exclude_outside,
+    crop or half_pixel_symmetric, and with scales its align_corners divides by the rounded output size
+    where ONNX divides by in * scale."""
+    ctm = coordinate_transformation_mode
+    scale, out = resize_target(list(x.shape), scales, sizes, axes, keep_aspect_ratio_policy)
+    by_size = sizes is not None and sizes.numel() > 0
+    kwargs = {"size": out[2:]} if by_size else {"scale_factor": scale[2:]}
     spatial = x.dim() - 2
-    kwargs = {}
-    given = ints(sizes) if sizes is not None and sizes.numel() else [float(s) for s in scales.reshape(-1).tolist()]
-    if axes is not None:  # sizes/scales name only these dims: the others keep their size (scale 1)
-        full = list(x.shape) if sizes is not None and sizes.numel() else [1.0] * x.dim()
-        for a, v in zip(axes, given):
-            full[axis(a, x.dim())] = v
-        if full[:2] != (list(x.shape[:2]) if sizes is not None and sizes.numel() else [1.0, 1.0]):
-            raise NotImplementedError(f"Resize of the batch or channel dim (axes {axes})")
-        given = full
-    if sizes is not None and sizes.numel():
-        kwargs["size"] = given[-spatial:]
-    else:
-        kwargs["scale_factor"] = given[-spatial:]
-    if mode == "nearest":
-        if coordinate_transformation_mode == "asymmetric" and nearest_mode == "floor":
+    if 1 <= spatial <= 3 and out[:2] == list(x.shape[:2]) and scale[:2] == [1.0, 1.0] and not antialias \
+            and not exclude_outside and keep_aspect_ratio_policy == "stretch":
+        if mode == "nearest" and ctm == "asymmetric" and nearest_mode == "floor":
             return functional.interpolate(x, mode="nearest", **kwargs)
-        if coordinate_transformation_mode in ("half_pixel", "pytorch_half_pixel") and nearest_mode in (
-                "round_prefer_ceil", "round_prefer_floor"):
-            return functional.interpolate(x, mode="nearest-exact", **kwargs)
-        raise NotImplementedError(f"nearest Resize with {coordinate_transformation_mode}/{nearest_mode}")
-    torch_mode = {"linear": {1: "linear", 2: "bilinear", 3: "trilinear"}[spatial], "cubic": "bicubic"}[mode]
-    if coordinate_transformation_mode == "align_corners":
-        return functional.interpolate(x, mode=torch_mode, align_corners=True, **kwargs)
-    if coordinate_transformation_mode in ("half_pixel", "pytorch_half_pixel"):
-        return functional.interpolate(x, mode=torch_mode, align_corners=False, **kwargs)
-    raise NotImplementedError(f"linear Resize with coordinate_transformation_mode={coordinate_transformation_mode}")
+        if mode == "nearest" and ctm == "half_pixel" and nearest_mode == "round_prefer_ceil":
+            return functional.interpolate(x, mode="nearest-exact", **kwargs)  # floor(src + 0.5): ties up
+        torch_mode = {"linear": {1: "linear", 2: "bilinear", 3: "trilinear"}[spatial], "cubic": "bicubic"}.get(mode)
+        native = mode == "linear" or (mode == "cubic" and cubic_coeff_a == -0.75 and spatial == 2)
+        if native and (ctm == "half_pixel" or (ctm == "pytorch_half_pixel" and min(out[2:]) > 1)):
+            return functional.interpolate(x, mode=torch_mode, align_corners=False, **kwargs)
+        # ONNX's align_corners divides by in * scale, interpolate's by the output size: the same where equal
+        if native and ctm == "align_corners" and (by_size or all(s * n == o for s, n, o in zip(scale, x.shape, out))):
+            return functional.interpolate(x, mode=torch_mode, align_corners=True, **kwargs)
+    steps, _ = resize_plan(list(x.shape), scales, sizes, axes, roi, mode=mode, nearest_mode=nearest_mode,
+                           coordinate_transformation_mode=ctm, antialias=antialias, cubic_coeff_a=cubic_coeff_a,
+                           exclude_outside=exclude_outside, keep_aspect_ratio_policy=keep_aspect_ratio_policy)
+    y = x if x.is_floating_point() else x.to(torch.float64)
+    for d, index, weight, outside in steps:
+        if mode == "nearest":  # a copy of the chosen neighbour (a weighted sum would turn an inf beside it to NaN)
+            y = torch.index_select(y, d, torch.from_numpy(index[np.arange(len(index)), weight.argmax(1)]))
+            continue
+        n_out, n = index.shape
+        g = torch.index_select(y, d, torch.from_numpy(index.reshape(-1))).unflatten(d, (n_out, n))
+        w = torch.from_numpy(weight).to(y.dtype).reshape((n_out, n) + (1,) * (y.dim() - d - 1))
+        y = (g * w).sum(d + 1)
+        if outside is not None:
+            mask = torch.from_numpy(outside).reshape((n_out,) + (1,) * (y.dim() - d - 1))
+            y = torch.where(mask, torch.tensor(extrapolation_value, dtype=y.dtype), y)
+    if y.dtype != x.dtype:  # an integer input: onnx.reference's saturating cast
+        y = y.clamp(torch.iinfo(x.dtype).min, torch.iinfo(x.dtype).max).to(x.dtype)
+    return y
 
 
 register_shape(OPS, torch)
