@@ -198,6 +198,8 @@ CASES = [
       hidden_size=3),
     C("gru", "GRU", X(5, 2, 4), X(2, 9, 4), X(2, 9, 3), X(2, 18), outputs=2, hidden_size=3,
       direction="bidirectional", linear_before_reset=1),
+    C("rnn", "RNN", X(4, 2, 3), X(2, 5, 3), X(2, 5, 5), X(2, 10), ("none",), X(2, 2, 5), outputs=2, hidden_size=5,
+      direction="bidirectional", activations=["Tanh", "Relu"]),
     # ONNX TopK: of equal values the lower index first (torch.sort(stable=True) exports as it)
     C("topk_ties", "TopK", ("fixed", (1.0, 2.0, 1.0, 3.0, 2.0, 1.0)), INT(4), outputs=2, axis=-1),
     # statistics computed in the graph (weight standardisation): differentiated like the other inputs
@@ -291,7 +293,7 @@ OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_n
 OPTIONAL = {"gridsample_linear", "gridsample_cubic_border", "atan", "asin", "acos", "sinh", "cosh", "asinh",
             "acosh", "atanh", "mish", "celu", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
             "bitshift_left", "det", "eyelike", "nonzero", "unique", "nll_loss", "softmax_cross_entropy", "col2im",
-            "dft", "stft", "hannwindow", "lstm", "gru"}
+            "dft", "stft", "hannwindow", "lstm", "gru", "rnn"}
 
 
 def claimed(backend):

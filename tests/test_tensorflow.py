@@ -88,3 +88,20 @@ def test_saved_model_folder(keras, capsys):
     b = _port(keras, fixed=False)
     assert main(["diff", str(d / "saved.irt"), str(b.path), "-o", str(d / "diff2")]) == 1
     assert "block2.conv1 (torch) ~ block2_conv1 (tensorflow): pads [1, 1, 1, 1] vs [0, 0, 1, 1]" in capsys.readouterr().out
+
+
+def test_keras_lstm_through_tf2onnx_replays_clean(tmp_path, monkeypatch):
+    """Two Keras LSTM layers, converted by tf2onnx to two ONNX LSTM nodes (with the Squeeze, Slice and
+    Transpose around them): torch replays every node forward, backward and double backward, and
+    onnxruntime forward, all MATCH or NOISE against the float64 oracle."""
+    from irtrace.replay import ReplayOptions, run
+    monkeypatch.chdir(TESTS)
+    assert main(["export", "--from", "tensorflow", "tf_models:recurrent", "--input", "x=2x6x4",
+                 "-o", str(tmp_path / "lstm.irt")]) == 0
+    report = run(irtrace.load(tmp_path / "lstm.irt"),
+                 ReplayOptions(["torch", "onnxruntime"], verify_workarounds=False)).replay
+    rows = {(n.op_type, r.backend, r.mode, str(r.verdict)) for n in report.nodes for r in n.results}
+    assert {v for *_, v in rows} <= {"MATCH", "NOISE"}, rows
+    assert {("LSTM", "torch", m) for m in ("fwd", "vjp", "vjp2")} | {("LSTM", "onnxruntime", "fwd")} <= \
+        {r[:3] for r in rows}
+    assert sum(n.op_type == "LSTM" for n in report.nodes) == 2

@@ -43,3 +43,13 @@ def unconvertible():
     """A model whose op tf2onnx cannot convert."""
     inp = tf.keras.Input((3, 3), batch_size=2, name="x")
     return tf.keras.Model(inp, Expm(name="expm")(inp))
+
+
+def recurrent():
+    """A Keras sequence model: LSTM (all steps) -> LSTM (last step) -> Dense, random weights. tf2onnx
+    converts each LSTM layer to one ONNX LSTM node."""
+    tf.keras.utils.set_random_seed(0)
+    inp = tf.keras.Input((6, 4), batch_size=2, name="x")
+    x = tf.keras.layers.LSTM(5, return_sequences=True, name="lstm1")(inp)
+    x = tf.keras.layers.LSTM(3, name="lstm2")(x)
+    return tf.keras.Model(inp, tf.keras.layers.Dense(2, name="fc")(x))

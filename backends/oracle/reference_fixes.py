@@ -19,6 +19,7 @@ tests/op_cases.py and tests/test_oracle_fixes.py).
   output's largest value for border, 1e-6 for reflection, on random 4x5 images), where torch's bicubic
   grid_sample and onnxruntime keep the location and clamp (reflect) each tap. Opset 16's mode names
   (bilinear, bicubic) raise.
+- RNN: activations other than Tanh raise (Keras SimpleRNN's relu through tf2onnx).
 - MaxPool's Indices output: wrong for a 1x1 window (torch.onnx's max_pool2d_with_indices uses one to
   make each plane's offsets: 0 where torch and onnxruntime give (n C + c) H W).
 """
@@ -240,9 +241,40 @@ def max_pool_with_indices(x, kernel, strides, pads, dilations, ceil_mode, storag
             (np.take_along_axis(pos, k, -1)[..., 0] + base).astype(np.int64))
 
 
+class RNN(OpRun):
+    """ONNX's simple RNN with any of Tanh, Relu, Sigmoid per direction (onnx.reference knows Tanh only),
+    in float64: H_t = f(X_t W^T + H_{t-1} R^T + Wb + Rb)."""
+    def _run(self, X, W, R, B=None, sequence_lens=None, initial_h=None, activation_alpha=None,
+             activation_beta=None, activations=None, clip=None, direction=None, hidden_size=None, layout=0):
+        fns = {"tanh": np.tanh, "relu": lambda v: np.maximum(v, 0), "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
+        dirs = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}[direction or "forward"]
+        names = [a.lower() for a in activations] if activations else ["tanh"] * len(dirs)
+        if any(n not in fns for n in names) or activation_alpha or activation_beta:
+            raise NotImplementedError(f"RNN with activations {activations}: Tanh, Relu and Sigmoid only")
+        x = np.swapaxes(X, 0, 1) if layout else X  # [seq, batch, input]
+        if sequence_lens is not None and np.any(np.asarray(sequence_lens) != x.shape[0]):
+            raise NotImplementedError("RNN with sequences shorter than the input")
+        h = int(hidden_size or W.shape[1])
+        h0 = (np.swapaxes(initial_h, 0, 1) if layout else initial_h) if initial_h is not None else \
+            np.zeros((len(dirs), x.shape[1], h), X.dtype)
+        ys, finals = [], []
+        for d, backwards in enumerate(dirs):
+            bias = B[d, :h] + B[d, h:] if B is not None else 0.0
+            f, hp, out = fns[names[min(d, len(names) - 1)]], h0[d], [None] * x.shape[0]
+            for t in (reversed(range(x.shape[0])) if backwards else range(x.shape[0])):
+                pre = x[t] @ W[d].T + hp @ R[d].T + bias
+                hp = f(np.clip(pre, -clip, clip) if clip is not None else pre)
+                out[t] = hp
+            ys.append(np.stack(out))
+            finals.append(hp)
+        y, last = np.stack(ys, axis=1).astype(X.dtype), np.stack(finals).astype(X.dtype)  # [seq, dirs, batch, h]
+        return (y.transpose(2, 0, 1, 3), np.swapaxes(last, 0, 1)) if layout else (y, last)
+
+
 # every class stands in for its op from opset 11 on (inputs, not attributes, carry pads, axes, roi),
 # GridSample from its first opset, 16
 for _fix in (GatherElements, Pad, Resize, CumSum):
     _fix.oracle_since = 11
 GridSample.oracle_since = 16
-FIXES = (GatherElements, Pad, Resize, CumSum, GridSample)
+RNN.oracle_since = 7
+FIXES = (GatherElements, Pad, Resize, CumSum, GridSample, RNN)

@@ -102,3 +102,30 @@ def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha
             n = torch.tanh(clamp(xh + (rt * hp) @ rh.t() + rbh))
         return [(1 - z) * n + z * hp]
     return tuple(_run(cell, x, layout, dirs, 1, [h0], [w, r, b]))
+
+
+_ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
+
+
+@OPS.register("RNN", since=7)
+def rnn(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+        activations=None, clip=None, direction="forward", hidden_size, layout=0):
+    """ONNX's simple RNN (Keras SimpleRNN through tf2onnx; torch.onnx emits nn.RNN as it): H_t = f(X_t W^T +
+    H_{t-1} R^T + Wb + Rb), f per direction (Tanh by default; Relu and Sigmoid too)."""
+    dirs = _directions(direction)
+    names = [a.lower() for a in activations] if activations is not None else ["tanh"] * len(dirs)
+    if any(n not in _ACTIVATIONS for n in names) or activation_alpha is not None or activation_beta is not None:
+        raise Unsupported(f"RNN with activations {activations} (Tanh, Relu and Sigmoid only)")
+    _check("RNN", None, ["tanh"], sequence_lens, x.shape[1] if layout else x.shape[0])
+    h = hidden_size
+    batch = x.shape[0] if layout else x.shape[1]
+    h0 = (initial_h.transpose(0, 1) if layout else initial_h) if initial_h is not None else \
+        torch.zeros(len(dirs), batch, h, dtype=x.dtype)
+    clamp = _clipped(clip)
+    fns = [_ACTIVATIONS[names[d if len(names) > d else 0]] for d in range(len(dirs))]
+
+    def cell(xt, states, wd, rd, bd, f):
+        (hp,) = states
+        bias = bd[:h] + bd[h:] if bd is not None else 0
+        return [f(clamp(xt @ wd.t() + hp @ rd.t() + bias))]
+    return tuple(_run(cell, x, layout, dirs, 1, [h0], [w, r, b, fns]))
