@@ -234,3 +234,23 @@ def test_oracle_dft_is_exact_in_float64(hand_cases):
         worker.close()
     assert r.status == PASS, r.detail
     assert r.max_abs < 1e-12, r.max_abs  # measured: 5.4e-14
+
+
+def test_oracle_is_held_to_float64_where_the_suite_expects_float64():
+    """Einsum batch matmul in float64: the oracle matches the suite's expected output at float64's
+    tolerance, and an expected output moved by 1e-9 of its scale (invisible at the suite's rtol 1e-3)
+    fails there - the tolerance run() gives the oracle on float64 cases."""
+    from irtrace.replay.conformance import FLOAT64_ATOL, FLOAT64_RTOL, _run_case, cases
+    from irtrace.replay import backends as registry
+    from irtrace.replay.worker import WorkerProxy
+    (model, ins, outs), = [(m, i, o) for name, m, i, o, *_ in cases() if name == "test_einsum_batch_matmul"]
+    assert outs[0].dtype == np.float64
+    moved = [outs[0] + 1e-9 * np.abs(outs[0]).max()]
+    worker = WorkerProxy(registry.get("oracle"))
+    worker.start()
+    try:
+        assert _run_case(worker, "exact", model, ins, outs, FLOAT64_RTOL, FLOAT64_ATOL).status == PASS
+        assert _run_case(worker, "moved", model, ins, moved, 1e-3, 1e-7).status == PASS
+        assert _run_case(worker, "moved", model, ins, moved, FLOAT64_RTOL, FLOAT64_ATOL).status == FAIL
+    finally:
+        worker.close()

@@ -26,6 +26,9 @@ from irtrace.replay.worker import WorkerFailed, WorkerProxy
 
 log = logging.getLogger(__name__)
 PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
+# a backend that computes in float64 (the oracle) is held to float64's precision where the suite's expected
+# outputs are float64 (the suite's own default, rtol 1e-3, is float32's); measured: all 26 such cases pass
+FLOAT64_RTOL, FLOAT64_ATOL = 1e-12, 1e-13
 
 
 @dataclass(frozen=True)
@@ -83,12 +86,15 @@ def run(backend, limit=None):
     w = WorkerProxy(info)
     hello = w.start()
     claims = _claims(hello)
+    exact = hello.get("versions", {}).get("dtype") == "float64"  # the oracle: float64 throughout
     results = []
     try:
         for name, model, ins, outs, rtol, atol in cases()[:limit]:
             node = model.graph.node[0]
             if (node.domain if node.domain != "ai.onnx" else "", node.op_type) not in claims:
                 continue
+            if exact and outs and all(np.asarray(o).dtype == np.float64 for o in outs):
+                rtol, atol = FLOAT64_RTOL, FLOAT64_ATOL  # float64 expected outputs: float64's tolerance
             results.append(_run_case(w, name, model, ins, outs, rtol, atol))
     finally:
         w.close()
