@@ -267,6 +267,10 @@ def resize_target(in_shape, scales, sizes, axes, keep_aspect_ratio_policy="stret
 def ints_or_floats(t):
     """A 1-D input that may hold floats (Resize's scales, roi) as python numbers (a float tensor a gradient
     pass marked as requiring grad: detached)."""
-    t = t.detach() if hasattr(t, "detach") else t
-    a = t.numpy() if hasattr(t, "numpy") else np.asarray(t)
+    if not hasattr(t, "numpy"):
+        return np.asarray(t).reshape(-1).tolist()
+    try:
+        a = t.numpy()
+    except RuntimeError:  # torch: a tensor that requires grad
+        a = t.detach().numpy()
     return np.asarray(a).reshape(-1).tolist()
