@@ -210,7 +210,8 @@ def resize_plan(in_shape, scales=None, sizes=None, axes=None, roi=None, *, mode=
     in far-away inputs included (a dense interpolation matrix would make them 0 * inf = NaN)."""
     r = len(in_shape)
     axes = list(range(r)) if axes is None else [axis(int(v), r) for v in ints(axes)]
-    roi_v = [float(v) for v in ints_or_floats(roi)] if roi is not None and np.size(roi) else None
+    roi_v = [float(v) for v in ints_or_floats(roi)] if roi is not None else None
+    roi_v = roi_v or None  # an empty roi: none (np.size of a torch tensor is its bound .size method: truthy)
     full_roi = [(0.0, 1.0)] * r
     if roi_v is not None:
         for i, d in enumerate(axes):
@@ -246,7 +247,7 @@ def resize_target(in_shape, scales, sizes, axes, keep_aspect_ratio_policy="stret
     scales, floor(in * scale)."""
     r = len(in_shape)
     axes = list(range(r)) if axes is None else [axis(int(v), r) for v in ints(axes)]
-    sizes_v = ints(sizes) if sizes is not None and np.size(sizes) else None
+    sizes_v = (ints(sizes) or None) if sizes is not None else None
     scale, out = [1.0] * r, list(in_shape)
     if sizes_v is not None:
         for d, s in zip(axes, sizes_v):
@@ -259,6 +260,9 @@ def resize_target(in_shape, scales, sizes, axes, keep_aspect_ratio_policy="stret
                 out[d] = int(one * in_shape[d] + 0.5)
     else:
         for d, s in zip(axes, ints_or_floats(scales)):
+            # floor(in * scale) in float64, as ONNX's shape inference and onnx.reference take it; onnxruntime
+            # multiplies in float32: Keras' Resizing(9, 7) of 20 columns comes out of tf2onnx as scale 0.35f,
+            # 6.99999988 in float64 (ONNX: 6 columns) and 7.0 in float32 (onnxruntime and TensorFlow: 7)
             scale[d] = float(s)
             out[d] = int(np.floor(in_shape[d] * float(s)))
     return scale, out

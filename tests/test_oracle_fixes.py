@@ -291,3 +291,18 @@ def test_resize_modes_torch_has_no_kernel_for(oracle, how):
     assert np.allclose(d2x, 0, atol=1e-12)
     assert np.allclose(d2g, np.einsum("ij,ncjk,lk->ncil", h, u, w) * keep, rtol=0, atol=1e-12)
     assert oracle.last_check["verified"] is True, oracle.last_check
+
+
+def test_torch_resize_takes_an_empty_roi_that_requires_grad():
+    """tf2onnx writes Resize with an empty roi; recording differentiates every float input, so the torch
+    table got roi as an empty tensor that requires grad, whose np.size is its bound .size method (truthy):
+    the crop path indexed an empty list (an internal error on a Keras Resizing(bicubic) model). Against
+    the matrices by hand, in float64."""
+    import torch
+    from backends.torch.ops.shape import resize
+    x = RNG.standard_normal((1, 2, 5, 4))
+    scales = torch.tensor([1, 1, 0.8, 1.75], dtype=torch.float64, requires_grad=True)
+    y = resize(torch.from_numpy(x), torch.zeros(0, dtype=torch.float64, requires_grad=True), scales, mode="cubic",
+               cubic_coeff_a=-0.5, exclude_outside=1)
+    (h, _), (w, _) = _resize_matrix(5, 0.8, "cubic"), _resize_matrix(4, 1.75, "cubic")
+    assert np.allclose(y.detach().numpy(), np.einsum("ij,ncjk,lk->ncil", h, x, w), rtol=0, atol=1e-12)

@@ -104,8 +104,10 @@ def _ort_check(path, model, feeds, bundle):
             continue
         ok, d = close(bundle.values[name], ref)
         if not ok:
+            mine = np.shape(bundle.values[name])
+            how = f"shape {list(np.shape(ref))} vs {list(mine)}" if np.shape(ref) != mine else f"max abs {d:.3g}"
             raise IrtraceError(f"export check failed: output {name!r} of {path} differs between onnxruntime and "
-                               f"irtrace's torch replay (max abs {d:.3g})")
+                               f"irtrace's torch replay, which follows the ONNX spec ({how})")
         worst = max(worst, d)
     return worst
 
