@@ -188,7 +188,7 @@ CONTRACTS = {c.name: c for c in (
              # on an AMD EPYC with AVX-512 (DIVERGENT, 31 float32 ulps): either verdict is accepted within
              # twice the allowance; more than that is a finding like any other
              borderline=frozenset({("logsoftmax", "vjp", "d:logsoftmax.in0")}),
-             padding="oneflow_known:PADDING", versions={"oneflow": "0.9.0", "numpy": "1.26.4"}, ops=102,
+             padding="oneflow_known:PADDING", versions={"oneflow": "0.9.0", "numpy": "1.26.4"}, ops=103,
              quiet=("I1", "W1"),
              penalty_gaps={"wideresnet": "gradient function for op normalization_grad is not found"}),
     Contract("paddle", cases=_paddle_cases, replay_with=("paddle",),
