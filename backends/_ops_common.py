@@ -278,3 +278,27 @@ def ints_or_floats(t):
     except RuntimeError:  # torch: a tensor that requires grad
         a = t.detach().numpy()
     return np.asarray(a).reshape(-1).tolist()
+
+
+def resize_gap(in_shape, scales, sizes, axes, ctm, policy, derives_scale=False):
+    """Why a framework's interpolate - spatial dims only, the output size from the sizes or floor(in *
+    scale), coordinates from the scale it is given - does not compute this Resize as ONNX defines it,
+    or None. `derives_scale`: the framework takes sizes only and derives its scale from them (in / out),
+    which is ONNX's 1 / scale only where in * scale is whole."""
+    if policy != "stretch":
+        return f"keep_aspect_ratio_policy {policy} (interpolate stretches)"
+    scale, out = resize_target(list(in_shape), scales, sizes, axes, policy)
+    if out[:2] != list(in_shape[:2]) or scale[:2] != [1.0, 1.0]:
+        return "a resize of the batch or channel dim"
+    by_scales = not (sizes is not None and ints(sizes))
+    # whole up to the float32 rounding of the scale (5 * 0.8f is 4.00000006): there the two mappings differ by
+    # a rounding of the coordinates, not a pixel
+    whole = all(abs(s * n - o) <= 1e-6 * max(o, 1) for s, n, o in zip(scale[2:], in_shape[2:], out[2:]))
+    if by_scales and not whole and ctm == "align_corners":
+        return ("align_corners with a scale whose product with the input size is not whole (ONNX divides by "
+                "in * scale - 1, interpolate by the output size - 1)")
+    if by_scales and not whole and derives_scale:
+        return "a scale whose product with the input size is not whole (the framework's scale is in / out)"
+    if ctm == "pytorch_half_pixel" and 1 in out[2:]:
+        return "pytorch_half_pixel to an output of size 1 (ONNX samples at 0, interpolate at the half-pixel point)"
+    return None

@@ -60,7 +60,7 @@ def test_the_plugin_in_a_child_pytest(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_port=SUITE)
     keep = pytester.path / "kept"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--irtrace-keep={keep}", "-q")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--irtrace-keep={keep}", "-q")
     result.assert_outcomes(passed=3, failed=2)
     out = result.stdout.str()
     # the failing assertion's message is the findings table, its repro and where everything is

@@ -2,7 +2,8 @@ import megengine as mge
 from megengine import functional
 import numpy as np
 
-from backends._ops_common import axis, flatten_shape, full_pads, ints, reshape_shape, slice_index, split_sizes
+from backends._ops_common import (axis, flatten_shape, full_pads, ints, reshape_shape, resize_gap, slice_index,
+                                  split_sizes)
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
 from backends.megengine.ops._util import pad_width
@@ -137,6 +138,9 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
     # axes naming H and W (in order) is the default layout of sizes/scales' last two entries
     if x.ndim != 4 or antialias or (axes is not None and [a + 4 if a < 0 else a for a in axes] != [2, 3]):
         raise Unsupported("MegEngine's interpolate: 4-D NCHW, no antialias, axes only H and W")
+    gap = resize_gap(list(x.shape), scales, sizes, axes, coordinate_transformation_mode, keep_aspect_ratio_policy)
+    if gap:
+        raise Unsupported(f"MegEngine's interpolate: {gap}")
     kw = {}
     if sizes is not None and sizes.size:
         kw["size"] = tuple(ints(sizes)[-2:])

@@ -2,7 +2,7 @@ import numpy as np
 import oneflow
 from oneflow.nn import functional
 
-from backends._ops_common import axis, ints, trailing_pad_list
+from backends._ops_common import axis, ints, resize_gap, trailing_pad_list
 from backends._table import Unsupported
 from backends._torch_like import register_shape
 from backends.oneflow.ops import OPS
@@ -72,6 +72,9 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
            cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch",
            mode="nearest", nearest_mode="round_prefer_floor"):
     spatial = x.dim() - 2
+    gap = resize_gap(list(x.shape), scales, sizes, axes, coordinate_transformation_mode, keep_aspect_ratio_policy)
+    if gap or antialias or (mode == "cubic" and (cubic_coeff_a != -0.75 or exclude_outside)):
+        raise Unsupported(f"OneFlow's interpolate: {gap or 'no antialias, and bicubic with a = -0.75 only'}")
     kwargs = {}
     if sizes is not None and sizes.numel():
         kwargs["size"] = tuple(ints(sizes)[-spatial:])  # interpolate takes tuples, not lists

@@ -2,7 +2,8 @@ import numpy as np
 import paddle
 from paddle.nn import functional
 
-from backends._ops_common import axis, flatten_shape, full_pads, ints, reshape_shape, slice_index, split_sizes
+from backends._ops_common import (axis, flatten_shape, full_pads, ints, reshape_shape, resize_gap, slice_index,
+                                  split_sizes)
 from backends._table import Unsupported
 from backends.paddle.ops import OPS
 
@@ -165,6 +166,9 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
     other_axes = axes is not None and [a + x.ndim if a < 0 else a for a in axes] != list(range(2, x.ndim))
     if antialias or other_axes or spatial not in (1, 2, 3):
         raise Unsupported("Paddle's interpolate: 3-D to 5-D NC... input, no antialias, axes only the spatial ones")
+    gap = resize_gap(list(x.shape), scales, sizes, axes, coordinate_transformation_mode, keep_aspect_ratio_policy)
+    if gap:
+        raise Unsupported(f"Paddle's interpolate: {gap}")
     kw = {}
     if sizes is not None and sizes.size:
         kw["size"] = ints(sizes)[-spatial:]

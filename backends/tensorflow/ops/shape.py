@@ -1,7 +1,8 @@
 import numpy as np
 import tensorflow as tf
 
-from backends._ops_common import axis, flatten_shape, full_pads, ints, reshape_shape, slice_index, split_sizes
+from backends._ops_common import (axis, flatten_shape, full_pads, ints, reshape_shape, resize_gap, slice_index,
+                                  split_sizes)
 from backends._table import Unsupported
 from backends.tensorflow.ops import OPS
 from backends.tensorflow.ops._util import ONNX_TO_TF, pad_pairs, to_nchw, to_nhwc
@@ -164,6 +165,10 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
     spatial_axes = axes is None or [a + 4 if a < 0 else a for a in axes] == [2, 3]  # sizes/scales of H, W
     if x.shape.rank != 4 or not spatial_axes:
         raise Unsupported(f"tf.image.resize is 2-D (NHWC) only: rank {x.shape.rank}, axes {axes}")
+    gap = resize_gap(x.shape.as_list(), scales, sizes, axes, coordinate_transformation_mode, keep_aspect_ratio_policy,
+                     derives_scale=True)
+    if gap:
+        raise Unsupported(f"tf.image.resize: {gap}")
     if sizes is not None and sizes.shape.num_elements():
         size = ints(sizes)[-2:]
     else:
