@@ -58,7 +58,8 @@ SUITE = textwrap.dedent('''
 
 def test_the_plugin_in_a_child_pytest(pytester):
     pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_port=SUITE)
+    # in process (the warm workers and imports are this process's): a module name no file in tests/ has
+    pytester.makepyfile(test_user_suite=SUITE)
     keep = pytester.path / "kept"
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--irtrace-keep={keep}", "-q")
     result.assert_outcomes(passed=3, failed=2)
@@ -68,15 +69,16 @@ def test_the_plugin_in_a_child_pytest(pytester):
         "*AssertionError: 1 finding(s), worst first:",
         "*DIVERGENT*planted-lrelu LeakyRelu vjp2*1 node(s), first node_leaky_relu (1)*",
         "*max abs 1.64*(vs float64: planted-lrelu 1.64, reference 1.21e-08*", "*id planted-lrelu-LeakyRelu-vjp2-divergent-*",
-        "*repros: *kept/test_port.py_test_planted/repros (1 written)",
-        "*bundle and report: *kept/test_port.py_test_planted",
+        "*repros: *kept/test_user_suite.py_test_planted/repros (1 written)",
+        "*bundle and report: *kept/test_user_suite.py_test_planted",
     ])
     result.stdout.fnmatch_lines(["*known bug onnxruntime LeakyRelu fwd no longer shows (was wrong before 1.32): "
                                  "fixed upstream? remove its irtrace_known marker*"])
     assert "test_known_bug_still_there FAILED" not in out
     # --irtrace-keep keeps the failing tests' folders only, with the bundle, the report and the repros
-    assert sorted(p.name for p in keep.iterdir()) == ["test_port.py_test_known_bug_fixed", "test_port.py_test_planted"]
-    planted = keep / "test_port.py_test_planted"
+    assert sorted(p.name for p in keep.iterdir()) == ["test_user_suite.py_test_known_bug_fixed",
+                                                       "test_user_suite.py_test_planted"]
+    planted = keep / "test_user_suite.py_test_planted"
     assert (planted / "model.irt" / "manifest.json").is_file()
     report = json.loads((planted / "replay" / "report.json").read_text())
     assert [f["op_type"] + " " + f["mode"] for f in report["findings"]] == ["LeakyRelu vjp2"]
