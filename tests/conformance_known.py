@@ -17,8 +17,6 @@ KNOWN = {'onnxref': {'test_maxpool_2d_same_lower': 'fail: output 0: shape [1, 3,
                  'test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal': 'fail: output 3: max abs inf '
                                                                                           '(rtol 0.001, atol 1e-07 + '
                                                                                           '2.89e-07)',
-                 'test_celu_bfloat16': "error: RuntimeError: Numpy_type 256 can't be converted to MLDataType.",
-                 'test_compress_bfloat16': "error: RuntimeError: Numpy_type 256 can't be converted to MLDataType.",
                  'test_dft': 'fail: output 0: max abs 0.000343 (rtol 0.001, atol 1e-07 + 6.44e-05)',
                  'test_dft_axis': 'fail: output 0: max abs 0.000292 (rtol 0.001, atol 1e-07 + 0.000113)',
                  'test_dft_axis_opset19': 'fail: output 0: max abs 0.000292 (rtol 0.001, atol 1e-07 + 0.000113)',
@@ -27,11 +25,6 @@ KNOWN = {'onnxref': {'test_maxpool_2d_same_lower': 'fail: output 0: shape [1, 3,
                  'test_dft_opset19': 'fail: output 0: max abs 0.000343 (rtol 0.001, atol 1e-07 + 6.44e-05)',
                  'test_dft_rfft': 'fail: output 0: max abs 0.000214 (rtol 0.001, atol 1e-07 + 6.44e-05)',
                  'test_dft_rfft_opset19': 'fail: output 0: max abs 0.000214 (rtol 0.001, atol 1e-07 + 6.44e-05)',
-                 'test_einsum_batch_matmul_bfloat16': "error: RuntimeError: Numpy_type 256 can't be converted to "
-                                                      'MLDataType.',
-                 'test_einsum_sum_bfloat16': "error: RuntimeError: Numpy_type 256 can't be converted to MLDataType.",
-                 'test_einsum_transpose_bfloat16': "error: RuntimeError: Numpy_type 256 can't be converted to "
-                                                   'MLDataType.',
                  'test_gru_batchwise': 'error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception during initialization: '
                                        '/onnxruntime_src/onnxruntime/core/providers/cpu/rnn/deep_cpu_gru.h:56 '
                                        'onnxruntime::DeepCpuGruOp::DeepCpuGruOp(const onnxruntime::OpKernelInfo&) '
@@ -44,27 +37,21 @@ KNOWN = {'onnxref': {'test_maxpool_2d_same_lower': 'fail: output 0: shape [1, 3,
                                         'If you n',
                  'test_maxunpool_export_with_output_shape': 'fail: output 0: max abs 8 (rtol 0.001, atol 1e-07 + '
                                                             '9.54e-07)',
-                 'test_range_bfloat16_type_positive_delta': "error: RuntimeError: Numpy_type 256 can't be converted to "
-                                                            'MLDataType.',
                  'test_reduce_max_empty_set_bool': 'error: RuntimeException: [ONNXRuntimeError] : 6 : '
                                                    'RUNTIME_EXCEPTION : Non-zero status code returned while running '
                                                    "ReduceMax node. Name:'ReduceMax_0' Status Message: ReduceMax is "
                                                    'not defined for empty set with bool type | stderr: 2026-12-05 '
-                                                   '10:40:52.384900636 [E:onnxruntime:, sequential_executor.cc:677 '
+                                                   '11:54:40.985926701 [E:onnxruntime:, sequential_executor.cc:677 '
                                                    'Exec',
                  'test_resize_downsample_scales_cubic_align_corners': 'fail: output 0: max abs 1.05 (rtol 0.001, atol '
                                                                       '1e-07 + 1.78e-06)',
                  'test_resize_downsample_scales_linear_align_corners': 'fail: output 0: max abs 0.857 (rtol 0.001, '
                                                                        'atol 1e-07 + 3.75e-07)',
-                 'test_reversesequence_bfloat16': "error: RuntimeError: Numpy_type 256 can't be converted to "
-                                                  'MLDataType.',
                  'test_simple_rnn_batchwise': 'error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception during '
                                               'initialization: '
                                               '/onnxruntime_src/onnxruntime/core/providers/cpu/rnn/rnn.h:48 '
                                               'onnxruntime::RNN<T>::RNN(const onnxruntime::OpKernelInfo&) [with T = '
                                               'float] layout_ == 0 was false. Batchwise recurrent operations (layout '
-                                              '== 1) are not supported. If y',
-                 'test_unique_bfloat16_sorted_without_axis': "error: RuntimeError: Numpy_type 256 can't be converted "
-                                                             'to MLDataType.'},
+                                              '== 1) are not supported. If y'},
  'oracle': {},
  'torch': {}}

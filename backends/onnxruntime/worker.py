@@ -42,6 +42,9 @@ class OrtRunner(Runner):
             raise
 
     def run(self, session, names, feeds):
+        if any(getattr(a, "dtype", None) is not None and a.dtype.name == "bfloat16" for a in feeds.values()):
+            # session.run converts numpy arrays by their numpy type, and ml_dtypes' bfloat16 has none it knows
+            raise Unsupported("onnxruntime's Python API takes no bfloat16 arrays (and has few bfloat16 CPU kernels)")
         return session.run(names, feeds)
 
 
