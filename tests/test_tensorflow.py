@@ -105,3 +105,20 @@ def test_keras_lstm_through_tf2onnx_replays_clean(tmp_path, monkeypatch):
     assert {("LSTM", "torch", m) for m in ("fwd", "vjp", "vjp2")} | {("LSTM", "onnxruntime", "fwd")} <= \
         {r[:3] for r in rows}
     assert sum(n.op_type == "LSTM" for n in report.nodes) == 2
+
+
+def test_keras_gru_loop_says_unroll_and_unrolled_replays_clean(tmp_path, capsys, monkeypatch):
+    """Keras 3's GRU becomes a Loop in tf2onnx, which irtrace cannot replay node by node: one line, exit 2,
+    saying to unroll it; unrolled, its steps (107 plain nodes) replay clean on torch and onnxruntime."""
+    from irtrace.replay import ReplayOptions, run
+    monkeypatch.chdir(TESTS)
+    assert main(["export", "--from", "tensorflow", "tf_models:gru", "--input", "x=2x6x4",
+                 "-o", str(tmp_path / "gru.irt")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "(Loop) has type GRAPH" in err[0] and "build the layer with unroll=True" in err[0]
+    assert main(["export", "--from", "tensorflow", "tf_models:gru_unrolled", "--input", "x=2x6x4",
+                 "-o", str(tmp_path / "gru_unrolled.irt")]) == 0
+    report = run(irtrace.load(tmp_path / "gru_unrolled.irt"),
+                 ReplayOptions(["torch", "onnxruntime"], verify_workarounds=False)).replay
+    assert {str(r.verdict) for n in report.nodes for r in n.results} <= {"MATCH", "NOISE"}
+    assert {r.mode for n in report.nodes for r in n.results if r.backend == "torch"} == {"fwd", "vjp", "vjp2"}

@@ -53,3 +53,15 @@ def recurrent():
     x = tf.keras.layers.LSTM(5, return_sequences=True, name="lstm1")(inp)
     x = tf.keras.layers.LSTM(3, name="lstm2")(x)
     return tf.keras.Model(inp, tf.keras.layers.Dense(2, name="fc")(x))
+
+
+def gru(unroll=False):
+    """A Keras GRU: tf2onnx writes it as a Loop over the time steps, unless unrolled."""
+    tf.keras.utils.set_random_seed(0)
+    inp = tf.keras.Input((6, 4), batch_size=2, name="x")
+    x = tf.keras.layers.GRU(4, unroll=unroll, name="gru")(inp)
+    return tf.keras.Model(inp, tf.keras.layers.Dense(2, name="fc")(x))
+
+
+def gru_unrolled():
+    return gru(unroll=True)

@@ -62,6 +62,11 @@ def export_tf(source, out, specs=(), arrays=None, seed=0, loss="dot", force=Fals
             text = str(e).replace(str(d / "conv" / "model.onnx") + ": ", "")
             if "onnx.checker" in text:  # tf2onnx left TensorFlow ops it could not convert in the graph
                 raise IrtraceError(f"tf2onnx cannot convert {source}: the ONNX it wrote {text}") from e
+            if "(Loop) has type GRAPH" in text and "while" in text:
+                # tf2onnx writes Keras 3's GRU and SimpleRNN (and an LSTM it does not recognise) as a Loop
+                # over the time steps; unrolled, the layer's steps are plain ops irtrace replays one by one
+                text += ("; it is a Keras recurrent layer's time loop, which tf2onnx writes as a Loop: build the "
+                         "layer with unroll=True (a fixed sequence length) to export its steps")
             raise IrtraceError(f"{source}: {text}") from e
     m = bundle.manifest
     for name, ref in zip(m["outputs"], tf_out):
