@@ -155,8 +155,8 @@ def _resize_source(y, n_in, scale, out_width, ctm, roi):
         return (np.zeros_like(y) if out_width == 1 else y * (n_in - 1) / (out_width - 1)), None
     if ctm == "asymmetric":
         return y / scale, None
-    if ctm == "pytorch_half_pixel":  # the spec's 0 and onnx.reference's -0.5 for one output pick the same
-        return (np.zeros_like(y) if out_width == 1 else (y + 0.5) / scale - 0.5), None  # pixel but for cubic
+    if ctm == "pytorch_half_pixel":  # one output: the spec's 0 (onnx.reference's -0.5 differs for cubic only)
+        return (np.zeros_like(y) if out_width == 1 else (y + 0.5) / scale - 0.5), None
     if ctm == "half_pixel":
         return (y + 0.5) / scale - 0.5, None
     if ctm == "half_pixel_symmetric":
