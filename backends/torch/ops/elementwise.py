@@ -1,6 +1,7 @@
 import torch
 from torch.nn import functional
 
+from backends._table import Unsupported
 from backends._torch_like import register_elementwise
 from backends.torch.ops import OPS
 from backends.torch.ops._util import ONNX_TO_TORCH
@@ -153,7 +154,7 @@ def _unsigned(fn, kind):
             y = fn(*(v ^ -2 ** 63 for v in s), **attrs)
             return y if kind == "compare" else (y ^ -2 ** 63).view(dt)
         if kind == "divide" and any(bool((v < 0).any()) for v in s):
-            raise NotImplementedError("uint64 Div/Mod of values >= 2**63: torch has no unsigned 64-bit division")
+            raise Unsupported("uint64 Div/Mod of values >= 2**63: torch has no unsigned 64-bit division")
         return fn(*s, **attrs).view(dt)
     on_unsigned.__name__ = fn.__name__
     return on_unsigned
