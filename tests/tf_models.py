@@ -46,12 +46,14 @@ def unconvertible():
 
 
 def recurrent():
-    """A Keras sequence model: LSTM (all steps) -> LSTM (last step) -> Dense, random weights. tf2onnx
-    converts each LSTM layer to one ONNX LSTM node."""
+    """A Keras sequence model: LSTM (all steps) -> LSTM (all steps) -> GRU unrolled (last step) -> Dense,
+    random weights. tf2onnx converts each LSTM layer to one ONNX LSTM node, the unrolled GRU to its
+    steps' plain ops (a GRU that is not unrolled becomes a Loop: gru())."""
     tf.keras.utils.set_random_seed(0)
     inp = tf.keras.Input((6, 4), batch_size=2, name="x")
     x = tf.keras.layers.LSTM(5, return_sequences=True, name="lstm1")(inp)
-    x = tf.keras.layers.LSTM(3, name="lstm2")(x)
+    x = tf.keras.layers.LSTM(3, return_sequences=True, name="lstm2")(x)
+    x = tf.keras.layers.GRU(4, unroll=True, name="gru")(x)
     return tf.keras.Model(inp, tf.keras.layers.Dense(2, name="fc")(x))
 
 
@@ -61,7 +63,3 @@ def gru(unroll=False):
     inp = tf.keras.Input((6, 4), batch_size=2, name="x")
     x = tf.keras.layers.GRU(4, unroll=unroll, name="gru")(inp)
     return tf.keras.Model(inp, tf.keras.layers.Dense(2, name="fc")(x))
-
-
-def gru_unrolled():
-    return gru(unroll=True)
