@@ -6,6 +6,8 @@ Numpy and the standard library only: a worker imports this in its framework's en
 inlines what an op function uses from here (backends/_runtime/source.py), and the straight-line
 script folds the arithmetic away (irtrace/repro/straight.py), so what it shows is the framework's
 own calls."""
+from dataclasses import dataclass, fields
+
 import numpy as np
 
 
@@ -177,14 +179,15 @@ def _cubic(d, a):
     return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
 
 
-def _resize_coeffs(mode, ratio, scale, nearest_mode, a, antialias):
+def _resize_coeffs(ratio, scale, attrs):
     """The interpolation weights of one output given `ratio` in (0, 1] (the source coordinate minus
     the neighbour before it; 1 on an exact integer), for the n neighbours around it."""
+    mode, a, antialias = attrs.mode, float(attrs.cubic_coeff_a), attrs.antialias
     if mode == "nearest":
         if ratio == 1:
             return np.array([0.0, 1.0])
         up = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5, "floor": False,
-              "ceil": True}[nearest_mode]
+              "ceil": True}[attrs.nearest_mode]
         return np.array([0.0, 1.0] if up else [1.0, 0.0])
     if mode == "linear" and not antialias:
         return np.array([1 - ratio, ratio])
@@ -198,12 +201,28 @@ def _resize_coeffs(mode, ratio, scale, nearest_mode, a, antialias):
     return c / c.sum()
 
 
-def resize_plan(in_shape, scales=None, sizes=None, axes=None, roi=None, *, mode="nearest",
-                coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor",
-                cubic_coeff_a=-0.75, exclude_outside=0, antialias=0, keep_aspect_ratio_policy="stretch"):
-    """ONNX Resize (opset 19) as separable steps, numpy only, every attribute the spec defines:
-    [(axis, index [n_out, n] into that axis, weight [n_out, n] float64, outside [n_out] bool or None)],
-    and the output shape. Output i along an axis is sum_k weight[i, k] * x[index[i, k]], or the
+@dataclass(frozen=True)
+class ResizeAttrs:
+    """ONNX Resize's attributes (opset 19), with the spec's defaults."""
+    mode: str = "nearest"
+    coordinate_transformation_mode: str = "half_pixel"
+    nearest_mode: str = "round_prefer_floor"
+    cubic_coeff_a: float = -0.75
+    exclude_outside: int = 0
+    antialias: int = 0
+    keep_aspect_ratio_policy: str = "stretch"
+    extrapolation_value: float = 0.0
+
+    @classmethod
+    def of(cls, attrs):
+        """From a node's attributes as keywords (None or absent: the default; unknown ones ignored)."""
+        return cls(**{f.name: attrs[f.name] for f in fields(cls) if attrs.get(f.name) is not None})
+
+
+def resize_plan(in_shape, scales=None, sizes=None, axes=None, roi=None, attrs=ResizeAttrs()):
+    """ONNX Resize (opset 19) as separable steps, numpy only, every attribute the spec defines (`attrs`:
+    ResizeAttrs): [(axis, index [n_out, n] into that axis, weight [n_out, n] float64, outside [n_out] bool
+    or None)], and the output shape. Output i along an axis is sum_k weight[i, k] * x[index[i, k]], or the
     extrapolation value where `outside` is set (tf_crop_and_resize) - onnx.reference's own scheme (its
     n nearest neighbours, edge padding as clamped indices, exclude_outside renormalising), so a
     framework applying it with a gather and a weighted sum computes what the spec defines, infinities
@@ -216,24 +235,24 @@ def resize_plan(in_shape, scales=None, sizes=None, axes=None, roi=None, *, mode=
     if roi_v is not None:
         for i, d in enumerate(axes):
             full_roi[d] = (roi_v[i], roi_v[len(axes) + i])
-    scale, out = resize_target(in_shape, scales, sizes, axes, keep_aspect_ratio_policy)
+    scale, out = resize_target(in_shape, scales, sizes, axes, attrs.keep_aspect_ratio_policy)
     steps = []
     for d in axes:
         n_in, n_out = in_shape[d], out[d]
         if n_out == n_in and scale[d] == 1.0 and full_roi[d] == (0.0, 1.0):
             continue  # identity along this axis
         y = np.arange(n_out, dtype=np.float64)
-        x, outside = _resize_source(y, n_in, scale[d], scale[d] * n_in, coordinate_transformation_mode, full_roi[d])
+        x, outside = _resize_source(y, n_in, scale[d], scale[d] * n_in, attrs.coordinate_transformation_mode,
+                                    full_roi[d])
         base = np.floor(x)
         ratio = np.where(x == base, 1.0, x - base)
-        weight = np.array([_resize_coeffs(mode, float(q), scale[d], nearest_mode, cubic_coeff_a, antialias)
-                           for q in ratio]).reshape(n_out, -1)
+        weight = np.array([_resize_coeffs(float(q), scale[d], attrs) for q in ratio]).reshape(n_out, -1)
         n = weight.shape[1]  # even for every mode and antialias footprint
         # the n nearest integers to x, ties to the smaller: they start n // 2 - 1 below floor(x), one
         # lower on an exact integer (where ratio is 1)
         first = base - (n // 2) + np.where(x == base, 0, 1)
         index = first[:, None].astype(np.int64) + np.arange(n)[None, :]
-        if exclude_outside:
+        if attrs.exclude_outside:
             weight = np.where((index < 0) | (index >= n_in), 0.0, weight)
             total = weight.sum(axis=1, keepdims=True)
             weight = weight / np.where(total == 0, 1.0, total)

@@ -5,7 +5,7 @@ instead of reporting their own translation's difference as the framework's bug."
 import numpy as np
 import pytest
 
-from backends._ops_common import resize_gap, resize_plan, resize_target
+from backends._ops_common import ResizeAttrs, resize_gap, resize_plan, resize_target
 
 
 def test_target_sizes_policy_and_scales():
@@ -22,8 +22,8 @@ def test_target_sizes_policy_and_scales():
 def test_nearest_ties(nearest_mode, picked):
     """3 -> 4 with asymmetric coordinates: sources 0, 0.75, 1.5, 2.25; the tie at 1.5 goes down for
     round_prefer_floor and up for round_prefer_ceil (functional.interpolate's nearest-exact)."""
-    (step,), out = resize_plan([3], np.array([4 / 3], np.float64), None, None, None, mode="nearest",
-                               coordinate_transformation_mode="asymmetric", nearest_mode=nearest_mode)
+    (step,), out = resize_plan([3], np.array([4 / 3], np.float64), None, None, None,
+                               ResizeAttrs("nearest", "asymmetric", nearest_mode))
     _, index, weight, outside = step
     assert out == [4] and outside is None
     assert index[np.arange(4), weight.argmax(1)].tolist() == picked

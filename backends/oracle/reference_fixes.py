@@ -30,7 +30,7 @@ import numpy as np
 from onnx.reference.op_run import OpRun
 from onnx.reference.ops.op_grid_sample import GridSample as RefGridSample
 
-from backends._ops_common import resize_plan
+from backends._ops_common import ResizeAttrs, resize_plan
 
 
 def gather_elements(data, indices, axis):
@@ -87,23 +87,18 @@ class Pad(OpRun):
 
 
 class Resize(OpRun):
-    def _run(self, X, roi=None, scales=None, sizes=None, antialias=0, axes=None, coordinate_transformation_mode=None,
-             cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy=None,
-             mode=None, nearest_mode=None):
-        steps, _ = resize_plan(list(X.shape), scales, sizes, axes, roi, mode=mode or "nearest",
-                               coordinate_transformation_mode=coordinate_transformation_mode or "half_pixel",
-                               nearest_mode=nearest_mode or "round_prefer_floor", cubic_coeff_a=float(cubic_coeff_a),
-                               exclude_outside=exclude_outside, antialias=antialias,
-                               keep_aspect_ratio_policy=keep_aspect_ratio_policy or "stretch")
+    def _run(self, X, roi=None, scales=None, sizes=None, axes=None, **attributes):
+        attrs = ResizeAttrs.of(attributes)
+        steps, _ = resize_plan(list(X.shape), scales, sizes, axes, roi, attrs)
         y = X.astype(np.float64)
         for d, index, weight, outside in steps:
-            if mode == "nearest":  # the chosen neighbour itself: an inf beside it stays out
+            if attrs.mode == "nearest":  # the chosen neighbour itself: an inf beside it stays out
                 y = np.take(y, index[np.arange(len(index)), weight.argmax(1)], axis=d)
                 continue
             shape = (1,) * d + weight.shape + (1,) * (y.ndim - d - 1)
             y = (np.take(y, index, axis=d) * weight.reshape(shape)).sum(axis=d + 1)
             if outside is not None:
-                y[(slice(None),) * d + (outside,)] = extrapolation_value
+                y[(slice(None),) * d + (outside,)] = attrs.extrapolation_value
         if X.dtype.kind in "iu":  # onnx.reference's saturating cast
             y = np.clip(y, np.iinfo(X.dtype).min, np.iinfo(X.dtype).max)
         return (y.astype(X.dtype),)
@@ -241,33 +236,46 @@ def max_pool_with_indices(x, kernel, strides, pads, dilations, ceil_mode, storag
             (np.take_along_axis(pos, k, -1)[..., 0] + base).astype(np.int64))
 
 
+_RNN_ACTIVATIONS = {"tanh": np.tanh, "relu": lambda v: np.maximum(v, 0), "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
+
+
+def _rnn_activations(attrs, n_dirs):
+    """The activation of each direction (Tanh by default), or NotImplementedError for any other than
+    Tanh, Relu and Sigmoid or one with alpha/beta."""
+    names = [a.lower() for a in attrs.get("activations") or ["tanh"] * n_dirs]
+    if any(n not in _RNN_ACTIVATIONS for n in names) or attrs.get("activation_alpha") or attrs.get("activation_beta"):
+        raise NotImplementedError(f"RNN with activations {attrs.get('activations')}: Tanh, Relu and Sigmoid only")
+    return [_RNN_ACTIVATIONS[names[min(d, len(names) - 1)]] for d in range(n_dirs)]
+
+
+def _rnn_direction(x, w, r, bias, h, f, clip, backwards):
+    """One direction over time: the hidden state of every step [seq, batch, hidden] and the last one."""
+    out = [None] * x.shape[0]
+    for t in (reversed(range(x.shape[0])) if backwards else range(x.shape[0])):
+        pre = x[t] @ w.T + h @ r.T + bias
+        h = f(np.clip(pre, -clip, clip) if clip is not None else pre)
+        out[t] = h
+    return np.stack(out), h
+
+
 class RNN(OpRun):
     """ONNX's simple RNN with any of Tanh, Relu, Sigmoid per direction (onnx.reference knows Tanh only),
     in float64: H_t = f(X_t W^T + H_{t-1} R^T + Wb + Rb)."""
-    def _run(self, X, W, R, B=None, sequence_lens=None, initial_h=None, activation_alpha=None,
-             activation_beta=None, activations=None, clip=None, direction=None, hidden_size=None, layout=0):
-        fns = {"tanh": np.tanh, "relu": lambda v: np.maximum(v, 0), "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
-        dirs = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}[direction or "forward"]
-        names = [a.lower() for a in activations] if activations else ["tanh"] * len(dirs)
-        if any(n not in fns for n in names) or activation_alpha or activation_beta:
-            raise NotImplementedError(f"RNN with activations {activations}: Tanh, Relu and Sigmoid only")
+    def _run(self, X, W, R, B=None, sequence_lens=None, initial_h=None, **attrs):
+        direction = attrs.get("direction") or "forward"
+        dirs = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}[direction]
+        fns = _rnn_activations(attrs, len(dirs))
+        layout = attrs.get("layout") or 0
         x = np.swapaxes(X, 0, 1) if layout else X  # [seq, batch, input]
         if sequence_lens is not None and np.any(np.asarray(sequence_lens) != x.shape[0]):
             raise NotImplementedError("RNN with sequences shorter than the input")
-        h = int(hidden_size or W.shape[1])
+        h = int(attrs.get("hidden_size") or W.shape[1])
         h0 = (np.swapaxes(initial_h, 0, 1) if layout else initial_h) if initial_h is not None else \
             np.zeros((len(dirs), x.shape[1], h), X.dtype)
-        ys, finals = [], []
-        for d, backwards in enumerate(dirs):
-            bias = B[d, :h] + B[d, h:] if B is not None else 0.0
-            f, hp, out = fns[names[min(d, len(names) - 1)]], h0[d], [None] * x.shape[0]
-            for t in (reversed(range(x.shape[0])) if backwards else range(x.shape[0])):
-                pre = x[t] @ W[d].T + hp @ R[d].T + bias
-                hp = f(np.clip(pre, -clip, clip) if clip is not None else pre)
-                out[t] = hp
-            ys.append(np.stack(out))
-            finals.append(hp)
-        y, last = np.stack(ys, axis=1).astype(X.dtype), np.stack(finals).astype(X.dtype)  # [seq, dirs, batch, h]
+        runs = [_rnn_direction(x, W[d], R[d], B[d, :h] + B[d, h:] if B is not None else 0.0, h0[d], fns[d],
+                               attrs.get("clip"), backwards) for d, backwards in enumerate(dirs)]
+        y = np.stack([ys for ys, _ in runs], axis=1).astype(X.dtype)  # [seq, dirs, batch, hidden]
+        last = np.stack([hn for _, hn in runs]).astype(X.dtype)
         return (y.transpose(2, 0, 1, 3), np.swapaxes(last, 0, 1)) if layout else (y, last)
 
 

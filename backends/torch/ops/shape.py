@@ -2,7 +2,7 @@ import numpy as np
 import torch
 from torch.nn import functional
 
-from backends._ops_common import axis, resize_plan, resize_target, trailing_pad_list
+from backends._ops_common import ResizeAttrs, axis, resize_plan, resize_target, trailing_pad_list
 from backends._table import Unsupported
 from backends._torch_like import register_shape
 from backends.torch.ops import OPS
@@ -97,9 +97,10 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
         # ONNX's align_corners divides by in * scale, interpolate's by the output size: the same where equal
         if native and ctm == "align_corners" and (by_size or all(s * n == o for s, n, o in zip(scale, x.shape, out))):
             return functional.interpolate(x, mode=torch_mode, align_corners=True, **kwargs)
-    steps, _ = resize_plan(list(x.shape), scales, sizes, axes, roi, mode=mode, nearest_mode=nearest_mode,
-                           coordinate_transformation_mode=ctm, antialias=antialias, cubic_coeff_a=cubic_coeff_a,
-                           exclude_outside=exclude_outside, keep_aspect_ratio_policy=keep_aspect_ratio_policy)
+    attrs = ResizeAttrs(mode=mode, coordinate_transformation_mode=ctm, nearest_mode=nearest_mode,
+                        cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside, antialias=antialias,
+                        keep_aspect_ratio_policy=keep_aspect_ratio_policy)
+    steps, _ = resize_plan(list(x.shape), scales, sizes, axes, roi, attrs)
     y = x if x.is_floating_point() else x.to(torch.float64)
     for d, index, weight, outside in steps:
         if mode == "nearest":  # a copy of the chosen neighbour (a weighted sum would turn an inf beside it to NaN)
