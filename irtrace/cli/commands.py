@@ -79,6 +79,12 @@ def _add_replay(sub):
     r.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.replay)")
     r.add_argument("--jobs", type=jobs, default=1,
                    help="parallel workers per backend (default 1; at most 4 per CPU)")
+    r.add_argument("--executor", default="local", choices=["local", "ray"],
+                   help="ray: run the nodes on Ray workers (pip install 'irtrace[ray]'): a cluster at --address, "
+                        "else one started on this machine; see docs/scale.md")
+    r.add_argument("--address", help="with --executor ray: the address of a running Ray cluster (ray start's)")
+    r.add_argument("--ray-workers", type=count, metavar="N",
+                   help="with --executor ray: Ray workers (default one per CPU of the cluster), a node in flight on each")
     r.add_argument("--nodes", help="only nodes whose name matches this regex (Python's re, searched in each "
                                    "name; a pattern that takes more than 10 s on the graph's names is refused)")
     r.add_argument("--ops", help="only these op types, comma-separated (e.g. Conv,Pad)")
@@ -220,7 +226,8 @@ def _replay(args):
     from irtrace.replay.worker import launch_early
     # the backends under test import their frameworks while irtrace imports its own and loads the
     # bundle (run adopts them; a name that is wrong is reported there)
-    launch_early([i for i in map(registry.known, args.backend.split(",")) if i and i.role == registry.UNDER_TEST])
+    if args.executor == "local":
+        launch_early([i for i in map(registry.known, args.backend.split(",")) if i and i.role == registry.UNDER_TEST])
     from irtrace.replay import ReplayOptions
     from irtrace.report.folder import replay_into
     from irtrace.report.json_report import exit_code
@@ -229,7 +236,7 @@ def _replay(args):
                                   timeout=args.timeout, atol=args.atol, rtol=args.rtol, strict=args.strict,
                                   chained=args.chained, loss=args.loss, form=args.form, cache=args.cache,
                                   workarounds=args.workarounds, verify_workarounds=args.verify_workarounds,
-                                  batch=args.batch)
+                                  batch=args.batch, executor=_executor(args))
     out = Path(args.out) if args.out else default_out(args.bundle)
     with progress_bar() as progress:
         result = replay_into(args.bundle, options, out, resume=args.resume, progress=progress)
@@ -246,6 +253,18 @@ def _replay(args):
         from irtrace.repro.make import make_repros
         make_repros(out / "report.json", args.repro)
     return exit_code(report, ci=ci_mode())
+
+
+def _executor(args):
+    """The RayExecutor --executor ray asks for (None: this machine's workers); IrtraceError (exit 2) for
+    --address or --ray-workers without it, or without Ray installed."""
+    if args.executor != "ray":
+        if args.address or args.ray_workers:
+            raise IrtraceError(f"--{'address' if args.address else 'ray-workers'} goes with --executor ray")
+        return None
+    from irtrace.replay.ray_executor import RayExecutor, import_ray
+    import_ray()
+    return RayExecutor(address=args.address, workers=args.ray_workers)
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ class ReplayOptions:
     workarounds: bool = False      # chained: also run each backend with every verified workaround applied
     batch: bool = True             # jobs 1: calls sent ahead in batches (replay/batch.py); False: one at a time
     workarounds_everywhere: bool = False  # verify alternatives on every node of their op, not only failing ones
+    # an Executor that runs the calls instead of this machine's workers (RayExecutor), or a callable
     # executor(the replay's Executor) -> the Executor it runs with (irtrace/replay/execute.py): a class
     # that wraps another is one (tests/recording_executor.py); None: the local workers
     executor: object = None
@@ -135,7 +136,8 @@ def run(bundle, options, progress=None, done=None, on_node=None):
         options.check()  # every option, before the bundle is read or anything written
         # the backends under test start importing their frameworks while the bundle loads (the reference
         # and the oracle start later, and only when their answers are not cached)
-        launch_early([registry.get(n) for n in options.backends if registry.get(n).role == registry.UNDER_TEST])
+        if not getattr(options.executor, "elsewhere", False):
+            launch_early([registry.get(n) for n in options.backends if registry.get(n).role == registry.UNDER_TEST])
         if not hasattr(bundle, "model"):
             from irtrace.store import load
             bundle = load(bundle)

@@ -12,7 +12,7 @@ from irtrace import compare
 from irtrace.replay import backends as registry
 from irtrace.replay.batch import Batches
 from irtrace.replay.cache import ResultCache
-from irtrace.replay.execute import Batching, Caching, LocalExecutor
+from irtrace.replay.execute import Batching, Caching, Executor, LocalExecutor
 from irtrace.replay.judge import gather, judge_node, judged_before
 from irtrace.replay.plan import MODES, ORACLE, REFERENCE, parse_modes, plan, recorded_outputs  # noqa: F401
 
@@ -78,19 +78,21 @@ def replay(bundle, options, progress=None, done=None, on_node=None):
     done = dict(done or {})
     todo = [it for it in planned.selected if it[1].name not in done]
     nodes = [done[s.name] for _, s in planned.selected if s.name in done]
-    local = LocalExecutor(options.timeout)
+    local = options.executor if isinstance(options.executor, Executor) else LocalExecutor(options.timeout)
     threads = None
     try:
+        local.open(options.timeout)
+        jobs = max(options.jobs, local.concurrency())
         executor = _compose(local, planned, todo, cache, options, roles)
         judge = functools.partial(_run_node, planned, executor, policy, use_oracle, cache, progress)
-        if options.jobs <= 1:
+        if jobs <= 1:
             for item in todo:
                 nodes.append(judge(item))
                 bundle.values.release()  # the node's recorded values leave resident memory
                 if on_node:
                     on_node(nodes[-1])
         else:
-            threads = ThreadPoolExecutor(options.jobs)
+            threads = ThreadPoolExecutor(jobs)
             for future in as_completed([threads.submit(judge, item) for item in todo]):
                 nodes.append(future.result())
                 if on_node:
@@ -122,12 +124,13 @@ def replay(bundle, options, progress=None, done=None, on_node=None):
 
 
 def _compose(local, planned, todo, cache, options, roles):
-    """The Executor of a replay: the local workers (started now, for one worker set), in batches sent
-    ahead (one worker set), the reference's and oracle's answers from the cache, then `options.executor`
-    around it all."""
+    """The Executor of a replay: `local` runs the calls (this machine's workers, started now for one
+    worker set, in batches sent ahead; or the Executor options.executor gives, e.g. a RayExecutor), the
+    reference's and oracle's answers from the cache, then `options.executor` around it all when it is a
+    wrapper."""
     under_test = [b for b in planned.backends if b not in (ORACLE, REFERENCE)]
     executor = local
-    if options.jobs <= 1 and todo:
+    if isinstance(local, LocalExecutor) and options.jobs <= 1 and todo:
         warm = cache is not None and cache.warm()  # with answers cached, the roles start only when one is missing
         local.prestart(list(dict.fromkeys(([] if warm else roles) + under_test)))
         if options.batch:
@@ -136,7 +139,8 @@ def _compose(local, planned, todo, cache, options, roles):
                 for c in planned.calls(spec)[0] if c.mode in local.modes(b)], options.timeout) for b in under_test})
     if cache is not None:
         executor = Caching(executor, cache)
-    return options.executor(executor) if options.executor is not None else executor
+    wraps = options.executor is not None and not isinstance(options.executor, Executor)
+    return options.executor(executor) if wraps else executor
 
 
 def _run_node(planned, executor, policy, use_oracle, cache, progress, item):

@@ -69,6 +69,7 @@ class Ticket:
 class Executor:
     """Runs NodeCalls on backends: send(backend, call) -> Ticket, receive(Ticket) -> Answer. The rest
     says what the backends are (their modes, whether they execute ONNX themselves) and what ran."""
+    elsewhere = False  # the backends run on other machines: whether one can run is theirs to say, not this one's
 
     def send(self, backend, call):
         raise NotImplementedError
@@ -78,6 +79,21 @@ class Executor:
 
     def run(self, backend, call):
         return self.receive(self.send(backend, call))
+
+    def open(self, timeout):
+        """Ready to run calls of `timeout` seconds each (an executor a replay is given runs nothing
+        before); returns self."""
+        return self
+
+    def concurrency(self):
+        """How many nodes it runs at once: a replay keeps that many in flight (a thread each)."""
+        return 1
+
+    def close(self):
+        """Every worker it started ended (or kept warm)."""
+
+    def kill(self):
+        """Interrupted: every worker it started ended now."""
 
     def modes(self, backend):
         raise NotImplementedError

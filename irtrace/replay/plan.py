@@ -167,7 +167,8 @@ def plan(bundle, options):
     """The Plan of replaying `bundle` as ReplayOptions `options` say (their backends, modes, nodes, ops,
     form); an IrtraceError names what cannot be planned."""
     for b in options.backends:
-        reason = registry.get(b).unavailable()
+        # a backend that runs on other machines (a RayExecutor's) may have its environment built there
+        reason = None if getattr(options.executor, "elsewhere", False) else registry.get(b).unavailable()
         if reason:
             raise IrtraceError(f"backend {b!r} is unavailable: {reason} — run: {registry.get(b).install}")
     if options.form not in FORMS:

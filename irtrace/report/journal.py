@@ -14,7 +14,7 @@ edited since (even keeping its files' sizes and modification times) is another r
 import json
 import os
 import re
-from dataclasses import asdict
+from dataclasses import fields
 from pathlib import Path
 
 from irtrace.envs import trust
@@ -24,11 +24,12 @@ from irtrace.report.json_report import clean, write_atomic
 
 SCHEMA = "irtrace.journal/1"
 NAME = "journal.jsonl"
-_NOT_VERDICTS = ("jobs", "cache", "batch")  # options that change how fast, not what: a resume may change them
+# options that change how fast or where, not what: a resume may change them
+_NOT_VERDICTS = ("jobs", "cache", "batch", "executor")
 
 
 def header(bundle, options):
-    opts = {k: v for k, v in asdict(options).items() if k not in _NOT_VERDICTS}
+    opts = {f.name: getattr(options, f.name) for f in fields(options) if f.name not in _NOT_VERDICTS}
     return json.loads(json.dumps(clean({"schema": SCHEMA, "bundle": bundle.content_key, "options": opts})))
 
 
