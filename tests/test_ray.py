@@ -48,16 +48,15 @@ def test_report_is_byte_identical_to_the_local_one_with_every_backend(example_bu
 
 
 class KillsAWorker(RayExecutor):
-    """Kills the Ray worker of its 12th call (SIGKILL, by its pid) right after sending the call."""
+    """Kills the Ray worker of its 4th batch of calls (SIGKILL, by its pid) right after sending it."""
     sent = 0
 
-    def send(self, backend, call):
-        ticket = super().send(backend, call)
+    def _submit(self, batch):
+        super()._submit(batch)
         self.sent += 1
-        if self.sent == 12:
-            self.killed = ray.get(self.actors[ticket.handle[0]].pid.remote())
+        if self.sent == 4:
+            self.killed = ray.get(self.actors[batch.worker].pid.remote())
             os.kill(self.killed, signal.SIGKILL)
-        return ticket
 
 
 def _without_restarts(text):

@@ -13,15 +13,17 @@ import os
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from backends._runtime import wire
 from irtrace.errors import IrtraceError
-from irtrace.replay.execute import Executor, LocalExecutor, Ticket, WorkerPool, answer_of, failed
+from irtrace.replay.execute import Answer, Executor, LocalExecutor, Ticket, WorkerPool, answer_of, failed
 from irtrace.replay.worker import WorkerFailed, start_wait
 
 RAY = "ray==2.60.0"  # pyproject's extra `ray`; requirements-host.txt installs it for the tests
 RETRIES = 4          # times a call is sent again after its Ray worker died, before it is a CRASH
 CONCURRENT = 16      # calls a Ray worker serves at once (each backend's worker runs one at a time)
+IN_FLIGHT = 2        # nodes in flight per Ray worker by default: one is sent while another computes
 
 
 def import_ray():
@@ -77,6 +79,7 @@ class RayWorker:
         self.executor = LocalExecutor(timeout, _SharedPool(start_wait(timeout)))
         self.locks, self.unbuildable = {}, {}
         self.lock = threading.Lock()
+        self.threads = ThreadPoolExecutor(CONCURRENT)
 
     def pid(self):
         return os.getpid()
@@ -104,6 +107,12 @@ class RayWorker:
                 why = f"backend {backend!r} cannot run on Ray node {socket.gethostname()}: {e}"
             self.unbuildable[backend] = why
         return self.unbuildable[backend]
+
+    def run_all(self, frames):
+        """The reply frames of (backend, call frame) pairs, each backend's at once."""
+        if len(frames) == 1:
+            return [self.run(*frames[0])]
+        return list(self.threads.map(lambda f: self.run(*f), frames))
 
     def run(self, backend, data):
         """The reply frame of one call frame on `backend`."""
@@ -136,16 +145,24 @@ class RayWorker:
         self.executor.close()
 
 
+class _Batch:
+    """Calls one replay thread sent to Ray worker `worker` before it asked for an answer; `ref` the Ray
+    task carrying them, `replies` what it gave."""
+
+    def __init__(self, worker):
+        self.worker, self.calls, self.ref, self.replies = worker, [], None, None
+
+
 class RayExecutor(Executor):
     """Calls run on Ray workers: `address` of a running cluster (None: ray.init() starts one on this
-    machine, stopped at the end); `workers` Ray workers (None: one per CPU of the cluster), one node in
-    flight on each; `shared`: True sends inputs as regions of the bundle's file (every Ray node sees it at
+    machine, stopped at the end); `workers` Ray workers (None: one per CPU of the cluster); `shared`: True sends inputs as regions of the bundle's file (every Ray node sees it at
     the same path), False through Ray's object store, None each Ray worker as it sees the file;
-    `runtime_env`: Ray's, for the Ray workers (e.g. {"env_vars": {...}})."""
+    `runtime_env`: Ray's, for the Ray workers (e.g. {"env_vars": {...}}); `in_flight` nodes per Ray worker."""
     elsewhere = True
 
-    def __init__(self, address=None, workers=None, shared=None, runtime_env=None):
+    def __init__(self, address=None, workers=None, shared=None, runtime_env=None, in_flight=IN_FLIGHT):
         self.address, self.workers, self.shared, self.runtime_env = address, workers, shared, runtime_env
+        self.in_flight = in_flight
         self.actors, self.retried = [], {}
         self._owns = False
         self._local = None
@@ -173,7 +190,7 @@ class RayExecutor(Executor):
         return self
 
     def concurrency(self):
-        return len(self.actors)
+        return self.in_flight * len(self.actors)
 
     def _mine(self):
         """The Ray worker of this thread: each replay thread keeps one (its nodes go there)."""
@@ -194,34 +211,53 @@ class RayExecutor(Executor):
                 self._sees[key] = ray.get(self.actors[i].sees.remote(path, os.path.getsize(path)))
         return all(self._sees[(i, path)] for path in files)
 
-    def _submit(self, i, backend, call):
-        arrays = call.arrays()
-        return self.actors[i].run.remote(backend, frame(call.message(), arrays, self._by_reference(i, arrays)))
+    def _submit(self, batch):
+        frames = []
+        for backend, call in batch.calls:
+            arrays = call.arrays()
+            frames.append((backend, frame(call.message(), arrays, self._by_reference(batch.worker, arrays))))
+        batch.ref = self.actors[batch.worker].run_all.remote(frames)
 
     def send(self, backend, call):
-        i = self._mine()
-        return Ticket(backend, call, (i, self._submit(i, backend, call)))
+        """The call joins this thread's batch: the calls a thread sends before it receives (a node's, on
+        the reference, the oracle and each backend) go to its Ray worker as one Ray task."""
+        batch = getattr(self._slot, "batch", None)
+        if batch is None:
+            batch = self._slot.batch = _Batch(self._mine())
+        batch.calls.append((backend, call))
+        return Ticket(backend, call, (batch, len(batch.calls) - 1))
 
     def receive(self, ticket):
         if ticket.answer is not None:
             return ticket.answer
+        batch, k = ticket.handle
+        if batch.replies is None:
+            if getattr(self._slot, "batch", None) is batch:
+                self._slot.batch = None  # sent now: later calls start another
+            batch.replies = self._collect(batch)
+        reply = batch.replies[k]
+        return reply if isinstance(reply, Answer) else answer_of(*unframe(reply))
+
+    def _collect(self, batch):
+        """The reply frames of a batch (sent now), sent again while its Ray worker dies; an Answer for
+        each call when that happens RETRIES + 1 times, or when the Ray worker raised."""
         import ray
         from ray.exceptions import ActorUnavailableError, RayActorError, RayTaskError
-        i, ref = ticket.handle
         for attempt in range(RETRIES + 1):
             try:
-                return answer_of(*unframe(ray.get(ref)))
-            except RayTaskError as e:  # the Ray worker raised: irtrace's own bug, said as the call's ERROR
-                return failed(WorkerFailed(wire.Status.ERROR, f"the Ray worker raised: {e}"))
+                self._submit(batch)
+                return ray.get(batch.ref)
+            except RayTaskError as e:  # the Ray worker raised: irtrace's own bug, said as the calls' ERROR
+                return [failed(WorkerFailed(wire.Status.ERROR, f"the Ray worker raised: {e}"))] * len(batch.calls)
             except (RayActorError, ActorUnavailableError) as e:
                 death = e
                 with self._lock:
-                    self.retried[ticket.backend] = self.retried.get(ticket.backend, 0) + 1
-                self._sees = {k: v for k, v in self._sees.items() if k[0] != i}  # restarted, maybe elsewhere
+                    for backend, _ in batch.calls:
+                        self.retried[backend] = self.retried.get(backend, 0) + 1
+                self._sees = {k: v for k, v in self._sees.items() if k[0] != batch.worker}  # maybe elsewhere now
                 time.sleep(0.5 * attempt)  # Ray restarts it meanwhile
-                ref = self._submit(i, ticket.backend, ticket.call)
-        return failed(WorkerFailed(wire.Status.CRASH, f"its Ray worker died {RETRIES + 1} times running it: "
-                                                      f"{str(death).splitlines()[0]}"))
+        why = f"its Ray worker died {RETRIES + 1} times running it: {str(death).splitlines()[0]}"
+        return [failed(WorkerFailed(wire.Status.CRASH, why))] * len(batch.calls)
 
     def _hello(self, backend):
         if backend not in self._hellos:
