@@ -292,11 +292,38 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     if options.loss not in LOSSES:
         raise IrtraceError(f"unknown loss {options.loss!r}; choose one of {', '.join(LOSSES)}")
     store.check_destination(path, force)  # refused before the export's work, not after it
+    _check_memory(model)
     run = _run(model, example_inputs, options)
     raw = _onnx_program(model, run, options)
     _padding_rows(raw)
     traced = _canonical(raw, run)
     return _write(model, path, run, traced, options)
+
+
+# An export holds its module's parameters about this many times at its peak (benchmarks/scale.py's
+# Llama at 1-2 layers: +3.2 GB of peak RSS per layer of 176 MB): the module, its state's copy, the ONNX
+# graph's initializers, the recorded values, their gradients and directions, and safetensors' bytes of
+# each while the bundle is written. Activations come on top: this is the least an export needs.
+EXPORT_HOLDS = 18
+
+
+def _check_memory(model):
+    """An IrtraceError, before any work, when the module's parameters alone make the export need more
+    memory than this machine has available (it would be killed by the kernel midway)."""
+    from irtrace.envs.machine import available_bytes, size_text
+    tensors = {t.data_ptr(): (name, t) for name, t in [*model.named_parameters(), *model.named_buffers()]}
+    nbytes = sum(t.numel() * t.element_size() for _, t in tensors.values())
+    available = available_bytes()
+    need = EXPORT_HOLDS * nbytes  # beyond what the process holds already (torch, the module)
+    if available is None or need <= available or not tensors:
+        return
+    name, t = max(tensors.values(), key=lambda nt: nt[1].numel() * nt[1].element_size())
+    raise IrtraceError(
+        f"exporting {type(model).__name__} needs about {size_text(need)} of memory and {size_text(available)} is "
+        f"available: its parameters and buffers ({size_text(nbytes)}; the largest {name}, "
+        f"{'x'.join(map(str, t.shape))} {str(t.dtype).removeprefix('torch.')}, {size_text(t.numel() * t.element_size())}) "
+        f"are held about {EXPORT_HOLDS} times (the module, the ONNX graph, the recorded values, gradients and "
+        f"directions); export a part of the model, or on a machine with more memory")
 
 
 @dataclass

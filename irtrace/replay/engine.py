@@ -12,7 +12,7 @@ from irtrace import compare
 from irtrace.replay import backends as registry
 from irtrace.replay.batch import Batches
 from irtrace.replay.cache import ResultCache
-from irtrace.replay.execute import Batching, Caching, Executor, LocalExecutor
+from irtrace.replay.execute import Batching, Caching, Executor, LocalExecutor, MemoryBound
 from irtrace.replay.judge import gather, judge_node, judged_before
 from irtrace.replay.plan import MODES, ORACLE, REFERENCE, parse_modes, plan, recorded_outputs  # noqa: F401
 
@@ -126,8 +126,8 @@ def replay(bundle, options, progress=None, done=None, on_node=None):
 def _compose(local, planned, todo, cache, options, roles):
     """The Executor of a replay: `local` runs the calls (this machine's workers, started now for one
     worker set, in batches sent ahead; or the Executor options.executor gives, e.g. a RayExecutor), the
-    reference's and oracle's answers from the cache, then `options.executor` around it all when it is a
-    wrapper."""
+    reference's and oracle's answers from the cache, calls that cannot fit in memory refused, then
+    `options.executor` around it all when it is a wrapper."""
     under_test = [b for b in planned.backends if b not in (ORACLE, REFERENCE)]
     executor = local
     if isinstance(local, LocalExecutor) and options.jobs <= 1 and todo:
@@ -139,6 +139,7 @@ def _compose(local, planned, todo, cache, options, roles):
                 for c in planned.calls(spec)[0] if c.mode in local.modes(b)], options.timeout) for b in under_test})
     if cache is not None:
         executor = Caching(executor, cache)
+    executor = MemoryBound(executor)  # a call that cannot fit here is its ERROR, not a worker killed midway
     wraps = options.executor is not None and not isinstance(options.executor, Executor)
     return options.executor(executor) if wraps else executor
 

@@ -329,3 +329,44 @@ class Batching(Wrapper):
         for backend, sent in self.batches.items():
             out[backend] = out.get(backend, 0) - sent.crashes
         return out
+
+
+# A replayed call needs about this many times the bytes it sends, here (benchmarks/scale.py: the Llama's
+# lm_head vjp2 sends 525 MB; the float64 oracle's worker peaked at 5.5 GB and the host, judging its
+# answers, at 5.0 GB). A call below MEMORY_CHECKED bytes of need is sent without reading the machine's.
+CALL_HOLDS = 20
+MEMORY_CHECKED = 1e9
+
+
+class MemoryBound(Wrapper):
+    """A call that would need more memory than this machine has available is not sent: its answer is
+    UNSUPPORTED (here: a gap of this machine, not a finding of any backend; --strict fails it) with a
+    message naming the call, its largest input and the sizes, instead of a worker or the host killed by
+    the kernel midway."""
+
+    def send(self, backend, call):
+        why = too_big(call)
+        return Ticket(backend, call, answer=Answer(Status.UNSUPPORTED, {"message": why}, [])) if why else \
+            self.inner.send(backend, call)
+
+
+def too_big(call):
+    """Why `call` (a NodeCall) cannot run in the memory this machine has available, or None."""
+    from irtrace.envs.machine import available_bytes, size_text
+    from irtrace.store import grad_name, u_name
+    spec = call.spec
+    named = [*zip(spec.inputs, call.inputs), *zip(map(grad_name, spec.outputs), call.cots),
+             *zip(map(u_name, spec.inputs), call.us)]
+    sent = [(name, a) for name, a in named if a is not None and any(a is b for b in call.arrays())]
+    nbytes = sum(a.nbytes for _, a in sent)
+    need = CALL_HOLDS * nbytes
+    if need < MEMORY_CHECKED:
+        return None
+    available = available_bytes()
+    if available is None or need <= available:
+        return None
+    name, a = max(sent, key=lambda na: na[1].nbytes)
+    return (f"{call.mode} of node {spec.name} needs about {size_text(need)} of memory and {size_text(available)} "
+            f"is available: it sends {size_text(nbytes)} (the largest, {name}, {'x'.join(map(str, a.shape))} "
+            f"{a.dtype}, {size_text(a.nbytes)}), held about {CALL_HOLDS} times by the float64 oracle and by the host "
+            f"judging its answers")
