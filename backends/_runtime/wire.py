@@ -64,7 +64,9 @@ def dtype_of(tag):
         return np.dtype(tag)
 
 
-def write(stream, msg, arrays=(), by_reference=False):
+def split(msg, arrays=(), by_reference=False):
+    """(the JSON header of a frame of `msg` and `arrays`, the arrays whose bytes follow it, C-contiguous):
+    what write() sends, for a transport that carries arrays itself (a Ray task)."""
     specs, blobs = [], []
     for a in arrays:
         if a is None:
@@ -77,15 +79,38 @@ def write(stream, msg, arrays=(), by_reference=False):
         a = np.asarray(a)
         if a.dtype == object:
             raise TypeError("object arrays cannot cross the wire")
-        b = np.array(a, order="C").tobytes()
-        specs.append({"dtype": dtype_tag(a.dtype), "shape": list(a.shape), "nbytes": len(b)})
-        blobs.append(b)
-    header = json.dumps({**msg, "arrays": specs}, allow_nan=True).encode()
+        a = a if a.flags.c_contiguous else np.array(a, order="C")  # (ascontiguousarray makes a 0-d array 1-d)
+        specs.append({"dtype": dtype_tag(a.dtype), "shape": list(a.shape), "nbytes": a.nbytes})
+        blobs.append(a)
+    return json.dumps({**msg, "arrays": specs}, allow_nan=True), blobs
+
+
+def join(header, blobs):
+    """(msg, arrays) of split()'s header and arrays (each array's bytes as given, not copied)."""
+    msg = json.loads(header)
+    blobs = iter(blobs)
+    arrays = [None if s is None else _region(s) if "file" in s else next(blobs) for s in msg.pop("arrays", [])]
+    return msg, arrays
+
+
+def write(stream, msg, arrays=(), by_reference=False):
+    header, blobs = split(msg, arrays, by_reference)
+    header = header.encode()
     stream.write(_LEN.pack(len(header)))
     stream.write(header)
     for b in blobs:
-        stream.write(b)
+        if b.nbytes:
+            stream.write(b.reshape(-1).view(np.uint8).data)  # its bytes, not a copy of them
     stream.flush()
+
+
+def _region(s):
+    """The host's memory-mapped value a frame names by where it lies: read here from the same file, not
+    through the pipe. Copied out of the map into numpy's own memory: the framework gets an aligned,
+    writable array of its own, as it did through the pipe (a view into the map is aligned only as the
+    value's offset in the file is); the copy is one memcpy from the page cache, not a trip through the pipe."""
+    return np.array(np.memmap(s["file"], dtype=dtype_of(s["dtype"]), mode="r", offset=int(s["offset"]),
+                              shape=tuple(s["shape"])))
 
 
 def _read_exact(stream, n):
@@ -112,12 +137,8 @@ def read(stream):
         if s is None:
             arrays.append(None)
             continue
-        if "file" in s:  # the host's memory-mapped value: read here from the same file, not through the pipe
-            # copied out of the map into numpy's own memory: the framework gets an aligned, writable array of
-            # its own, as it did through the pipe (a view into the map is aligned only as the value's offset
-            # in the file is); the copy is one memcpy from the page cache, not a trip through the pipe
-            arrays.append(np.array(np.memmap(s["file"], dtype=dtype_of(s["dtype"]), mode="r", offset=int(s["offset"]),
-                                             shape=tuple(s["shape"]))))
+        if "file" in s:
+            arrays.append(_region(s))
             continue
         dtype = dtype_of(s["dtype"])
         if s["nbytes"] != int(np.prod(s["shape"], dtype=np.int64)) * dtype.itemsize:

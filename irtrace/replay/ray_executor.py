@@ -2,12 +2,11 @@
 (a "Ray worker") instead of this machine's workers. Each Ray worker holds the backends' workers of its
 Ray node, one per backend (started, and their managed environments built, on first use there, keyed as
 on this machine); the host plans, judges, caches and writes the report as in a local replay, so the
-report is the same. A call crosses to its Ray worker as one wire frame (backends/_runtime/wire.py: JSON
-and raw bytes, no pickle of irtrace's objects): an input that is a view of the bundle's memory-mapped
+report is the same. A call crosses to its Ray worker as a wire frame's JSON header and its numpy arrays
+(backends/_runtime/wire.py's split; no irtrace object is pickled): an input that is a view of the bundle's memory-mapped
 values goes as where it lies in the file when the Ray worker sees that file at the same path (shared
 storage), otherwise its bytes go through Ray's object store with the call. A Ray worker that dies is
 restarted by Ray; the calls it owed are sent again (counted in the report's `restarts`), never lost."""
-import io
 import itertools
 import os
 import socket
@@ -37,14 +36,13 @@ def import_ray():
 
 
 def frame(msg, arrays, by_reference=False):
-    """The bytes of a wire frame of `msg` and `arrays`."""
-    out = io.BytesIO()
-    wire.write(out, msg, arrays, by_reference=by_reference)
-    return out.getvalue()
+    """A call or a reply as it crosses to or from a Ray worker: a wire frame's JSON header and its arrays
+    (wire.split), which Ray's object store carries without copying them into bytes first."""
+    return wire.split(msg, arrays, by_reference)
 
 
 def unframe(data):
-    return wire.read(io.BytesIO(data))
+    return wire.join(*data)
 
 
 class _Frame:
