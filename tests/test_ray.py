@@ -34,10 +34,25 @@ def _both(bundle, tmp_path, executor, **kw):
     return (local.out / "report.json").read_bytes(), (remote.out / "report.json").read_bytes()
 
 
+class Counting(RayExecutor):
+    """Counts the Ray tasks it sends that try no workaround (a node's own calls)."""
+    tasks = 0
+
+    def _submit(self, batch):
+        self.tasks += not any("workaround" in call.message() for _, call in batch.calls)
+        super()._submit(batch)
+
+
 def test_report_is_byte_identical_to_the_local_one_with_every_backend(example_bundle, cluster, tmp_path):
     bundle = example_bundle("stylegan2")
     local, remote = _both(bundle, tmp_path, RayExecutor(workers=2), backends=("torch", *UNDER_TEST))
     assert local == remote
+    # --resume over the Ray run's journal: every node kept, none run again (the workarounds are tried
+    # again: they are not journaled), the same report
+    executor = Counting(workers=1)
+    again = replay_into(bundle, ReplayOptions(cache=False, executor=executor, backends=("torch", *UNDER_TEST)),
+                        tmp_path / "ray", resume=True)
+    assert (again.out / "report.json").read_bytes() == remote and executor.tasks == 0
     report = json.loads(remote)
     assert {b["name"] for b in report["backends"]} == {"torch", *UNDER_TEST}
     assert sum(report["restarts"].values()) == 0
@@ -104,3 +119,10 @@ def test_without_ray_or_with_ray_options_alone_it_is_one_line_exit_2(example_bun
     err = capsys.readouterr().err.strip()
     assert err == ("irtrace: error: --executor ray needs Ray, which is not installed: pip install 'irtrace[ray]' "
                    "(ray==2.60.0)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["resnet", "wideresnet", "wideresnet-train", "gpt"])
+def test_every_bundled_example_is_byte_identical_on_ray(example, example_bundle, cluster, tmp_path):
+    local, remote = _both(example_bundle(example), tmp_path, RayExecutor(workers=2), backends=("torch", *UNDER_TEST))
+    assert local == remote

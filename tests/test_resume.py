@@ -145,3 +145,13 @@ def test_a_journal_line_gives_back_the_node_byte_for_byte(tmp_path):
     journal.close()
     again = Journal(tmp_path, head, resume=True).done["conv"]
     assert json.dumps(again.to_json()) == json.dumps(node.to_json())
+
+
+def test_a_resume_with_every_node_done_writes_the_first_runs_report(example_bundle, tmp_path):
+    """No node is left to run, so no worker starts for one: the versions the report names are still asked."""
+    options = ReplayOptions(cache=False, modes=("fwd",))
+    first = replay_into(example_bundle("resnet"), options, tmp_path / "out")
+    text = (first.out / "report.json").read_bytes()
+    assert json.loads(text)["backends"][0]["versions"]["torch"]
+    again = replay_into(example_bundle("resnet"), options, tmp_path / "out", resume=True)
+    assert (again.out / "report.json").read_bytes() == text

@@ -105,10 +105,7 @@ def replay(bundle, options, progress=None, done=None, on_node=None):
             from irtrace.replay.workarounds import verify
             tried = verify(Session(bundle, backends, executor, policy, use_oracle, cache, planned), nodes,
                            everywhere=options.workarounds_everywhere)
-        versions = executor.versions()
-        if cache is not None:  # the versions of a reference or oracle that was not started: the cache's
-            versions = {**cache.versions(), **versions}
-            cache.replayed(versions)
+        versions = _versions(executor, cache, backends)
         restarts = {name: 0 for name in dict.fromkeys(roles + backends)}
         for name, n in executor.restarts().items():
             restarts[name] = restarts.get(name, 0) + n
@@ -121,6 +118,27 @@ def replay(bundle, options, progress=None, done=None, on_node=None):
         local.close()
     return Replay(bundle, backends, list(options.modes), nodes, time.perf_counter() - t0, policy, versions,
                   restarts, tried)
+
+
+def _versions(executor, cache, backends):
+    """backend -> its framework's versions: its worker's, else the cache's (a reference or oracle that was
+    not started), else asked of a worker started now (a resumed run whose nodes were all done already:
+    no worker has said them, and the report must say what the first run said)."""
+    from irtrace.replay.worker import WorkerFailed
+    versions = executor.versions()
+    if cache is not None:
+        versions = {**cache.versions(), **versions}
+    unsaid = [b for b in backends if b not in versions]
+    for b in unsaid:
+        try:
+            executor.modes(b)  # its worker's hello: the versions
+        except WorkerFailed:
+            pass  # a backend that cannot start says none, as in the first run
+    if unsaid:
+        versions = {**versions, **executor.versions()}
+    if cache is not None:
+        cache.replayed(versions)
+    return versions
 
 
 def _compose(local, planned, todo, cache, options, roles):
