@@ -20,14 +20,14 @@ def test_an_export_that_cannot_fit_is_refused_before_any_work(tmp_path, monkeypa
     # by hand: 100*50 + 50 weights and bias, 50 + 50 BN affine, 50 + 50 running stats (float32) and
     # num_batches_tracked (int64): 5250 * 4 + 8 bytes
     nbytes = 5250 * 4 + 8
-    assert EXPORT_HOLDS * nbytes == 378144
+    assert EXPORT_HOLDS * nbytes == 210080
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", "200000")
     with pytest.raises(IrtraceError) as e:
         irtrace.export(model, (torch.randn(4, 100),), tmp_path / "m.irt")
     assert str(e.value) == (
-        "exporting Sequential needs about 0.38 MB of memory and 0.20 MB is available: its parameters and buffers "
+        "exporting Sequential needs about 0.21 MB of memory and 0.20 MB is available: its parameters and buffers "
         "(21.0 kB; the largest "
-        "0.weight, 50x100 float32, 20.0 kB) are held about 18 times (the module, the ONNX graph, the recorded "
+        "0.weight, 50x100 float32, 20.0 kB) are held about 10 times (the module, the ONNX graph, the recorded "
         "values, gradients and directions); export a part of the model, or on a machine with more memory")
     assert not (tmp_path / "m.irt").exists()
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", str(EXPORT_HOLDS * nbytes))  # exactly enough: exported

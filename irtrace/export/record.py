@@ -61,11 +61,17 @@ def record(model, inputs, outputs, loss="dot", seed=0, sources=None):
     values = {}
     urng = np.random.default_rng(seed + 2)
     for name, t in env.items():
-        values[name] = np.array(to_numpy(t), order="C")
+        values[name] = _contiguous(to_numpy(t))
         if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.requires_grad:
             g = t.grad if t.grad is not None else torch.zeros_like(t)
-            values[grad_name(name)] = np.array(to_numpy(g), order="C")
+            values[grad_name(name)] = _contiguous(to_numpy(g))
             values[u_name(name)] = urng.standard_normal(t.shape).astype(values[name].dtype)
     values.update(seeds)
     shapes = {k: (v.dtype, v.shape) for k, v in values.items()}
     return values, shapes, env
+
+
+def _contiguous(a):
+    """`a` (a view of a tensor of the run, which nothing changes any more) as it is where it is
+    C-contiguous: a copy of every value and gradient would hold the model's weights twice more."""
+    return a if a.flags.c_contiguous else np.array(a, order="C")

@@ -70,30 +70,36 @@ def check_gradients(model, inputs, masks, draws, values, outputs, loss, graph, g
     names = [k for k, p in model.named_parameters() if p.requires_grad and k in inits and grad_name(k) in values]
     if not names:
         return
-    try:
-        twin = copy.deepcopy(model).double()
-    except Exception:  # noqa: BLE001 - a module that cannot be copied or cast: float32's rule alone
-        twin = None
     grads = _module_gradients(model, names, inputs, masks, draws, values, outputs, loss, None)
     if grads is None:
         return
-    exact = _module_gradients(twin, names, inputs, masks, draws, values, outputs, loss, torch.float64) \
-        if twin is not None else None
-    bad = []
-    for k, g, g64 in zip(names, grads, exact or [None] * len(names)):
+    suspects, bad = [], []  # (k, torch's float32 gradient, err, scale)
+    for k, g in zip(names, grads):
         want = g.detach().cpu().numpy().astype(np.float64)
         got = np.asarray(values[grad_name(k)], np.float64)
         if got.shape != want.shape:
             bad.append((float("inf"), k, float("inf"), 0.0))
-            continue
-        if not want.size:
-            continue
-        scale = float(np.max(np.abs(want)))
-        err = float(np.max(np.abs(got - want)))
-        if err <= GRAD_RTOL * max(scale, 1e-30):
-            continue
+        elif want.size:
+            scale = float(np.max(np.abs(want)))
+            err = float(np.max(np.abs(got - want)))
+            if err > GRAD_RTOL * max(scale, 1e-30):
+                suspects.append((k, want, err, scale))
+    del grads
+    # float64 arbitrates only where float32 disagrees: the module's float64 twin (twice its weights, and
+    # its gradients) is made only then
+    exact = None
+    if suspects:
+        try:
+            twin = copy.deepcopy(model).double()
+        except Exception:  # noqa: BLE001 - a module that cannot be copied or cast: float32's rule alone
+            twin = None
+        if twin is not None:
+            exact = _module_gradients(twin, [k for k, *_ in suspects], inputs, masks, draws, values, outputs, loss,
+                                      torch.float64)
+    for (k, want, err, scale), g64 in zip(suspects, exact or [None] * len(suspects)):
         if g64 is not None:
             truth = g64.detach().cpu().numpy()
+            got = np.asarray(values[grad_name(k)], np.float64)
             own = float(np.max(np.abs(want - truth)))  # torch's own float32 rounding of this gradient
             off = float(np.max(np.abs(got - truth)))
             if off <= ROUNDING_FACTOR * own or off <= WRONG_FRACTION * float(np.max(np.abs(truth))):
