@@ -5,23 +5,17 @@ use_cache=False on 16 tokens. $LLAMA_LAYERS sets another depth (benchmarks/scale
     irtrace export llama_1b:build --input-file tokens.npz -o llama.irt     (run in benchmarks/)
 """
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from corpus import NoCache  # noqa: E402 - tests/corpus.py: a causal LM called with use_cache=False
+
 TOKENS = 16
 LAYERS = 22
-
-
-class CausalLM(torch.nn.Module):
-    """The model called as a port's training step calls it: input ids in, its ModelOutput out, no cache."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids):
-        return self.model(input_ids=input_ids, use_cache=False)
 
 
 def config(layers=None):
@@ -37,7 +31,7 @@ def build():
     cfg = config()
     from transformers import LlamaForCausalLM
     torch.manual_seed(0)
-    return CausalLM(LlamaForCausalLM(cfg)).eval()
+    return NoCache(LlamaForCausalLM(cfg)).eval()
 
 
 def parameters(layers):

@@ -51,7 +51,7 @@ def seconds(path, out, executor=None, cached=True, **kw):
         shutil.rmtree(f"{path}.cache", ignore_errors=True)
     b0, t0 = busy()
     t = time.perf_counter()
-    replay_into(path, ReplayOptions(executor=executor, cache=cached or False, **kw), out=out)
+    replay_into(path, ReplayOptions(executor=executor, cache=cached, **kw), out=out)
     b1, t1 = busy()
     return time.perf_counter() - t, (b1 - b0) / max(1, t1 - t0)
 

@@ -46,6 +46,17 @@ class NodeCall:
             return list(self.inputs)
         return list(self.inputs) + list(self.cots) + (list(self.us) if self.mode == "vjp2" else [])
 
+    def named_arrays(self):
+        """(value name, array) of each of arrays(), in its order: an input by its name, a cotangent as
+        grad/<output>, a direction as u/<input>."""
+        from irtrace.store import grad_name, u_name
+        names = list(self.spec.inputs)
+        if self.mode != "fwd":
+            names += [grad_name(o) for o in self.spec.outputs]
+        if self.mode == "vjp2":
+            names += [u_name(i) for i in self.spec.inputs]
+        return list(zip(names, self.arrays()))
+
     def off(self):
         """The float input positions whose gradients this call does not take (not in `wrt`)."""
         if self.mode == "fwd" or self.wrt is None:

@@ -352,21 +352,16 @@ class MemoryBound(Wrapper):
 
 def too_big(call):
     """Why `call` (a NodeCall) cannot run in the memory this machine has available, or None."""
-    from irtrace.envs.machine import available_bytes, size_text
-    from irtrace.store import grad_name, u_name
-    spec = call.spec
-    named = [*zip(spec.inputs, call.inputs), *zip(map(grad_name, spec.outputs), call.cots),
-             *zip(map(u_name, spec.inputs), call.us)]
-    sent = [(name, a) for name, a in named if a is not None and any(a is b for b in call.arrays())]
-    nbytes = sum(a.nbytes for _, a in sent)
+    nbytes = sum(a.nbytes for a in call.arrays() if a is not None)
     need = CALL_HOLDS * nbytes
     if need < MEMORY_CHECKED:
         return None
+    from irtrace.envs.machine import available_bytes, size_text
     available = available_bytes()
     if available is None or need <= available:
         return None
-    name, a = max(sent, key=lambda na: na[1].nbytes)
-    return (f"{call.mode} of node {spec.name} needs about {size_text(need)} of memory and {size_text(available)} "
-            f"is available: it sends {size_text(nbytes)} (the largest, {name}, {'x'.join(map(str, a.shape))} "
-            f"{a.dtype}, {size_text(a.nbytes)}), held about {CALL_HOLDS} times by the float64 oracle and by the host "
-            f"judging its answers")
+    name, a = max(((n, a) for n, a in call.named_arrays() if a is not None), key=lambda na: na[1].nbytes)
+    return (f"{call.mode} of node {call.spec.name} needs about {size_text(need)} of memory and "
+            f"{size_text(available)} is available: it sends {size_text(nbytes)} (the largest, {name}, "
+            f"{'x'.join(map(str, a.shape))} {a.dtype}, {size_text(a.nbytes)}), held about {CALL_HOLDS} times by the "
+            f"float64 oracle and by the host judging its answers")

@@ -35,16 +35,6 @@ def import_ray():
     return ray
 
 
-def frame(msg, arrays, by_reference=False):
-    """A call or a reply as it crosses to or from a Ray worker: a wire frame's JSON header and its arrays
-    (wire.split), which Ray's object store carries without copying them into bytes first."""
-    return wire.split(msg, arrays, by_reference)
-
-
-def unframe(data):
-    return wire.join(*data)
-
-
 class _Frame:
     """A call as it arrived on a Ray worker: what LocalExecutor.send reads of a NodeCall."""
 
@@ -114,15 +104,15 @@ class RayWorker:
 
     def run(self, backend, data):
         """The reply frame of one call frame on `backend`."""
-        msg, arrays = unframe(data)
+        msg, arrays = wire.join(*data)
         with self._lock(backend):
             why = self._ready(backend)
             answer = failed(WorkerFailed(wire.Status.ERROR, why)) if why else \
                 self.executor.run(backend, _Frame(msg, arrays))
-        return frame({**answer.reply, "status": answer.status.value}, answer.arrays())
+        return wire.split({**answer.reply, "status": answer.status.value}, answer.arrays())
 
     def hello(self, backend):
-        """{"modes", "native", "versions"} of `backend`'s worker here, or None where it cannot start."""
+        """{"modes", "native"} of `backend`'s worker here, or None where it cannot start."""
         with self._lock(backend):
             if self._ready(backend):
                 return None
@@ -130,8 +120,7 @@ class RayWorker:
                 w = self.executor.pool.get(backend)
             except WorkerFailed:
                 return None
-            return dict(modes=list(w.hello["modes"]), native=bool(w.hello.get("native")),
-                        versions=w.hello.get("versions", {})) if w.hello else None
+            return dict(modes=list(w.hello["modes"]), native=bool(w.hello.get("native"))) if w.hello else None
 
     def restarts(self):
         return self.executor.restarts()
@@ -213,7 +202,7 @@ class RayExecutor(Executor):
         frames = []
         for backend, call in batch.calls:
             arrays = call.arrays()
-            frames.append((backend, frame(call.message(), arrays, self._by_reference(batch.worker, arrays))))
+            frames.append((backend, wire.split(call.message(), arrays, self._by_reference(batch.worker, arrays))))
         batch.ref = self.actors[batch.worker].run_all.remote(frames)
 
     def send(self, backend, call):
@@ -234,7 +223,7 @@ class RayExecutor(Executor):
                 self._slot.batch = None  # sent now: later calls start another
             batch.replies = self._collect(batch)
         reply = batch.replies[k]
-        return reply if isinstance(reply, Answer) else answer_of(*unframe(reply))
+        return reply if isinstance(reply, Answer) else answer_of(*wire.join(*reply))
 
     def _collect(self, batch):
         """The reply frames of a batch (sent now), sent again while its Ray worker dies; an Answer for
