@@ -23,11 +23,12 @@ class TorchAdapter(AutodiffAdapter):
         return {"torch": torch.__version__}
 
 
-def run_graph(specs, feeds, table=OPS, grad=True, leaves=None):
+def run_graph(specs, feeds, table=OPS, grad=True, leaves=None, retain=True):
     """Run the graph chained from `feeds` (name -> np.ndarray); returns name -> torch.Tensor
-    (see autodiff.forward; `leaves`: the feeds that require grad, None: every float one)."""
+    (see autodiff.forward; `leaves`: the feeds that require grad, None: every float one; `retain`:
+    every value keeps its .grad after a backward)."""
     steps = []
     for s in specs:
         entry = table.lookup(s.domain, s.op_type, s.opset)
         steps.append((entry.fn, s.attrs, s.inputs, s.outputs, entry.flags.get("nondiff", ())))
-    return autodiff.forward(steps, feeds, grad=grad, leaves=leaves)
+    return autodiff.forward(steps, feeds, grad=grad, leaves=leaves, retain=retain)

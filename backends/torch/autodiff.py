@@ -13,6 +13,8 @@ import torch
 def to_tensor(a, dtype=None):
     if a is None:
         return None
+    if isinstance(a, torch.Tensor):  # a tensor of the caller's (an export's module weights): not copied
+        return a.detach() if dtype is None or not a.dtype.is_floating_point else a.detach().to(dtype)
     a = np.array(a, copy=True)
     if a.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: torch.from_numpy takes its bits only
         t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
@@ -109,11 +111,11 @@ def _penalty(op, inputs, attrs, cots, us, nondiff, dtype, of_g):
     return [to_numpy(next(d)) if x is not None and x.requires_grad else None for x in xs]
 
 
-def forward(steps, feeds, dtype=None, grad=True, leaves=None):
+def forward(steps, feeds, dtype=None, grad=True, leaves=None, retain=True):
     """Run `steps` chained from `feeds`: name -> tensor. With `grad`, the float feeds named in `leaves`
     (None: every float feed) are leaves that require grad, as a training step's parameters and
-    penalised inputs do (never a buffer or a constant), and every float value keeps its own .grad
-    after a backward."""
+    penalised inputs do (never a buffer or a constant), and, with `retain`, every float value keeps its
+    own .grad after a backward (without, the caller hooks the values it wants the gradients of)."""
     env = {}
     for k, v in feeds.items():
         t = to_tensor(v, dtype)
@@ -128,7 +130,8 @@ def forward(steps, feeds, dtype=None, grad=True, leaves=None):
             if isinstance(y, torch.Tensor) and y.requires_grad:
                 if y.is_leaf or any(y is x for x in xs):
                     y = y.view_as(y)  # a distinct tensor per value, so each keeps its own .grad
-                y.retain_grad()
+                if retain:
+                    y.retain_grad()
             env[name] = y
     return env
 

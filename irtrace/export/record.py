@@ -5,7 +5,7 @@ import numpy as np
 
 from irtrace.errors import IrtraceError, strip_ansi
 from irtrace.ir.spec import node_specs
-from irtrace.store import SEED_PREFIX, grad_name, initializers, u_name  # noqa: F401 - re-exported names
+from irtrace.store import GRAD_PREFIX, SEED_PREFIX, grad_name, initializers, u_name  # noqa: F401 - re-exported names
 
 LOSSES = {
     "dot": "L = sum over outputs o of <y_o, c_o>, c_o ~ N(0, 1) drawn from numpy default_rng(seed + 1) in output order",
@@ -16,62 +16,127 @@ LOSSES = {
 }
 
 
-def record(model, inputs, outputs, loss="dot", seed=0, sources=None):
+def record(model, inputs, outputs, loss="dot", seed=0, sources=None, weights=None, into=None):
     """Returns (values: name -> np.ndarray, specs: name -> (dtype, shape), torch env).
 
     `inputs` maps graph input names to arrays; `outputs` names the values the loss is over; `sources`:
     the graph inputs and initializers that require grad, as in a training step (the parameters and the
     float inputs; None: every float one). Buffers and constants do not: no gradient is taken through
-    them (torch's BatchNormalization differentiates its statistics when they require grad)."""
+    them (torch's BatchNormalization differentiates its statistics when they require grad).
+    `weights`: name -> torch tensor of the initializers the graph refers to as external data (an export's
+    module parameters, used as they are: not copied). `into(specs)` -> a store.ValueWriter: each value,
+    gradient and direction is written to it as it is made and not held (values is then None); None:
+    they are returned."""
     import torch
 
     from backends._table import Unsupported
     from backends.torch.adapter import run_graph
-    from backends.torch.autodiff import to_numpy
     if loss not in LOSSES:
         raise IrtraceError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
-    feeds = dict(initializers(model))
+    feeds = dict(initializers(model, weights))
     feeds.update(inputs)
-    specs = node_specs(model)
     try:
-        env = run_graph(specs, feeds, leaves=sources)
+        env = run_graph(node_specs(model), feeds, leaves=sources, retain=False)
     except Unsupported as e:
         raise IrtraceError(f"cannot record values: {strip_ansi(e)}") from e
+    del feeds
+    differentiable = [n for n, t in env.items()
+                      if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.requires_grad]
     rng = np.random.default_rng(seed + 1)
-    total = None
     seeds = {}
     for o in outputs:
-        y = env[o]
-        if not (isinstance(y, torch.Tensor) and y.dtype.is_floating_point and y.requires_grad):
-            continue
-        c = np.ones(y.shape, np.float32) if loss == "sum" else rng.standard_normal(y.shape).astype(np.float32)
-        seeds[SEED_PREFIX + o] = c
+        if o in differentiable:
+            y = env[o]
+            seeds[SEED_PREFIX + o] = np.ones(y.shape, np.float32) if loss == "sum" else \
+                rng.standard_normal(y.shape).astype(np.float32)
+    specs = _specs(env, differentiable, seeds)
+    sink = _Values() if into is None else into(specs)
+    for name, t in env.items():
+        sink[name] = _array(t)
+    urng = np.random.default_rng(seed + 2)
+    for name in differentiable:
+        sink[u_name(name)] = urng.standard_normal(env[name].shape).astype(specs[name][0])
+    for name, c in seeds.items():
+        sink[name] = c
+    _backward(env, differentiable, seeds, inputs, loss, sink)
+    for name in differentiable:  # a value the loss does not depend on: its gradient is zero
+        if grad_name(name) not in sink.written:
+            sink[grad_name(name)] = np.zeros(*reversed(specs[name]))
+    return (None if into is not None else dict(sink)), specs, env
+
+
+def _backward(env, differentiable, seeds, inputs, loss, sink):
+    """Backpropagate the loss through `env`, each value's gradient written to `sink` as autograd makes it
+    (a hook per value, not retain_grad: no gradient is held after its use)."""
+    import torch
+    recording = [False]
+    hooks = []
+    for name in differentiable:
+        t = env[name]
+
+        def save(g, name=name):
+            if recording[0]:
+                sink.accumulate(grad_name(name), _array(g))
+
+        def save_leaf(p, save=save):  # after accumulation, and let go: a leaf would hold its .grad to the end
+            save(p.grad)
+            p.grad = None
+        hooks.append(t.register_post_accumulate_grad_hook(save_leaf) if t.is_leaf else t.register_hook(save))
+    total = None
+    for name, c in seeds.items():
+        y = env[name[len(SEED_PREFIX):]]
         term = (y * torch.from_numpy(c).to(y.dtype)).sum()
         total = term if total is None else total + term
     if total is not None and loss == "grad-penalty":
         xs = [env[n] for n in inputs if isinstance(env[n], torch.Tensor) and env[n].requires_grad]
-        if xs:
+        if xs:  # its hooks fire too, and are not recorded: the gradients are the whole loss's
             gs = torch.autograd.grad(total, xs, create_graph=True, allow_unused=True, materialize_grads=True)
-            for t in env.values():  # retain_grad() hooks fire during autograd.grad too: record from zero
-                if isinstance(t, torch.Tensor) and t.grad is not None:
-                    t.grad = None
             total = total + sum((g * g).sum() for g in gs)
-    if total is not None:
-        total.backward()
-    values = {}
-    urng = np.random.default_rng(seed + 2)
-    for name, t in env.items():
-        values[name] = _contiguous(to_numpy(t))
-        if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.requires_grad:
-            g = t.grad if t.grad is not None else torch.zeros_like(t)
-            values[grad_name(name)] = _contiguous(to_numpy(g))
-            values[u_name(name)] = urng.standard_normal(t.shape).astype(values[name].dtype)
-    values.update(seeds)
-    shapes = {k: (v.dtype, v.shape) for k, v in values.items()}
-    return values, shapes, env
+    recording[0] = True
+    try:
+        if total is not None:
+            total.backward()
+    finally:
+        for h in hooks:
+            h.remove()
 
 
-def _contiguous(a):
-    """`a` (a view of a tensor of the run, which nothing changes any more) as it is where it is
-    C-contiguous: a copy of every value and gradient would hold the model's weights twice more."""
+def _array(t):
+    """A value of the run as a C-contiguous numpy array that does not change: a view of the tensor where
+    it is one (a copy would hold the model's weights once more), else a copy."""
+    from backends.torch.autodiff import to_numpy
+    a = to_numpy(t)
     return a if a.flags.c_contiguous else np.array(a, order="C")
+
+
+def _specs(env, differentiable, seeds):
+    """name -> (numpy dtype, shape) of everything a recording writes, in the value store's order."""
+    specs = {}
+    for name, t in env.items():
+        specs[name] = _spec(t)
+    for name in differentiable:
+        specs[grad_name(name)] = specs[u_name(name)] = specs[name]
+    for name, c in seeds.items():
+        specs[name] = (c.dtype, c.shape)
+    return specs
+
+
+def _spec(t):
+    from backends.torch.autodiff import to_numpy
+    a = to_numpy(t)  # a view: no copy
+    return a.dtype, tuple(a.shape)
+
+
+class _Values(dict):
+    """A recording's values held in memory (a small graph's): the sink a ValueWriter is for a bundle."""
+
+    @property
+    def written(self):
+        return self
+
+    def __setitem__(self, name, array):
+        # a gradient autograd hands a hook may be its own buffer, reused after: kept as a copy
+        super().__setitem__(name, np.array(array, order="C", copy=True) if name.startswith(GRAD_PREFIX) else array)
+
+    def accumulate(self, name, array):
+        self[name] = self[name] + array if name in self else array

@@ -70,41 +70,40 @@ def check_gradients(model, inputs, masks, draws, values, outputs, loss, graph, g
     names = [k for k, p in model.named_parameters() if p.requires_grad and k in inits and grad_name(k) in values]
     if not names:
         return
-    grads = _module_gradients(model, names, inputs, masks, draws, values, outputs, loss, None)
-    if grads is None:
-        return
-    suspects, bad = [], []  # (k, torch's float32 gradient, err, scale)
-    for k, g in zip(names, grads):
-        want = g.detach().cpu().numpy().astype(np.float64)
-        got = np.asarray(values[grad_name(k)], np.float64)
+    suspects, bad = {}, []  # k -> (torch's float32 gradient, err, scale)
+
+    def judge(k, g):  # each gradient as the module's backward makes it (they are not all held at once)
+        want = g.detach().cpu().numpy()
+        got = values[grad_name(k)]
         if got.shape != want.shape:
             bad.append((float("inf"), k, float("inf"), 0.0))
         elif want.size:
-            scale = float(np.max(np.abs(want)))
-            err = float(np.max(np.abs(got - want)))
+            scale, err = _max_abs(want), _max_abs(got, want)
             if err > GRAD_RTOL * max(scale, 1e-30):
-                suspects.append((k, want, err, scale))
-    del grads
+                suspects[k] = (np.array(want), err, scale)
+        _let_go(values)
+    if not _module_gradients(model, names, inputs, masks, draws, values, outputs, loss, None, judge):
+        return
     # float64 arbitrates only where float32 disagrees: the module's float64 twin (twice its weights, and
     # its gradients) is made only then
-    exact = None
+    confirmed = set()
+
+    def arbitrate(k, g64):
+        want, _, _ = suspects[k]
+        truth = g64.detach().cpu().numpy()
+        own = _max_abs(want, truth)  # torch's own float32 rounding of this gradient
+        off = _max_abs(values[grad_name(k)], truth)
+        if off <= ROUNDING_FACTOR * own or off <= WRONG_FRACTION * _max_abs(truth):
+            confirmed.add(k)
     if suspects:
         try:
             twin = copy.deepcopy(model).double()
         except Exception:  # noqa: BLE001 - a module that cannot be copied or cast: float32's rule alone
             twin = None
         if twin is not None:
-            exact = _module_gradients(twin, [k for k, *_ in suspects], inputs, masks, draws, values, outputs, loss,
-                                      torch.float64)
-    for (k, want, err, scale), g64 in zip(suspects, exact or [None] * len(suspects)):
-        if g64 is not None:
-            truth = g64.detach().cpu().numpy()
-            got = np.asarray(values[grad_name(k)], np.float64)
-            own = float(np.max(np.abs(want - truth)))  # torch's own float32 rounding of this gradient
-            off = float(np.max(np.abs(got - truth)))
-            if off <= ROUNDING_FACTOR * own or off <= WRONG_FRACTION * float(np.max(np.abs(truth))):
-                continue
-        bad.append((err / max(scale, 1e-30), k, err, scale))
+            _module_gradients(twin, list(suspects), inputs, masks, draws, values, outputs, loss, torch.float64,
+                              arbitrate)
+    bad += [(err / max(scale, 1e-30), k, err, scale) for k, (_, err, scale) in suspects.items() if k not in confirmed]
     if bad:
         bad.sort(reverse=True)
         worst = "; ".join(f"{k}: max abs {err:.3g} of a gradient up to {scale:.3g} ({rel:.1%})"
@@ -115,10 +114,39 @@ def check_gradients(model, inputs, masks, draws, values, outputs, loss, graph, g
 
 
 
-def _module_gradients(model, names, inputs, masks, draws, values, outputs, loss, dtype):
+_CHUNK = 1 << 20  # elements compared at a time: a float64 copy of a whole weight (an LLM's embedding: 1 GB) is not made
+
+
+def _max_abs(a, b=None):
+    """max |a - b| (max |a| without `b`; NaN if any is) in float64, a chunk of the flattened arrays at a time."""
+    a = np.asarray(a).reshape(-1)
+    b = None if b is None else np.asarray(b).reshape(-1)
+    worst = 0.0
+    for i in range(0, a.size, _CHUNK):
+        x = a[i:i + _CHUNK].astype(np.float64)
+        if b is not None:
+            x -= b[i:i + _CHUNK]
+        m = float(np.max(np.abs(x)))
+        if m != m:  # NaN, as np.max over the whole would give
+            return m
+        worst = max(worst, m)
+    return worst
+
+
+def _let_go(values):
+    """The pages of the bundle's value store read so far leave this process's memory (they are the
+    file's; see LazyValues.release), where `values` is one."""
+    release = getattr(values, "release", None)
+    if release is not None:
+        release()
+
+
+def _module_gradients(model, names, inputs, masks, draws, values, outputs, loss, dtype, each):
     """torch autograd's gradients of the bundle's loss with respect to the parameters `names` of `model`,
-    run on the bundle's inputs (cast to `dtype` when given: the float64 twin), recorded masks and draws;
-    None where the module's own forward or backward raises (in float64: an op without a double kernel)."""
+    run on the bundle's inputs (cast to `dtype` when given: the float64 twin), recorded masks and draws:
+    each(name, gradient) is called as the backward makes each one, which is let go after (a parameter the
+    loss does not reach: zeros). False where the module's own forward or backward raises (in float64:
+    an op without a double kernel)."""
     import torch
     params = dict(model.named_parameters())
     xs = [(t.detach().clone().to(dtype) if dtype is not None and t.dtype.is_floating_point else t.detach().clone())
@@ -128,21 +156,48 @@ def _module_gradients(model, names, inputs, masks, draws, values, outputs, loss,
     try:
         with torch.enable_grad(), dropout_mod.patched(masks, record=False, eager=True), replaying:
             flat = [t for _, t in flatten(model(*xs))]
-            terms = [(y * torch.from_numpy(np.asarray(values[seed_name(o)])).to(y.dtype)).sum()
+            terms = [(y * torch.from_numpy(np.array(values[seed_name(o)])).to(y.dtype)).sum()
                      for o, y in zip(outputs, flat) if seed_name(o) in values and y.requires_grad]
             if not terms:
-                return None
+                return False
             total = sum(terms[1:], terms[0])
             penalised = [x for x in xs if isinstance(x, torch.Tensor) and x.requires_grad]
             if loss == "grad-penalty" and penalised:
                 gs = torch.autograd.grad(total, penalised, create_graph=True, allow_unused=True, materialize_grads=True)
                 total = total + sum((g * g).sum() for g in gs)
-            return torch.autograd.grad(total, [params[k] for k in names], allow_unused=True, materialize_grads=True)
+            _backward_each(total, [(k, params[k]) for k in names], each)
+            return True
     except Exception as e:  # noqa: BLE001 - the module's own backward failed: there is nothing to check against
         if dtype is None:
             log.warning("gradient check skipped: torch autograd on the module raised %s: %s", type(e).__name__, e)
-        return None
+        return False
 
+
+def _backward_each(total, named, each):
+    """Backpropagate `total` to the parameters `named` ([(name, parameter)]), each(name, gradient) called
+    as each is accumulated and the .grad let go then (torch.autograd.grad would hold them all, the model's
+    size once more); the parameters' own .grad are as they were after."""
+    import torch
+    seen, saved, hooks = set(), [p.grad for _, p in named], []
+
+    def hook(p, k):
+        each(k, p.grad)
+        seen.add(k)
+        p.grad = None
+    try:
+        for k, p in named:
+            p.grad = None
+            hooks.append(p.register_post_accumulate_grad_hook(lambda p, k=k: hook(p, k)))
+        if total.requires_grad:
+            torch.autograd.backward(total, inputs=[p for _, p in named])
+    finally:
+        for h in hooks:
+            h.remove()
+        for (_, p), g in zip(named, saved):
+            p.grad = g
+    for k, p in named:
+        if k not in seen:
+            each(k, torch.zeros_like(p))
 
 
 def _first_bad_module(graph, values, submodule_out, sources):

@@ -19,7 +19,7 @@ import platform
 import re
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -203,8 +203,11 @@ def _module_outputs(model, inputs, masks, draws):
     flat = flatten(out)
     register_dataclasses(out)
     names = [p for p, _ in flat] if is_container(out) else None
+    # the state after the run, for its running statistics: the parameters a forward does not change are
+    # not copied (a copy would hold the weights once more)
+    params = {k for k, _ in model.named_parameters()}
     return ([t.detach().clone() for _, t in flat], captured,
-            {k: v.detach().clone() for k, v in model.state_dict().items()}, names)
+            {k: v.detach().clone() for k, v in model.state_dict().items() if k not in params}, names)
 
 
 _NO_TRANSLATION = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)>")
@@ -295,19 +298,20 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     _check_memory(model)
     run = _run(model, example_inputs, options)
     raw = _onnx_program(model, run, options)
-    _padding_rows(raw)
+    _padding_rows(raw, run.weights)
     traced = _canonical(raw, run)
     del raw  # torch.onnx's graph, initializers and all: the canonical graph is a copy of it
     return _write(model, path, run, traced, options)
 
 
-# An export holds its module's parameters about this many times at its peak (benchmarks/scale.py's
-# Llama at 1-3 layers: +1.75 GB of peak RSS per layer of 176 MB). Measured stage by stage at one layer
-# (0.70 GB of parameters, 1.06 GB of RSS once built): the module's run +0.72 GB, torch.onnx's graph +0.76,
-# the canonical graph +0.67 (torch.onnx's is let go then), recording every value, gradient and vjp2
-# direction +3.4 (7.1 at its peak), the check of the parameter gradients against the module's peaks at
-# 8.7. Activations come on top: this is the least an export needs.
-EXPORT_HOLDS = 10
+# Beyond the module itself, an export needs at most about this many times its parameters: the module's
+# float64 twin where float32 does not confirm a parameter's gradient (twice the parameters), and the
+# gradients the recording and its check make, which pass through memory as they are made (written to
+# the value store, compared, let go). Measured (benchmarks/scale.py's Llama, 16 tokens, no twin needed):
+# 0.9 GB above the built module's resident memory at 0.70, 1.05 and 4.40 GB of parameters (1, 3 and 22
+# layers: the largest weights' gradients in flight), i.e. 1.3x to 0.2x. The ONNX graphs refer to the
+# module's weights instead of copying them, and no recorded value is held: it is in the value store.
+EXPORT_HOLDS = 3
 
 
 def _check_memory(model):
@@ -325,8 +329,9 @@ def _check_memory(model):
         f"exporting {type(model).__name__} needs about {size_text(need)} of memory and {size_text(available)} is "
         f"available: its parameters and buffers ({size_text(nbytes)}; the largest {name}, "
         f"{'x'.join(map(str, t.shape))} {str(t.dtype).removeprefix('torch.')}, {size_text(t.numel() * t.element_size())}) "
-        f"are held about {EXPORT_HOLDS} times (the module, the ONNX graph, the recorded values, gradients and "
-        f"directions); export a part of the model, or on a machine with more memory")
+        f"need about {EXPORT_HOLDS} times that again (a float64 copy of the module where float32 does not confirm a "
+        f"gradient, the gradients the recording and its check make); export a part of the model, or on a machine "
+        f"with more memory")
 
 
 @dataclass
@@ -344,6 +349,7 @@ class _Run:
     out_names: list
     t0: float
     t_export: float = 0.0
+    weights: dict = field(default_factory=dict)  # initializer -> the parameter it refers to (_refer_to_weights)
 
 
 def _run(model, example_inputs, options):
@@ -392,10 +398,34 @@ def _onnx_program(model, run, options):
     finally:
         model.load_state_dict(run.state)
     run.t_export = time.perf_counter() - run.t0
+    _refer_to_weights(program.model, run)
     raw = program.model_proto
     if not run.draws:
         random_mod.check_no_draws(raw)
     return raw
+
+
+def _refer_to_weights(ir_model, run):
+    """The initializers of torch.onnx's graph that are the module's parameters become references to
+    external data (values.safetensors, where the bundle stores them once): the ONNX graph does not copy
+    the weights (its ModelProto would hold them once more, and its canonical copy again), and everything
+    that reads them takes the module's own tensors (`run.weights`). Each is checked bit for bit against
+    the parameter of its name first; one that differs keeps its data."""
+    import onnx_ir as ir
+    from onnx import helper
+    for name, value in ir_model.graph.initializers.items():
+        param, tensor = run.state.get(name), value.const_value
+        if name not in run.params or param is None or tensor is None or not param.dtype.is_floating_point:
+            continue
+        try:
+            same = helper.tensor_dtype_to_np_dtype(tensor.dtype.value) == param.detach().numpy().dtype and \
+                tuple(tensor.shape.numpy()) == tuple(param.shape) and np.array_equal(tensor.numpy(), param.numpy())
+        except (TypeError, ValueError, RuntimeError):  # bfloat16 and types numpy cannot hold: kept as they are
+            same = False
+        if same:
+            value.const_value = ir.ExternalTensor(store.VALUES, 0, tensor.nbytes, tensor.dtype, shape=tensor.shape,
+                                                  name=name)
+            run.weights[name] = param
 
 
 @dataclass
@@ -426,8 +456,8 @@ def _canonical(raw, run):
 
 
 def _write(model, path, run, traced, options):
-    """Record every value of the graph on the example inputs and write the bundle, while the graph's
-    outputs and parameter gradients are checked against the module's (store.write_while)."""
+    """Record every value of the graph on the example inputs straight into the bundle's value store, then
+    check the graph's outputs and parameter gradients against the module's (store.write_streamed)."""
     graph, state_outputs = traced.graph, traced.state_outputs
     graph_inputs = [i.name for i in graph.graph.input]
     if len(graph_inputs) != len(run.inputs):
@@ -443,14 +473,28 @@ def _write(model, path, run, traced, options):
     # gradient penalty differentiates
     differentiable = gradient_sources(graph, [t.name for t in graph.graph.initializer if t.name in run.params]) - \
         {n for n in graph_inputs if n in state_outputs}
-    values, specs, _ = record(graph, feeds, outputs, loss=options.loss, seed=options.seed, sources=differentiable)
+    specs = {}
+
+    def write_values(file):  # every value, gradient and direction, straight into the bundle's value store
+        opened = []
+
+        def into(made):
+            specs.update(made)
+            opened.append(store.ValueWriter(file, made, {"schema": SCHEMA}))
+            return opened[-1]
+        try:
+            record(graph, feeds, outputs, loss=options.loss, seed=options.seed, sources=differentiable,
+                   weights=run.weights, into=into)
+        finally:
+            for writer in opened:
+                writer.close()
     facts = _Facts(name=options.model_name or type(model).__name__,
                    model=options.model_name or type(model).__qualname__, train=options.train, seed=options.seed,
                    loss=options.loss, outputs=outputs, feeds=feeds, graph_inputs=graph_inputs,
                    state_outputs=state_outputs, params=run.params, state=run.state, differentiable=differentiable,
                    t_export=run.t_export, sources=traced.sources, original_attrs=traced.original_attrs)
 
-    def finish():  # (graph, manifest): the export check (outputs, then parameter gradients), value info, IR check
+    def finish(values):  # (graph, manifest): the export check (outputs, then parameter gradients), value info, IR check
         check_outputs(graph, values, outputs, run.ref_out, run.submodule_out, traced.sources, state_outputs,
                       run.state_after)
         try:  # after the forward's check: a graph whose outputs differ is named for that first
@@ -458,9 +502,9 @@ def _write(model, path, run, traced, options):
         finally:
             model.load_state_dict(run.state)
         canonical.set_value_info(graph, specs)
-        canonical.check(graph)
+        canonical.check(graph, folder=values.path.parent)
         return graph, _manifest(graph, facts)
-    return store.write_while(path, values, finish, force=options.force)
+    return store.write_streamed(path, write_values, finish, force=options.force)
 
 
 @dataclass(frozen=True)
@@ -540,7 +584,7 @@ def _name_outputs(model, names):
             canonical.rename_value(model, old, new)
 
 
-def _padding_rows(raw):
+def _padding_rows(raw, weights):
     """An embedding with a padding_idx p (nn.Embedding's or F.embedding's): torch's backward gives row p of
     the weight no gradient, and torch.onnx drops padding_idx (ONNX's Gather has none), so the graph would
     train that row where the module does not. Each such Gather (its aten.embedding call, with p, is in the
@@ -548,14 +592,14 @@ def _padding_rows(raw):
     the positions holding p send their gradient to the constant, not to the weight. A weight that is not
     an initializer is left as it is: the export's gradient check then names it."""
     from onnx import helper, numpy_helper
-    weights = {t.name: t for t in raw.graph.initializer}
+    inits = {t.name: t for t in raw.graph.initializer}
     nodes = list(raw.graph.node)
     for k in reversed(range(len(nodes))):
         n = nodes[k]
         p = _padding_idx(n)
-        if p is None or n.input[0] not in weights:
+        if p is None or n.input[0] not in inits:
             continue
-        row = numpy_helper.to_array(weights[n.input[0]], base_dir="")[p]
+        row = np.array(store.initializer_array(inits[n.input[0]], weights)[p])
         base, out = n.name, n.output[0]
         gathered = f"{out}__gathered"
         n.output[0] = gathered

@@ -287,11 +287,23 @@ def set_value_info(model, specs):
                                                      list(shape)))
 
 
+class _Decoded(dict):
+    """name -> initializer TensorProto, read as its array (decoded on each read)."""
+
+    def __getitem__(self, name):
+        return numpy_helper.to_array(super().__getitem__(name))
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
 def desequence(model):
     """SplitToSequence read only by SequenceAt at constant positions -> one Split with an
     output per piece: the IR has tensors only, so every backend and the bundle can hold them."""
     g = model.graph
-    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    # the integer ones it reads (split sizes, positions), decoded as read: a float weight is not copied,
+    # and an export's weights are external data the graph does not hold
+    inits = _Decoded({t.name: t for t in g.initializer})
     consumers = {}
     for n in g.node:
         for i in n.input:
@@ -360,8 +372,21 @@ def canonicalize(model, bn_estimator="biased"):
     return model, original
 
 
-def check(model):
-    """onnx's full check (schemas, types, shape inference) or a clear error.
+def _check_in(model, folder, full_check=False):
+    if folder is None:
+        onnx.checker.check_model(model, full_check=full_check)
+        return
+    import tempfile
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=".check.", suffix=".onnx") as f:  # small: its weights are outside
+        f.write(model.SerializeToString())
+        f.flush()
+        onnx.checker.check_model(f.name, full_check=full_check)
+
+
+def check(model, folder=None):
+    """onnx's full check (schemas, types, shape inference) or a clear error. `folder`: where the files
+    the graph's external data refers to are (an export's value store; onnx.checker checks that they are
+    files), checked there by path; None: the graph holds all its data.
 
     One exception, logged: onnx's C++ shape inference (1.23) keeps a pooling window that starts in
     the end padding when ceil_mode=1, while onnx's own reference and its backend tests
@@ -370,7 +395,7 @@ def check(model):
     import logging
     schemas.register_schemas()
     try:
-        onnx.checker.check_model(model, full_check=True)
+        _check_in(model, folder, full_check=True)
     except onnx.shape_inference.InferenceError as e:
         text = str(e)
         ceil_nodes = {n.name for n in model.graph.node if n.op_type in POOL_LIKE and decode_attrs(n).get("ceil_mode")}
@@ -378,7 +403,7 @@ def check(model):
         if named and named <= ceil_nodes and "Inferred shape and existing shape differ" in text:
             logging.getLogger(__name__).warning("onnx shape inference disagrees with onnx's reference on ceil_mode "
                                                 "pooling at %s; keeping the reference's shapes", sorted(named))
-            onnx.checker.check_model(model)
+            _check_in(model, folder)
             return
         raise IrtraceError(f"the canonical graph fails onnx.checker: {text.splitlines()[0]}") from e
     except onnx.checker.ValidationError as e:

@@ -21,6 +21,7 @@ from irtrace.store import manifest as manifest_schema
 from irtrace.store import check as store_check
 from irtrace.errors import IrtraceError, suggest
 from irtrace.store.manifest import SCHEMA, Manifest
+from irtrace.store.writer import ValueWriter, write_values  # noqa: F401 - ValueWriter: the streamed export's
 
 GRAPH, VALUES, MANIFEST = "graph.onnx", "values.safetensors", "manifest.json"
 # How values are named in the bundle (docs/bundle.md): recording writes these, replay and repro read them.
@@ -80,12 +81,14 @@ def initializers(model, values=None):
     return {t.name: initializer_array(t, values) for t in model.graph.initializer}
 
 
-def _externalize(model, values, header, start):
-    """A copy of `model` whose float initializers that are also in the written value store (the same
-    dtype, shape and bytes, more than EXTERNAL_MIN_BYTES, not read by shape inference) refer to it as
-    ONNX external data instead of holding their bytes: `header` and `start` are the written file's
-    (store_check.read_header), so the offsets are the ones safetensors wrote. onnx.load, onnx.checker, Netron and onnxruntime read graph.onnx
-    with its weights; irtrace reads them from the value store."""
+def _externalize(model, values):
+    """A copy of `model` whose float initializers that are also in the written value store `values`
+    (LazyValues; the same dtype, shape and bytes, more than EXTERNAL_MIN_BYTES, not read by shape
+    inference) refer to it as ONNX external data instead of holding their bytes, at the offsets the
+    store was written with. An initializer that already refers to external data (a streamed export's
+    weights, which it never copied into the graph) is the store's value of that name: it gets the
+    store's offsets, or its bytes inline where shape inference reads it. onnx.load, onnx.checker,
+    Netron and onnxruntime read graph.onnx with its weights; irtrace reads them from the value store."""
     import onnx
     from onnx import numpy_helper
     from onnx.external_data_helper import set_external_data
@@ -101,15 +104,32 @@ def _externalize(model, values, header, start):
     out = onnx.ModelProto()
     out.CopyFrom(model)
     for t in out.graph.initializer:
-        if (t.name not in header or t.data_location == onnx.TensorProto.EXTERNAL
-                or t.data_type not in _EXTERNAL_TYPES or t.name in read_by_inference):
+        external = t.data_location == onnx.TensorProto.EXTERNAL
+        if t.name not in values:
+            if external:
+                raise ValueError(f"initializer {t.name!r} refers to external data that is not in the value store")
             continue
-        dtype, shape, begin, end = header[t.name]
+        dtype, shape = values.spec(t.name)
         try:
             same_spec = np.dtype(tensor_dtype_to_np_dtype(t.data_type)) == dtype and tuple(t.dims) == shape
         except (KeyError, TypeError, ValueError):  # a type numpy has no dtype for (bfloat16, string...)
             same_spec = False
-        if not same_spec or end - begin <= EXTERNAL_MIN_BYTES:
+        offset, length = values.extent(t.name)
+        if external:
+            if not same_spec:
+                raise ValueError(f"initializer {t.name!r} is {t.dims} of type {t.data_type}, the value store's "
+                                 f"{dtype} {shape}")
+            del t.external_data[:]
+            if t.name in read_by_inference or length <= EXTERNAL_MIN_BYTES:
+                t.data_location = onnx.TensorProto.DEFAULT
+                t.raw_data = np.ascontiguousarray(values[t.name]).tobytes()
+            else:  # (set_external_data wants the bytes in raw_data first)
+                for key, value in (("location", VALUES), ("offset", offset), ("length", length)):
+                    entry = t.external_data.add()
+                    entry.key, entry.value = key, str(value)
+            continue
+        if t.data_type not in _EXTERNAL_TYPES or t.name in read_by_inference or not same_spec \
+                or length <= EXTERNAL_MIN_BYTES:
             continue
         array = numpy_helper.to_array(t)
         stored = np.ascontiguousarray(np.asarray(values[t.name]))
@@ -118,7 +138,7 @@ def _externalize(model, values, header, start):
             continue  # the recorded value is not the initializer, bit for bit: it keeps its own copy
         if not t.HasField("raw_data"):  # typed fields (float_data...): set_external_data needs raw_data
             t.CopyFrom(numpy_helper.from_array(array, t.name))
-        set_external_data(t, location=VALUES, offset=start + begin, length=end - begin)
+        set_external_data(t, location=VALUES, offset=offset, length=length)
         t.ClearField("raw_data")
     return out
 
@@ -450,8 +470,30 @@ def write_while(path, values, build, force=False):
     must not change once handed over. An error in either leaves nothing, as in write()."""
     from concurrent.futures import ThreadPoolExecutor
 
+    def produce(file):
+        # leaving the executor waits for the write, also on an error: the folder is removed only then
+        with ThreadPoolExecutor(1, thread_name_prefix="irtrace-values-write") as writer:
+            written = writer.submit(write_values, file, values, {"schema": SCHEMA})
+            made = build()
+            written.result()  # the writer's error, raised here
+        return made
+    return _write_bundle(path, produce, force)
+
+
+def write_streamed(path, record, build, force=False):
+    """write(), with values.safetensors written by `record(file)` (a ValueWriter at `file`, filled as the
+    values are made: none is held in memory for the write), then the graph and manifest made by
+    `build(values)` -> (model, manifest), `values` the written file read as a bundle's are (LazyValues).
+    An error in either leaves nothing, as in write()."""
+    def produce(file):
+        record(file)
+        return build(LazyValues(file))
+    return _write_bundle(path, produce, force)
+
+
+def _write_bundle(path, produce, force):
+    """Write a bundle at `path` from `produce(values file) -> (model, manifest)`, atomically (see write)."""
     import onnx
-    from safetensors.numpy import save_file
 
     path = Path(path)
     parent = check_destination(path, force)
@@ -462,25 +504,17 @@ def write_while(path, values, build, force=False):
         raise IrtraceError(f"cannot write {path}: {e.strerror} ({parent})") from e
     old = None
     try:
-        # a C-contiguous array as it is (np.array would copy every recorded value once more)
-        arrays = {k: v if isinstance(v, np.ndarray) and v.flags.c_contiguous else np.array(v, order="C")
-                  for k, v in values.items()}
-        # leaving the executor waits for the write, also on an error: the folder is removed only then
-        with ThreadPoolExecutor(1, thread_name_prefix="irtrace-values-write") as writer:
-            written = writer.submit(save_file, arrays, str(tmp / VALUES), metadata={"schema": SCHEMA})
-            model, manifest = build()
-            try:
-                manifest_text = manifest_schema.dumps(manifest)
-            except ValueError as e:  # strict JSON, as load() reads it: refused before the bundle is in place
-                raise IrtraceError(f"cannot write {path}: the manifest holds a value JSON cannot ({e})") from None
-            written.result()  # the writer's error, raised here
-        # a team on a shared machine reads the bundle as the user's umask allows (mkdtemp: 0700; safetensors: 0600)
+        model, manifest = produce(tmp / VALUES)
+        try:
+            manifest_text = manifest_schema.dumps(manifest)
+        except ValueError as e:  # strict JSON, as load() reads it: refused before the bundle is in place
+            raise IrtraceError(f"cannot write {path}: the manifest holds a value JSON cannot ({e})") from None
+        # a team on a shared machine reads the bundle as the user's umask allows (mkdtemp: 0700; the values: 0600)
         from irtrace.envs.trust import shared_mode
         shared_mode(tmp, folder=True)
         shared_mode(tmp / VALUES, folder=False)
-        _, header, start = store_check.read_header(tmp / VALUES)
         # weights are stored once: graph.onnx refers to their bytes in values.safetensors
-        onnx.save(_externalize(model, values, header, start), str(tmp / GRAPH))
+        onnx.save(_externalize(model, LazyValues(tmp / VALUES)), str(tmp / GRAPH))
         (tmp / MANIFEST).write_text(manifest_text)
         if path.exists():
             old = tmp.with_name(tmp.name[:-len(".partial")] + ".old")

@@ -1,0 +1,63 @@
+"""values.safetensors as irtrace writes it, one value at a time (irtrace/store/writer.py): safetensors'
+own reader reads every byte back, and so does the bundle's (LazyValues)."""
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from irtrace.errors import IrtraceError
+from irtrace.store import LazyValues
+from irtrace.store.writer import ValueWriter, write_values
+
+
+def arrays():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    return {
+        "w": a,
+        "w.T": a.T,  # not contiguous: written as its C-order copy
+        "scalar": np.array(2.5, np.float64),
+        "empty": np.zeros((0, 4), np.float32),
+        "half": rng.standard_normal(7).astype(np.float16),
+        "ids": np.array([[0, -1], [np.iinfo(np.int64).max, 3]], np.int64),
+        "mask": np.array([True, False, True]),
+        "bytes": np.arange(5, dtype=np.uint8),
+        "odd/name:updated": np.array([np.nan, np.inf, -0.0, 1e-45], np.float32),
+    }
+
+
+def test_what_it_writes_reads_back_byte_for_byte_with_safetensors_and_the_bundle_reader(tmp_path):
+    given = arrays()
+    write_values(tmp_path / "v.safetensors", given, {"schema": "test"})
+    theirs, ours = load_file(str(tmp_path / "v.safetensors")), LazyValues(tmp_path / "v.safetensors")
+    assert ours.metadata == {"schema": "test"}
+    assert sorted(theirs) == sorted(ours.keys()) == sorted(given)
+    for name, a in given.items():
+        for read in (theirs[name], ours[name]):
+            assert read.dtype == a.dtype and read.shape == a.shape
+            assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(read).tobytes(), name
+    # the data starts 8-aligned, as safetensors pads it
+    assert int.from_bytes((tmp_path / "v.safetensors").read_bytes()[:8], "little") % 8 == 0
+
+
+def test_values_come_in_any_order_and_parts_add_up_and_what_never_comes_is_zero(tmp_path):
+    specs = {"a": (np.float32, (2, 2)), "b": (np.float32, (3,)), "never": (np.float64, (2,))}
+    with ValueWriter(tmp_path / "v.safetensors", specs) as w:
+        w["b"] = np.array([1, 2, 3], np.float32)
+        w.accumulate("a", np.full((2, 2), 0.25, np.float32))
+        w.accumulate("a", np.full((2, 2), 0.5, np.float32))  # a gradient that arrived in two parts
+        np.testing.assert_array_equal(w["a"], np.full((2, 2), 0.75, np.float32))
+        assert w.written == {"a", "b"}
+    got = load_file(str(tmp_path / "v.safetensors"))
+    np.testing.assert_array_equal(got["a"], np.full((2, 2), 0.75, np.float32))
+    np.testing.assert_array_equal(got["b"], [1, 2, 3])
+    np.testing.assert_array_equal(got["never"], [0.0, 0.0])
+
+
+def test_a_value_not_as_declared_or_of_a_type_the_bundle_cannot_hold_is_refused(tmp_path):
+    with ValueWriter(tmp_path / "v.safetensors", {"a": (np.float32, (2,))}) as w:
+        with pytest.raises(ValueError, match=r"value 'a' is float64 \(2,\), declared float32 \(2,\)"):
+            w["a"] = np.zeros(2)
+        with pytest.raises(ValueError, match=r"value 'a' is float32 \(3,\), declared float32 \(2,\)"):
+            w["a"] = np.zeros(3, np.float32)
+    with pytest.raises(IrtraceError, match=r"a bundle cannot store complex64 values \(it stores BOOL, F16, F32"):
+        ValueWriter(tmp_path / "c.safetensors", {"c": (np.complex64, (1,))})
