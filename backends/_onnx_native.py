@@ -2,6 +2,7 @@
 adapter, NativeAdapter, parameterised by the backend's Runner (which ops it has, how it builds and
 runs a model); a one-node model per node, cached per signature (node proto + input dtypes and shapes)."""
 import base64
+from collections import OrderedDict
 
 import numpy as np
 import onnx
@@ -109,6 +110,10 @@ class Runner:
 
 
 _BIT_EXACT = {"BitCast"}
+# Sessions kept per worker (the last used): a node's session is built once per signature and holds
+# ~0.1 MB in onnxruntime, so a 10,000-node replay would keep a GB of sessions it never runs again (a
+# replay asks each node a few times in a row, then never again).
+SESSIONS = 256
 
 
 def is_float(dt):
@@ -127,7 +132,7 @@ class NativeAdapter(Adapter):
         self.runner = runner
         self.name = runner.name
         self.table = native_table(self.name, runner.ops(), self._run)
-        self.cache = {}
+        self.cache = OrderedDict()  # signature -> session, the SESSIONS last used
 
     def versions(self):
         return self.runner.versions()
@@ -155,11 +160,15 @@ class NativeAdapter(Adapter):
 
     def session(self, spec, inputs):
         key = signature(spec, inputs)
-        if key not in self.cache:
-            out_dtypes = getattr(spec, "out_dtypes", None) if self.runner.out_dtypes else None
-            model, _ = one_node_model(spec, inputs, out_dtypes, cast=self._cast(spec))
-            self.cache[key] = self.runner.session(model, spec)
-        return self.cache[key]
+        if key in self.cache:
+            self.cache.move_to_end(key)
+            return self.cache[key]
+        out_dtypes = getattr(spec, "out_dtypes", None) if self.runner.out_dtypes else None
+        model, _ = one_node_model(spec, inputs, out_dtypes, cast=self._cast(spec))
+        self.cache[key] = session = self.runner.session(model, spec)
+        while len(self.cache) > SESSIONS:
+            self.cache.popitem(last=False)
+        return session
 
     def _cast(self, spec):
         """The runner's cast, but for an op that reinterprets its input's bits (BitCast: a float64 copy

@@ -1,11 +1,19 @@
 """Time of `irtrace export` vs `torch.onnx.export` alone, per example model, in one run, and how much of
 irtrace's export is its gradient check (torch autograd on the module again, in float32 and on a float64
-copy, to prove the recorded parameter gradients).
+copy, to prove the recorded parameter gradients); then ResNet-50 (torchvision, random weights, eval,
+2x3x112x112) against issue 33's targets: time <= 1.3x torch.onnx.export's and peak RSS <= 1.5x, each
+measured in a fresh process of its own (the model built and a small export of the same kind run first,
+so that imports and registries are not counted; the peak is the process's VmHWM, the whole process's
+as a user sees it, and above the RSS it had before the export).
 
-    .venv/bin/python benchmarks/export.py
+    .venv/bin/python benchmarks/export.py [--parts examples,resnet50]
 """
+import argparse
 import contextlib
 import io
+import json
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -40,7 +48,63 @@ class Timed:
             self.seconds += time.perf_counter() - t
 
 
-def main():
+# One export in a fresh process: argv[1] "torch.onnx" or "irtrace", argv[2] a folder; prints JSON.
+CHILD = """
+import contextlib, io, json, sys, time, warnings
+import torch
+sys.path.insert(0, {here!r})
+from fast_replay import resnet50
+import irtrace
+
+def status(key):
+    return next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith(key + ":"))
+
+def run(kind, model, inputs, out):
+    if kind == "irtrace":
+        irtrace.export(model, inputs, out, force=True)
+        return
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, inputs, dynamo=True, optimize=False).model_proto
+
+kind, folder = sys.argv[1], sys.argv[2]
+torch.manual_seed(0)
+run(kind, torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)).eval(), (torch.randn(1, 3, 8, 8),),
+    folder + "/warm.irt")
+model, inputs = resnet50()
+before = status("VmRSS")
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+t = time.perf_counter()
+run(kind, model, inputs, folder + "/resnet50.irt")
+print(json.dumps({{"seconds": time.perf_counter() - t, "peak": status("VmHWM"), "before": before}}))
+"""
+
+
+def resnet50_targets():
+    """ResNet-50's export against torch.onnx.export's, time and peak RSS, each in a fresh process."""
+    here = str(Path(__file__).resolve().parent)
+    got = {}
+    with tempfile.TemporaryDirectory() as d:
+        for kind in ("torch.onnx", "irtrace"):
+            done = subprocess.run([sys.executable, "-c", CHILD.format(here=here), kind, d], capture_output=True,
+                                  text=True)
+            if done.returncode:
+                raise SystemExit(f"{kind} export failed:\n{done.stderr[-3000:]}")
+            got[kind] = json.loads(done.stdout.strip().splitlines()[-1])
+    a, b = got["torch.onnx"], got["irtrace"]
+    gb = 1e9
+    print("ResNet-50 (torchvision, eval, 2x3x112x112), each in a fresh process:")
+    print(f"  {'':12} {'seconds':>8} {'peak RSS GB':>12} {'above start GB':>15}")
+    for kind, r in got.items():
+        print(f"  {kind:12} {r['seconds']:8.1f} {r['peak'] / gb:12.2f} {(r['peak'] - r['before']) / gb:15.2f}")
+    t_ratio, m_ratio = b["seconds"] / a["seconds"], b["peak"] / a["peak"]
+    print(f"  time {t_ratio:.2f}x torch.onnx.export's (target <= 1.3x: {'met' if t_ratio <= 1.3 else 'missed'}); "
+          f"peak RSS {m_ratio:.2f}x (target <= 1.5x: {'met' if m_ratio <= 1.5 else 'missed'}); above the start "
+          f"{(b['peak'] - b['before']) / max(a['peak'] - a['before'], 1):.2f}x")
+
+
+def examples():
     from irtrace.export import torch_export
     check = torch_export.check_gradients = Timed(torch_export.check_gradients)
     print(f"{'model':18} {'torch.onnx.export s':>20} {'irtrace export s':>17} {'ratio':>6} {'gradient check s':>17} "
@@ -57,6 +121,16 @@ def main():
             t_irt = time.perf_counter() - t
             print(f"{name:18} {t_onnx:20.2f} {t_irt:17.2f} {t_irt / t_onnx:6.2f} {check.seconds:17.2f} "
                   f"{check.seconds / t_irt:6.1%}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--parts", default="examples,resnet50")
+    parts = p.parse_args().parts.split(",")
+    if "examples" in parts:
+        examples()
+    if "resnet50" in parts:
+        resnet50_targets()
 
 
 if __name__ == "__main__":

@@ -61,3 +61,11 @@ def test_a_value_not_as_declared_or_of_a_type_the_bundle_cannot_hold_is_refused(
             w["a"] = np.zeros(3, np.float32)
     with pytest.raises(IrtraceError, match=r"a bundle cannot store complex64 values \(it stores BOOL, F16, F32"):
         ValueWriter(tmp_path / "c.safetensors", {"c": (np.complex64, (1,))})
+
+
+def test_it_writes_the_file_safetensors_writes_byte_for_byte(tmp_path):
+    from safetensors.numpy import save_file
+    given = {k: np.ascontiguousarray(a) for k, a in arrays().items()}
+    save_file(given, str(tmp_path / "theirs.safetensors"), metadata={"schema": "test"})
+    write_values(tmp_path / "ours.safetensors", given, {"schema": "test"})
+    assert (tmp_path / "ours.safetensors").read_bytes() == (tmp_path / "theirs.safetensors").read_bytes()

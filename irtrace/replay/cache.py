@@ -43,6 +43,7 @@ import numpy as np
 from backends._runtime.wire import Status
 from irtrace import compare
 from irtrace.envs import trust
+from irtrace.errors import IrtraceError
 from irtrace.replay import backends as registry
 from irtrace.version import __version__
 
@@ -273,7 +274,7 @@ class ResultCache:
         if role not in self.keys or not self.writable or answer.status not in KEPT:
             return
         reply, out = answer.reply, answer.arrays()
-        from safetensors.numpy import save_file
+        from irtrace.store import write_values  # safetensors' format, written without a copy of each array
         path = self._path(call, role)
         # np.array, not np.ascontiguousarray: that makes a 0-d result 1-d
         tensors = {str(k): np.array(a, order="C") for k, a in enumerate(out) if a is not None}
@@ -283,7 +284,7 @@ class ResultCache:
         if signed is None:
             return
         metadata = {"irtrace": meta, "sig": signed.hexdigest()}
-        if not self._write(path, lambda tmp: save_file(tensors, str(tmp), metadata=metadata)):
+        if not self._write(path, lambda tmp: write_values(tmp, tensors, metadata)):
             self.writable = False
             log.info("%s: not caching the reference and oracle results", self.dir)
 
@@ -294,13 +295,13 @@ class ResultCache:
         try:
             self.dir.mkdir(exist_ok=True)
             write(tmp)
-            trust.shared_mode(tmp, folder=False)  # safetensors writes 0600: the umask decides, as for any file
+            trust.shared_mode(tmp, folder=False)  # written 0600: the umask decides, as for any file
             os.replace(tmp, path)
             return True
-        except Exception as e:  # noqa: BLE001 - a full disk (safetensors wraps ENOSPC in its own error), a
-            # read-only folder, a value safetensors refuses: the cache is an optimisation, the replay goes on
+        except Exception as e:  # noqa: BLE001 - a full disk, a read-only folder, a value the format cannot
+            # hold (IrtraceError): the cache is an optimisation, the replay goes on
             from irtrace.store import write_failure
-            if not (write_failure(e) or isinstance(e, (OSError, ValueError, TypeError))):
+            if not (write_failure(e) or isinstance(e, (OSError, ValueError, TypeError, IrtraceError))):
                 raise
             log.info("%s: cannot write %s (%s)", self.dir, path.name, e)
             try:

@@ -17,6 +17,9 @@ from irtrace.errors import IrtraceError
 from irtrace.store.check import ST_DTYPES
 
 _CODES = {np.dtype(t): code for code, t in ST_DTYPES.items()}
+# safetensors' file order: by dtype, in the reverse of its Dtype enum's order, then by name; the same order
+# makes the same file, byte for byte, as safetensors.numpy.save_file (tests/test_store_writer.py)
+_ORDER = ("U64", "I64", "F64", "F32", "U32", "I32", "F16", "U16", "I16", "I8", "U8", "BOOL")
 
 
 def dtype_code(dtype):
@@ -29,8 +32,8 @@ def dtype_code(dtype):
 
 
 class ValueWriter:
-    """A values.safetensors at `path` holding the values `specs` names ({name: (numpy dtype, shape)}, in
-    file order): `writer[name] = array` writes one (its dtype and shape as declared), `accumulate` adds to
+    """A values.safetensors at `path` holding the values `specs` names ({name: (numpy dtype, shape)}, laid
+    out in safetensors' order): `writer[name] = array` writes one (its dtype and shape as declared), `accumulate` adds to
     what was written (a gradient that arrives in parts). A value never written reads as zeros (the file
     is made at its full size). close() before reading the file."""
 
@@ -39,8 +42,9 @@ class ValueWriter:
         self._entries, header, offset = {}, {}, 0
         if metadata:
             header["__metadata__"] = dict(metadata)
-        for name, (dtype, shape) in specs.items():
-            dtype, shape = np.dtype(dtype), tuple(int(d) for d in shape)
+        specs = {name: (np.dtype(dtype), shape) for name, (dtype, shape) in specs.items()}
+        for name in sorted(specs, key=lambda n: (_ORDER.index(dtype_code(specs[n][0])), n)):
+            dtype, shape = specs[name][0], tuple(int(d) for d in specs[name][1])
             nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             header[name] = {"dtype": dtype_code(dtype), "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
             self._entries[name] = (dtype, shape, offset)

@@ -50,7 +50,10 @@ def tile(x, repeats):
 @OPS.register("ConstantOfShape", since=20)
 def constant_of_shape(shape, *, value=None):
     v = value if value is not None else np.zeros(1, np.float32)
-    return torch.full(ints(shape), v.reshape(-1)[0].item(), dtype=torch.from_numpy(np.asarray(v)).dtype)
+    # the dtype through an empty array of it: torch.from_numpy warns on `v` itself, read-only when it is a view
+    # of the bundle
+    dtype = torch.from_numpy(np.empty(0, np.asarray(v).dtype)).dtype
+    return torch.full(ints(shape), v.reshape(-1)[0].item(), dtype=dtype)
 
 
 @OPS.register("Pad", since=19)
