@@ -181,3 +181,54 @@ def test_a_cached_replay_is_the_computed_one_byte_for_byte(names, tmp_path):
                      *extra]) == 0
         got[run] = (tmp_path / run / "report.json").read_bytes()
     assert got["cold"] == got["computed"] and got["warm"] == got["computed"]
+
+
+def folder_bytes(folder):
+    return sum(p.stat().st_size for p in Path(folder).iterdir())
+
+
+def test_a_cache_size_keeps_the_folder_under_it_and_the_reports_the_same(tmp_path):
+    """--cache-size 1.5x: after each replay BUNDLE.cache/ holds at most 1.5 times the bundle's bytes; a
+    replay that finds entries gone computes them again and reports the same bytes."""
+    b = small(tmp_path / "b.irt")
+    bundle_bytes = folder_bytes(b.path)
+    replay_into(b.path, ReplayOptions(backends=("torch",)), tmp_path / "full")
+    unlimited = folder_bytes(str(b.path) + ".cache")
+    assert unlimited > 1.5 * bundle_bytes  # the limit has work to do (the oracle's float64 answers)
+    for k in range(2):
+        replay_into(b.path, ReplayOptions(backends=("torch",), cache_size="1.5x"), tmp_path / f"r{k}")
+        assert folder_bytes(str(b.path) + ".cache") <= 1.5 * bundle_bytes
+        assert (tmp_path / f"r{k}" / "report.json").read_bytes() == (tmp_path / "full" / "report.json").read_bytes()
+
+
+def test_the_entries_least_recently_used_go_first(tmp_path):
+    """trim by hand: an entry unused for the longest goes before a newer one, the largest first among
+    equals, what this replay used last; the marker and the use counts stay, and count."""
+    import json
+
+    from irtrace.replay.cache import USES, ResultCache
+    cache = ResultCache(small(tmp_path / "b.irt"), ("torch",))
+    cache.dir.mkdir()
+    sizes = {"old-big.safetensors": 400, "old-small.json": 100, "newer.safetensors": 300, "now.safetensors": 500}
+    for name, n in sizes.items():
+        (cache.dir / name).write_bytes(b"\0" * n)
+    (cache.dir / "m.replayed").write_bytes(b"\0" * 50)
+    (cache.dir / USES).write_text(json.dumps({"old-big.safetensors": 1, "old-small.json": 1, "newer.safetensors": 2}))
+    cache.used = {"now.safetensors"}
+    cache.trim(1000)  # 1350 + USES: old-big goes first, then old-small (both replay 1), and that is enough
+    left = sorted(p.name for p in cache.dir.iterdir())
+    assert left == sorted(["newer.safetensors", "now.safetensors", "m.replayed", USES])
+    assert json.loads((cache.dir / USES).read_text()) == {"newer.safetensors": 2, "now.safetensors": 3}
+    cache.used = set()
+    cache.trim(0)  # nothing else fits: every entry goes, the marker stays
+    assert sorted(p.name for p in cache.dir.iterdir()) == sorted(["m.replayed", USES])
+
+
+def test_a_cache_size_that_is_not_a_size_is_one_line(tmp_path, capsys):
+    b = small(tmp_path / "b.irt")
+    assert main(["replay", str(b.path), "--backend", "torch", "--cache-size", "lots", "-o", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == ("irtrace: error: --cache-size 'lots': give bytes (e.g. 500MB, 2GB) "
+                                                "or a multiple of the bundle's size (e.g. 1.5x)")
+    assert main(["replay", str(b.path), "--backend", "torch", "--cache-size", "2GB", "--no-cache", "-o",
+                 str(tmp_path / "o")]) == 2
+    assert "--cache-size goes with the cache" in capsys.readouterr().err

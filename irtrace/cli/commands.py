@@ -110,6 +110,9 @@ def _add_replay(sub):
                         "(default: try them; each finding then lists those that match)")
     r.add_argument("--no-cache", dest="cache", action="store_false",
                    help="compute the reference's and oracle's results again (default: reuse BUNDLE.cache/)")
+    r.add_argument("--cache-size", metavar="SIZE",
+                   help="the most BUNDLE.cache/ keeps after the replay, the entries least recently used removed "
+                        "first: bytes (500MB, 2GB) or a multiple of the bundle's size (1.5x); default: no limit")
     r.add_argument("--no-batch", dest="batch", action="store_false",
                    help="send each node's call to a backend alone and wait for it (default: in batches sent "
                         "ahead, inputs mapped from the bundle; the verdicts are the same)")
@@ -235,6 +238,7 @@ def _replay(args):
     options = ReplayOptions.parse(args.backend, args.modes, ops=args.ops, jobs=args.jobs, nodes=args.nodes,
                                   timeout=args.timeout, atol=args.atol, rtol=args.rtol, strict=args.strict,
                                   chained=args.chained, loss=args.loss, form=args.form, cache=args.cache,
+                                  cache_size=args.cache_size,
                                   workarounds=args.workarounds, verify_workarounds=args.verify_workarounds,
                                   batch=args.batch, executor=_executor(args))
     out = Path(args.out) if args.out else default_out(args.bundle)

@@ -30,6 +30,7 @@ class ReplayOptions:
     loss: str = "bundle"           # chained loss: "bundle" or "grad-penalty"
     form: str = "canonical"        # "original": ONNX-executing backends get the pre-canonical attributes
     cache: bool = True             # keep and reuse the reference's and oracle's results beside the bundle
+    cache_size: object = None      # the most BUNDLE.cache/ keeps after the replay: bytes, "2GB", "1.5x" the bundle
     verify_workarounds: bool = True  # try each backend's alternative formulations where its op failed
     workarounds: bool = False      # chained: also run each backend with every verified workaround applied
     batch: bool = True             # jobs 1: calls sent ahead in batches (replay/batch.py); False: one at a time
@@ -55,7 +56,7 @@ class ReplayOptions:
     def check(self):
         """The options, refused (IrtraceError) before anything runs when they cannot give a replay: an
         unknown backend, --jobs below 1 or over max_jobs(), a timeout that is not a positive number a lock
-        can wait, and a replay that would test nothing (nothing_tested)."""
+        can wait, a --cache-size that is not a size, and a replay that would test nothing (nothing_tested)."""
         for n in self.backends:
             registry.get(n)
         if not self.backends:
@@ -69,6 +70,11 @@ class ReplayOptions:
                 and 0 < self.timeout <= threading.TIMEOUT_MAX):
             raise IrtraceError(f"--timeout {self.timeout!r}: not a positive number of seconds up to "
                                f"{threading.TIMEOUT_MAX:.4g}")
+        if self.cache_size is not None:
+            from irtrace.replay.cache import cache_limit
+            if not self.cache:
+                raise IrtraceError("--cache-size goes with the cache; leave out --no-cache")
+            cache_limit(self.cache_size, None)
         if self.ops is not None and not self.ops:
             raise IrtraceError("--ops names no op type; give one or more, comma-separated (e.g. Conv,Pad), "
                                "or leave --ops out for every op")

@@ -90,6 +90,7 @@ def _worker_key(name):
 
 
 SMALL = 1 << 20  # bytes: a cache entry up to this size is read whole, not memory-mapped
+USES = "uses.json"  # in the cache folder: each entry's last replay (a count), for ResultCache.trim
 VERIFIED = "verified"  # in the user's cache folder: per cache, the answers already verified, by identity
 _SETTLED_NS = 2 * 10**9  # an answer changed this recently is verified again next time
 
@@ -113,8 +114,10 @@ class ResultCache:
     """get(call, backend) -> its Answer (irtrace/replay/execute.py) or None; put(call, backend, Answer). `backends`: the
     roles cached (the reference and the oracle)."""
 
-    def __init__(self, bundle, roles):
+    def __init__(self, bundle, roles, limit=None):
         self.dir = Path(str(bundle.path).rstrip("/") + ".cache")
+        self.limit = limit  # bytes the folder may hold after a replay (None: no limit); see trim
+        self.used = set()   # the entries this replay read or wrote
         # without a key nothing can be verified: nothing is read or kept
         self.usable = trust.available()
         base = hashlib.sha256((bundle.content_key + _code_key() + trust.fingerprint()).encode())
@@ -171,8 +174,49 @@ class ResultCache:
             kept = {role: versions[role] for role in self.keys if role in versions}
             text = json.dumps(kept)
             self._write(self.marker, lambda tmp: tmp.write_text(_signed(self.marker.name, text)))
+            if self.limit is not None:
+                self.trim(self.limit)
         if self.usable:
             self._keep_index()
+
+    def trim(self, limit):
+        """Remove entries until the folder holds at most `limit` bytes: first those no replay has used for
+        the longest (USES: each entry's last replay, a count kept in the folder), the largest first among
+        equals; the entries this replay used last of all. The next replay computes what is gone again.
+        USES only orders what goes: it names nothing that is removed (the folder's own listing does), so a
+        forged one can only make more be computed again."""
+        uses_path = self.dir / USES
+        try:
+            uses = json.loads(uses_path.read_text())
+            uses = {k: v for k, v in uses.items() if isinstance(v, int)} if isinstance(uses, dict) else {}
+        except (OSError, ValueError):
+            uses = {}
+        now = max(uses.values(), default=0) + 1
+        entries, total = [], 0
+        for p in self.dir.iterdir():
+            try:
+                size = p.stat().st_size
+            except OSError:
+                continue
+            if p.name == USES:
+                continue
+            total += size  # every file counts (the marker; USES, below), only entries go
+            if p.suffix in (".safetensors", ".json") and not p.name.startswith("."):
+                entries.append((now if p.name in self.used else uses.get(p.name, 0), -size, p))
+        # USES as it will be written, at most (it lists what stays)
+        total += len(json.dumps({p.name: last for last, _, p in entries}, sort_keys=True))
+        for _, size, p in sorted(entries, key=lambda e: (e[0], e[1], e[2].name)):
+            if total <= limit:
+                break
+            try:
+                p.unlink()
+                total += size
+            except OSError:
+                pass
+        kept = {p.name: (now if p.name in self.used else uses.get(p.name, 0)) for _, _, p in entries if p.exists()}
+        self._write(uses_path, lambda tmp: tmp.write_text(json.dumps(kept, sort_keys=True)))
+        if total > limit:
+            log.info("%s: %d bytes of this replay's own entries kept over the %d byte limit", self.dir, total, limit)
 
     def versions(self):
         """The cached roles' versions an earlier replay kept ({} when none is, or not verified)."""
@@ -218,7 +262,9 @@ class ResultCache:
         if text is None:  # absent, torn, edited or another user's: judged again
             return None
         try:
-            return [compare.Result.from_json(r) for r in json.loads(text)]
+            rows = [compare.Result.from_json(r) for r in json.loads(text)]
+            self.used.add(path.name)
+            return rows
         except Exception as e:  # noqa: BLE001 - signed but unreadable (another irtrace's schema): judged again
             log.info("%s: unreadable judged rows (%s); judging again", path, e)
             return None
@@ -232,7 +278,9 @@ class ResultCache:
         except (TypeError, ValueError) as e:
             log.info("%s: not keeping the judged rows of %s %s (%s)", self.dir, call.spec.name, call.mode, e)
             return
-        if not self._write(path, lambda tmp: tmp.write_text(_signed(path.name, text))):
+        if self._write(path, lambda tmp: tmp.write_text(_signed(path.name, text))):
+            self.used.add(path.name)
+        else:
             log.info("%s: not keeping the judged rows of %s %s", self.dir, call.spec.name, call.mode)
 
     def get(self, call, role):
@@ -257,6 +305,7 @@ class ResultCache:
                 meta = json.loads(metadata["irtrace"])
                 out = [f[str(k)] if k not in meta["none"] else None for k in range(meta["n"])]
                 if self.seen.get(path.name) == before == _identity(path):  # verified before, unchanged since
+                    self.used.add(path.name)
                     return _answer(meta, out)
             signed = _answer_signer(path.name, metadata["irtrace"], out)
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
@@ -268,6 +317,7 @@ class ResultCache:
             return None
         if before is not None and _settled(before) and _identity(path) == before:
             self.newly[path.name] = before
+        self.used.add(path.name)
         return _answer(meta, out)
 
     def put(self, call, role, answer):
@@ -284,7 +334,9 @@ class ResultCache:
         if signed is None:
             return
         metadata = {"irtrace": meta, "sig": signed.hexdigest()}
-        if not self._write(path, lambda tmp: write_values(tmp, tensors, metadata)):
+        if self._write(path, lambda tmp: write_values(tmp, tensors, metadata)):
+            self.used.add(path.name)
+        else:
             self.writable = False
             log.info("%s: not caching the reference and oracle results", self.dir)
 
@@ -309,6 +361,30 @@ class ResultCache:
             except OSError:
                 pass
             return False
+
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12,
+          "tb": 10**12}
+
+
+def cache_limit(size, bundle_path):
+    """Bytes from a --cache-size: a number of bytes (int), "500MB", "2G", "0", or "1.5x" (times the
+    bundle's own size on disk; None where `bundle_path` is None: the text is only checked); IrtraceError
+    for anything else."""
+    import re
+    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+        return size
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(size))
+    unit = m.group(2).lower() if m else None
+    if m is None or (unit not in _UNITS and unit != "x"):
+        raise IrtraceError(f"--cache-size {size!r}: give bytes (e.g. 500MB, 2GB) or a multiple of the bundle's "
+                           f"size (e.g. 1.5x)")
+    if unit == "x":
+        if bundle_path is None:  # only checked
+            return None
+        folder = Path(bundle_path)
+        return int(float(m.group(1)) * sum(p.stat().st_size for p in folder.iterdir() if p.is_file()))
+    return int(float(m.group(1)) * _UNITS[unit])
 
 
 def _answer_signer(name, meta, arrays):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from irtrace import compare
 from irtrace.replay import backends as registry
 from irtrace.replay.batch import Batches
-from irtrace.replay.cache import ResultCache
+from irtrace.replay.cache import ResultCache, cache_limit
 from irtrace.replay.execute import Batching, Caching, Executor, LocalExecutor, MemoryBound
 from irtrace.replay.judge import gather, judge_node, judged_before
 from irtrace.replay.plan import MODES, ORACLE, REFERENCE, parse_modes, plan, recorded_outputs  # noqa: F401
@@ -74,7 +74,8 @@ def replay(bundle, options, progress=None, done=None, on_node=None):
     backends, policy = list(options.backends), options.policy()
     use_oracle = registry.get(ORACLE).unavailable() is None
     roles = [REFERENCE] + ([ORACLE] if use_oracle else [])
-    cache = ResultCache(bundle, roles) if options.cache else None
+    cache = ResultCache(bundle, roles, limit=None if options.cache_size is None else
+                        cache_limit(options.cache_size, bundle.path)) if options.cache else None
     done = dict(done or {})
     todo = [it for it in planned.selected if it[1].name not in done]
     nodes = [done[s.name] for _, s in planned.selected if s.name in done]

@@ -25,7 +25,7 @@ from irtrace.report.json_report import clean, write_atomic
 SCHEMA = "irtrace.journal/1"
 NAME = "journal.jsonl"
 # options that change how fast or where, not what: a resume may change them
-_NOT_VERDICTS = ("jobs", "cache", "batch", "executor")
+_NOT_VERDICTS = ("jobs", "cache", "cache_size", "batch", "executor")
 
 
 def header(bundle, options):
