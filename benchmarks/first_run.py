@@ -1,6 +1,6 @@
 """The first (uncached) torch fwd+vjp+vjp2 replay with --jobs 1 and --jobs 2, side by side in one run,
 on ResNet-50 (torchvision, random weights, 2x3x112x112) and the StyleGAN2 example: the float64
-oracle's compute, spread over one or two worker sets.
+oracle's compute, spread over one or two worker sets; and what --jobs auto picks for each.
 
     .venv/bin/python benchmarks/first_run.py [--models resnet50,stylegan2]
 """
@@ -18,6 +18,7 @@ import torch
 import irtrace
 from fast_replay import MODELS  # benchmarks/fast_replay.py, beside this script
 from irtrace.replay import ReplayOptions
+from irtrace.replay.api import auto_jobs
 from irtrace.report.folder import replay_into
 
 
@@ -26,7 +27,7 @@ def main():
     p.add_argument("--models", default="resnet50,stylegan2")
     args = p.parse_args()
     torch.set_num_threads(1)
-    print(f"{'model':10} {'--jobs 1 s':>11} {'--jobs 2 s':>11} {'ratio':>6}")
+    print(f"{'model':10} {'--jobs 1 s':>11} {'--jobs 2 s':>11} {'ratio':>6} {'auto picks':>11}")
     for name in args.models.split(","):
         model, inputs = MODELS[name]()
         with tempfile.TemporaryDirectory() as d:
@@ -39,7 +40,8 @@ def main():
                 t = time.perf_counter()
                 replay_into(bundle.path, ReplayOptions.parse("torch", "fwd,vjp,vjp2", jobs=jobs), out=Path(d) / f"jobs{jobs}")
                 times.append(time.perf_counter() - t)
-        print(f"{name:10} {times[0]:11.2f} {times[1]:11.2f} {times[1] / times[0]:6.2f}")
+            auto = auto_jobs(bundle)
+        print(f"{name:10} {times[0]:11.2f} {times[1]:11.2f} {times[1] / times[0]:6.2f} {auto:11d}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -137,3 +138,31 @@ def test_the_onnxruntime_worker_gives_back_what_each_node_ran_with():
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     grown = int(done.stdout)
     assert grown < 40e6, grown / 1e6  # 20 x 16.8 MB = 336 MB were kept
+
+
+def test_jobs_auto_starts_more_workers_only_where_they_repay_and_fit(example_bundle, tmp_path, monkeypatch, capsys):
+    """--jobs auto: 1 for a bundle whose values are small (starting a second worker set costs more than it
+    saves), else one per CPU, as many as the available memory holds at CALL_HOLDS times the largest value;
+    the report is the one --jobs 1 writes."""
+    from irtrace.cli import main
+    from irtrace.replay import api
+    from irtrace.replay.execute import CALL_HOLDS
+    bundle = example_bundle("resnet")
+    values = bundle.values
+    sizes = {n: int(np.prod(values.spec(n)[1])) * values.spec(n)[0].itemsize for n in values.keys()}
+    assert sum(sizes.values()) < api.AUTO_MIN_BYTES and api.auto_jobs(bundle) == 1  # 0.7 MB: one worker set
+    monkeypatch.setattr(api, "AUTO_MIN_BYTES", 0)
+    monkeypatch.setattr(api.os, "cpu_count", lambda: 4)
+    largest = max(sizes.values())
+    monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", str(10 * CALL_HOLDS * largest))
+    assert api.auto_jobs(bundle) == 4  # the CPUs bound it
+    monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", str(3 * CALL_HOLDS * largest - 1))
+    assert api.auto_jobs(bundle) == 2  # the memory does
+    monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", "1")
+    assert api.auto_jobs(bundle) == 1
+    monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", str(10 * CALL_HOLDS * largest))
+    monkeypatch.setattr(api.os, "cpu_count", lambda: 2)
+    for jobs in ("auto", "1"):
+        assert main(["replay", str(bundle.path), "--backend", "torch", "--modes", "fwd,vjp", "--no-cache",
+                     "--jobs", jobs, "-o", str(tmp_path / jobs)]) in (0, 1)
+    assert (tmp_path / "auto" / "report.json").read_bytes() == (tmp_path / "1" / "report.json").read_bytes()

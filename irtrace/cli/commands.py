@@ -41,8 +41,11 @@ def count(text):
 
 
 def jobs(text):
-    """An integer from 1 to MAX_JOBS_PER_CPU x the CPUs here (each job runs a worker per backend)."""
-    from irtrace.replay.api import max_jobs
+    """An integer from 1 to MAX_JOBS_PER_CPU x the CPUs here (each job runs a worker per backend), or
+    "auto" (irtrace.replay.api.auto_jobs)."""
+    from irtrace.replay.api import AUTO, max_jobs
+    if text == AUTO:
+        return AUTO
     value = count(text)
     if value > max_jobs():
         raise argparse.ArgumentTypeError(f"{text!r} is more than {max_jobs()} ({max_jobs() // os.cpu_count()} per "
@@ -78,7 +81,8 @@ def _add_replay(sub):
     r.add_argument("--modes", default="fwd,vjp,vjp2", help="fwd, vjp, vjp2 (default all three)")
     r.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.replay)")
     r.add_argument("--jobs", type=jobs, default=1,
-                   help="parallel workers per backend (default 1; at most 4 per CPU)")
+                   help="parallel workers per backend (default 1; at most 4 per CPU); auto: one per CPU where "
+                        "the bundle's values are large enough to repay starting them and memory allows")
     r.add_argument("--executor", default="local", choices=["local", "ray"],
                    help="ray: run the nodes on Ray workers (pip install 'irtrace[ray]'): a cluster at --address, "
                         "else one started on this machine; see docs/scale.md")

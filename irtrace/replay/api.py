@@ -1,13 +1,18 @@
 """The replay API, the one way into a replay: `irtrace.replay.run(bundle, ReplayOptions) -> Report`.
 The CLI, the demo, tests and benchmarks call it."""
+import logging
 import math
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.replay import backends as registry
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -21,7 +26,7 @@ class ReplayOptions:
     modes: tuple = ("fwd", "vjp", "vjp2")
     nodes: str = None              # regex on node names
     ops: tuple = None              # op types
-    jobs: int = 1
+    jobs: int = 1                  # or AUTO: auto_jobs decides for the bundle
     timeout: float = 60.0
     atol: float = None
     rtol: float = None
@@ -61,9 +66,13 @@ class ReplayOptions:
             registry.get(n)
         if not self.backends:
             raise IrtraceError("no backend to replay on")
-        if self.jobs < 1:
+        if self.jobs == AUTO:
+            pass
+        elif not isinstance(self.jobs, int) or isinstance(self.jobs, bool):
+            raise IrtraceError(f"--jobs {self.jobs!r}: must be a whole number or {AUTO}")
+        elif self.jobs < 1:
             raise IrtraceError(f"--jobs {self.jobs}: must be at least 1")
-        if self.jobs > max_jobs():
+        elif self.jobs > max_jobs():
             raise IrtraceError(f"--jobs {self.jobs}: more than {max_jobs()} (4 per CPU; each job starts a worker "
                                f"per backend)")
         if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout)
@@ -94,6 +103,30 @@ class ReplayOptions:
 
 
 MAX_JOBS_PER_CPU = 4
+
+
+AUTO = "auto"  # --jobs auto: auto_jobs decides
+# --jobs auto starts a second set of workers only for a bundle whose values are at least this large: the
+# oracle's compute grows with them, and a worker set costs 1-2 s to start. Measured (benchmarks/first_run.py,
+# uncached fwd+vjp+vjp2 on 2 CPUs): ResNet-50 (538 MB) 27.2 s with 1 job, 19.9 s with 2; the StyleGAN2
+# example (0.7 MB) 4.6 s with 1, 6.6 s with 2.
+AUTO_MIN_BYTES = 64e6
+
+
+def auto_jobs(bundle):
+    """--jobs auto for `bundle`: one job per CPU where its values are AUTO_MIN_BYTES or more, as many as the
+    available memory holds (a job's workers need about CALL_HOLDS times its largest value: the oracle's
+    float64 copies), else 1."""
+    from irtrace.envs.machine import available_bytes
+    from irtrace.replay.execute import CALL_HOLDS
+    values = bundle.values
+    sizes = [int(np.prod(values.spec(n)[1], dtype=np.int64)) * values.spec(n)[0].itemsize for n in values.keys()]
+    cpus = os.cpu_count() or 1
+    if cpus <= 1 or sum(sizes) < AUTO_MIN_BYTES:
+        return 1
+    available, per_job = available_bytes(), CALL_HOLDS * max(sizes)
+    by_memory = int(available // per_job) if available is not None and per_job else cpus
+    return max(1, min(cpus, by_memory))
 
 
 def max_jobs():
@@ -147,6 +180,9 @@ def run(bundle, options, progress=None, done=None, on_node=None):
         if not hasattr(bundle, "model"):
             from irtrace.store import load
             bundle = load(bundle)
+        if options.jobs == AUTO:
+            options = replace(options, jobs=auto_jobs(bundle))
+            log.info("--jobs auto: %d", options.jobs)
         return _run(bundle, options, progress, done, on_node)
     finally:
         discard_early()  # those a bad bundle or option left unused (the CLI launches them even earlier)
