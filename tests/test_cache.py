@@ -232,3 +232,28 @@ def test_a_cache_size_that_is_not_a_size_is_one_line(tmp_path, capsys):
     assert main(["replay", str(b.path), "--backend", "torch", "--cache-size", "2GB", "--no-cache", "-o",
                  str(tmp_path / "o")]) == 2
     assert "--cache-size goes with the cache" in capsys.readouterr().err
+
+
+def test_a_replay_keeps_no_answers_past_half_the_free_disk(tmp_path, monkeypatch, caplog):
+    """Answers stop being kept once they would take more than half of the disk's free space (as it was at
+    the first): logged once, the report the same, the next replay computes what is missing."""
+    import logging
+    import os
+    from types import SimpleNamespace
+
+    from irtrace.replay import cache as cache_mod
+    b = small(tmp_path / "b.irt")
+    replay_into(b.path, ReplayOptions(backends=("torch",), cache=False), tmp_path / "uncached")
+    monkeypatch.setattr(cache_mod.os, "statvfs", lambda p: SimpleNamespace(f_bavail=200, f_frsize=1))  # 100 B
+    with caplog.at_level(logging.WARNING, logger="irtrace.replay.cache"):
+        replay_into(b.path, ReplayOptions(backends=("torch",)), tmp_path / "full-disk")
+    said = [r.getMessage() for r in caplog.records if "keeping no more answers" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith(f"{b.path}.cache: keeping no more answers in this replay: the next "
+                                                 f"is ") and said[0].endswith(
+        "bytes and half of the disk's free space is 68 bytes (--cache-size, or --no-cache)")  # 100 less 32 kept
+    answers = list(Path(f"{b.path}.cache").glob("*.safetensors"))
+    assert len(answers) == 1  # the first answer fit (32 bytes of arrays); none after the one that did not
+    assert (tmp_path / "full-disk" / "report.json").read_bytes() == (tmp_path / "uncached" / "report.json").read_bytes()
+    monkeypatch.setattr(cache_mod.os, "statvfs", os.statvfs)
+    replay_into(b.path, ReplayOptions(backends=("torch",)), tmp_path / "again")
+    assert (tmp_path / "again" / "report.json").read_bytes() == (tmp_path / "uncached" / "report.json").read_bytes()

@@ -118,6 +118,7 @@ class ResultCache:
         self.dir = Path(str(bundle.path).rstrip("/") + ".cache")
         self.limit = limit  # bytes the folder may hold after a replay (None: no limit); see trim
         self.used = set()   # the entries this replay read or wrote
+        self.room = None    # bytes this replay may still write (put: half the disk's free space at its first)
         # without a key nothing can be verified: nothing is read or kept
         self.usable = trust.available()
         base = hashlib.sha256((bundle.content_key + _code_key() + trust.fingerprint()).encode())
@@ -334,11 +335,34 @@ class ResultCache:
         if signed is None:
             return
         metadata = {"irtrace": meta, "sig": signed.hexdigest()}
+        nbytes = sum(a.nbytes for a in tensors.values())
+        if not self._fits(nbytes):
+            return
         if self._write(path, lambda tmp: write_values(tmp, tensors, metadata)):
             self.used.add(path.name)
+            self.room -= nbytes
         else:
             self.writable = False
             log.info("%s: not caching the reference and oracle results", self.dir)
+
+    def _fits(self, nbytes):
+        """Whether an answer of `nbytes` may be written: a replay's answers take at most half the free space
+        of the disk the cache is on, as it was at the first (a large model's answers are several times its
+        bundle: 150 GB for a 1.1B-parameter one). Past it, this replay keeps no more (logged once); the
+        verdicts are the same, the next replay computes what is missing."""
+        if self.room is None:
+            try:
+                st = os.statvfs(self.dir.parent)
+                self.room = st.f_bavail * st.f_frsize // 2
+            except OSError:
+                self.room = float("inf")
+        if nbytes <= self.room:
+            return True
+        if self.writable:
+            log.warning("%s: keeping no more answers in this replay: the next is %d bytes and half of the disk's "
+                        "free space is %d bytes (--cache-size, or --no-cache)", self.dir, nbytes, self.room)
+            self.writable = False
+        return False
 
     def _write(self, path, write):
         """`write(tmp)`, then tmp renamed to `path` (a reader never sees half a file); False (logged)
