@@ -110,7 +110,7 @@ def _array(t):
 
 
 def _specs(env, differentiable, seeds):
-    """name -> (numpy dtype, shape) of everything a recording writes, in the value store's order."""
+    """name -> (numpy dtype, shape) of everything a recording writes: values, gradients, directions, seeds."""
     specs = {}
     for name, t in env.items():
         specs[name] = _spec(t)

@@ -300,7 +300,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     raw = _onnx_program(model, run, options)
     _padding_rows(raw, run.weights)
     traced = _canonical(raw, run)
-    del raw  # torch.onnx's graph, initializers and all: the canonical graph is a copy of it
+    del raw  # torch.onnx's graph: the canonical graph is a copy of it
     return _write(model, path, run, traced, options)
 
 
