@@ -141,28 +141,38 @@ def test_the_onnxruntime_worker_gives_back_what_each_node_ran_with():
 
 
 def test_jobs_auto_starts_more_workers_only_where_they_repay_and_fit(example_bundle, tmp_path, monkeypatch, capsys):
-    """--jobs auto: 1 for a bundle whose values are small (starting a second worker set costs more than it
-    saves), else one per CPU, as many as the available memory holds at CALL_HOLDS times the largest value;
-    the report is the one --jobs 1 writes."""
+    """--jobs auto: 1 for a bundle whose values are small for the worker sets a job starts (one, and one
+    per backend under test), or whose reference and oracle answers are cached; else one per CPU, as many
+    as the available memory holds at CALL_HOLDS times the largest value; the report is --jobs 1's."""
     from irtrace.cli import main
     from irtrace.replay import api
     from irtrace.replay.execute import CALL_HOLDS
     bundle = example_bundle("resnet")
     values = bundle.values
     sizes = {n: int(np.prod(values.spec(n)[1])) * values.spec(n)[0].itemsize for n in values.keys()}
-    assert sum(sizes.values()) < api.AUTO_MIN_BYTES and api.auto_jobs(bundle) == 1  # 0.7 MB: one worker set
-    monkeypatch.setattr(api, "AUTO_MIN_BYTES", 0)
+    total, largest = sum(sizes.values()), max(sizes.values())
+    assert total < api.AUTO_MIN_BYTES and api.auto_jobs(bundle, ("torch",), cache=False) == 1  # 0.7 MB
+    monkeypatch.setattr(api, "AUTO_MIN_BYTES", total / 2)  # this bundle repays one set of workers more, not 3
     monkeypatch.setattr(api.os, "cpu_count", lambda: 4)
-    largest = max(sizes.values())
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", str(10 * CALL_HOLDS * largest))
-    assert api.auto_jobs(bundle) == 4  # the CPUs bound it
+    assert api.auto_jobs(bundle, ("torch",), cache=False) == 4  # the CPUs bound it
+    assert api.auto_jobs(bundle, ("torch", "onnxruntime"), cache=False) == 4
+    assert api.auto_jobs(bundle, ("torch", "onnxruntime", "onnxref"), cache=False) == 1  # 3 sets: not repaid
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", str(3 * CALL_HOLDS * largest - 1))
-    assert api.auto_jobs(bundle) == 2  # the memory does
+    assert api.auto_jobs(bundle, ("torch",), cache=False) == 2  # the memory does
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", "1")
-    assert api.auto_jobs(bundle) == 1
+    assert api.auto_jobs(bundle, ("torch",), cache=False) == 1
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", str(10 * CALL_HOLDS * largest))
     monkeypatch.setattr(api.os, "cpu_count", lambda: 2)
     for jobs in ("auto", "1"):
         assert main(["replay", str(bundle.path), "--backend", "torch", "--modes", "fwd,vjp", "--no-cache",
                      "--jobs", jobs, "-o", str(tmp_path / jobs)]) in (0, 1)
     assert (tmp_path / "auto" / "report.json").read_bytes() == (tmp_path / "1" / "report.json").read_bytes()
+    # the reference's and oracle's answers cached (a copy's: the session's bundle is shared): nothing much to
+    # spread, one worker set
+    import shutil
+    shutil.copytree(bundle.path, tmp_path / "copy.irt")
+    copy = irtrace.load(tmp_path / "copy.irt")
+    assert api.auto_jobs(copy, ("torch",)) == 2
+    main(["replay", str(copy.path), "--backend", "torch", "-o", str(tmp_path / "fill")])
+    assert api.auto_jobs(copy, ("torch",)) == 1 and api.auto_jobs(copy, ("torch",), cache=False) == 2

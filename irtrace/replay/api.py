@@ -106,23 +106,31 @@ MAX_JOBS_PER_CPU = 4
 
 
 AUTO = "auto"  # --jobs auto: auto_jobs decides
-# --jobs auto starts a second set of workers only for a bundle whose values are at least this large: the
-# oracle's compute grows with them, and a worker set costs 1-2 s to start. Measured (benchmarks/first_run.py,
-# uncached fwd+vjp+vjp2 on 2 CPUs): ResNet-50 (538 MB) 27.2 s with 1 job, 19.9 s with 2; the StyleGAN2
-# example (0.7 MB) 4.6 s with 1, 6.6 s with 2.
+# --jobs auto starts a second set of workers only for a bundle whose values are at least this large per
+# set of workers a job starts (the reference and oracle, and each backend under test): the oracle's compute
+# grows with the values, and each extra job starts every backend again (MegEngine's, Paddle's, OneFlow's,
+# TensorFlow's imports: seconds each) and gives up sending calls in batches. Measured on 2 CPUs, uncached
+# fwd+vjp+vjp2: ResNet-50 (538 MB) on torch 36.0 s with 1 job, 22.7 s with 2 (benchmarks/first_run.py);
+# the StyleGAN2 example (0.7 MB) 5.2 s and 6.7 s; EfficientNet-B0 train (102 MB) on the four frameworks
+# 42.0 s and 55.6 s, cached 23.2 s and 36.1 s.
 AUTO_MIN_BYTES = 64e6
 
 
-def auto_jobs(bundle):
-    """--jobs auto for `bundle`: one job per CPU where its values are AUTO_MIN_BYTES or more, as many as the
-    available memory holds (a job's workers need about CALL_HOLDS times its largest value: the oracle's
-    float64 copies), else 1."""
+def auto_jobs(bundle, backends=(), cache=True):
+    """--jobs auto for `bundle` replayed on `backends`: 1 where the reference's and oracle's answers are
+    cached and `cache` reads them (little compute left to spread) or the values are under AUTO_MIN_BYTES per set of workers (one,
+    and one per backend under test); else one job per CPU, as many as the available memory holds (a job's
+    workers need about CALL_HOLDS times its largest value: the oracle's float64 copies)."""
     from irtrace.envs.machine import available_bytes
+    from irtrace.replay.cache import ResultCache
     from irtrace.replay.execute import CALL_HOLDS
     values = bundle.values
     sizes = [int(np.prod(values.spec(n)[1], dtype=np.int64)) * values.spec(n)[0].itemsize for n in values.keys()]
     cpus = os.cpu_count() or 1
-    if cpus <= 1 or sum(sizes) < AUTO_MIN_BYTES:
+    under_test = [b for b in backends if registry.get(b).role == registry.UNDER_TEST]
+    if cpus <= 1 or sum(sizes) < AUTO_MIN_BYTES * (1 + len(under_test)):
+        return 1
+    if cache and ResultCache(bundle, ()).warm():
         return 1
     available, per_job = available_bytes(), CALL_HOLDS * max(sizes)
     by_memory = int(available // per_job) if available is not None and per_job else cpus
@@ -181,7 +189,7 @@ def run(bundle, options, progress=None, done=None, on_node=None):
             from irtrace.store import load
             bundle = load(bundle)
         if options.jobs == AUTO:
-            options = replace(options, jobs=auto_jobs(bundle))
+            options = replace(options, jobs=auto_jobs(bundle, options.backends, options.cache))
             log.info("--jobs auto: %d", options.jobs)
         return _run(bundle, options, progress, done, on_node)
     finally:
