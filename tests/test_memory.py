@@ -176,3 +176,22 @@ def test_jobs_auto_starts_more_workers_only_where_they_repay_and_fit(example_bun
     assert api.auto_jobs(copy, ("torch",)) == 2
     main(["replay", str(copy.path), "--backend", "torch", "-o", str(tmp_path / "fill")])
     assert api.auto_jobs(copy, ("torch",)) == 1 and api.auto_jobs(copy, ("torch",), cache=False) == 2
+
+
+def test_the_export_checks_gradients_a_chunk_at_a_time_with_the_exact_answer(monkeypatch):
+    """The export's gradient check compares without a float64 copy of a whole weight (torch_check._max_abs,
+    a chunk of the flattened arrays at a time): the same max |a - b| and max |a| as over the whole, by hand,
+    across chunk edges, with NaN as np.max gives it."""
+    from irtrace.export import torch_check
+    monkeypatch.setattr(torch_check, "_CHUNK", 2)
+    a = np.array([[1.0, -4.0, 2.5], [0.5, 3.0, -7.25]], np.float32)
+    b = np.array([[1.0, -1.0, 2.0], [0.5, 3.0, 1.0]], np.float32)
+    assert torch_check._max_abs(a) == 7.25                   # |-7.25|, in the last chunk
+    assert torch_check._max_abs(a, b) == 8.25                # |-7.25 - 1|
+    assert torch_check._max_abs(a[:, :2], b[:, :2]) == 3.0   # |-4 - -1|, in the first chunk; a strided view
+    assert torch_check._max_abs(np.zeros((0, 3), np.float32)) == 0.0
+    c = a.copy()
+    c[1, 0] = np.nan                                         # NaN in a middle chunk, after a larger value
+    assert np.isnan(torch_check._max_abs(c, b)) and np.isnan(torch_check._max_abs(c))
+    tiny = np.float32(1e-45)                                 # float32's smallest subnormal, exact in float64
+    assert torch_check._max_abs(np.array([tiny, 0], np.float32), np.zeros(2, np.float32)) == float(tiny)

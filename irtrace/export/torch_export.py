@@ -409,23 +409,37 @@ def _refer_to_weights(ir_model, run):
     """The initializers of torch.onnx's graph that are the module's parameters become references to
     external data (values.safetensors, where the bundle stores them once): the ONNX graph does not copy
     the weights (its ModelProto would hold them once more, and its canonical copy again), and everything
-    that reads them takes the module's own tensors (`run.weights`). Each is checked bit for bit against
-    the parameter of its name first; one that differs keeps its data."""
+    that reads them takes the module's own tensors (`run.weights`). Each is the parameter of its name: its
+    own memory (torch.onnx wraps the module's tensors), or else equal to it bit for bit; one that is neither
+    keeps its data."""
     import onnx_ir as ir
-    from onnx import helper
     for name, value in ir_model.graph.initializers.items():
         param, tensor = run.state.get(name), value.const_value
         if name not in run.params or param is None or tensor is None or not param.dtype.is_floating_point:
             continue
-        try:
-            same = helper.tensor_dtype_to_np_dtype(tensor.dtype.value) == param.detach().numpy().dtype and \
-                tuple(tensor.shape.numpy()) == tuple(param.shape) and np.array_equal(tensor.numpy(), param.numpy())
-        except (TypeError, ValueError, RuntimeError):  # bfloat16 and types numpy cannot hold: kept as they are
-            same = False
-        if same:
+        if _same_tensor(getattr(tensor, "raw", None), param) or _equal_bits(tensor, param):
             value.const_value = ir.ExternalTensor(store.VALUES, 0, tensor.nbytes, tensor.dtype, shape=tensor.shape,
                                                   name=name)
             run.weights[name] = param
+
+
+def _same_tensor(raw, param):
+    """Whether torch tensor `raw` is `param` itself: the same memory, dtype, shape and strides."""
+    import torch
+    return isinstance(raw, torch.Tensor) and raw.data_ptr() == param.data_ptr() and raw.dtype == param.dtype \
+        and raw.shape == param.shape and raw.stride() == param.stride()
+
+
+def _equal_bits(tensor, param):
+    """Whether the ONNX IR `tensor` holds `param`'s values bit for bit (its dtype, shape and bytes)."""
+    from onnx import helper
+    try:
+        a, b = tensor.numpy(), param.numpy()
+        return helper.tensor_dtype_to_np_dtype(tensor.dtype.value) == b.dtype and a.shape == b.shape and \
+            np.array_equal(np.ascontiguousarray(a).reshape(-1).view(np.uint8),
+                           np.ascontiguousarray(b).reshape(-1).view(np.uint8))
+    except (TypeError, ValueError, RuntimeError):  # bfloat16 and types numpy cannot hold: kept as they are
+        return False
 
 
 @dataclass

@@ -376,8 +376,10 @@ def _check_in(model, folder, full_check=False):
     if folder is None:
         onnx.checker.check_model(model, full_check=full_check)
         return
+    # onnx.checker looks for a graph's external data beside the model file, and for a model in memory
+    # beside the working folder: so the graph (small: its weights are outside) is checked as a file there
     import tempfile
-    with tempfile.NamedTemporaryFile(dir=folder, prefix=".check.", suffix=".onnx") as f:  # small: its weights are outside
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=".check.", suffix=".onnx") as f:
         f.write(model.SerializeToString())
         f.flush()
         onnx.checker.check_model(f.name, full_check=full_check)

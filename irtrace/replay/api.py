@@ -6,8 +6,6 @@ import os
 import threading
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.replay import backends as registry
@@ -124,8 +122,7 @@ def auto_jobs(bundle, backends=(), cache=True):
     from irtrace.envs.machine import available_bytes
     from irtrace.replay.cache import ResultCache
     from irtrace.replay.execute import CALL_HOLDS
-    values = bundle.values
-    sizes = [int(np.prod(values.spec(n)[1], dtype=np.int64)) * values.spec(n)[0].itemsize for n in values.keys()]
+    sizes = [bundle.values.extent(n)[1] for n in bundle.values.keys()]
     cpus = os.cpu_count() or 1
     under_test = [b for b in backends if registry.get(b).role == registry.UNDER_TEST]
     if cpus <= 1 or sum(sizes) < AUTO_MIN_BYTES * (1 + len(under_test)):
