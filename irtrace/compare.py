@@ -210,31 +210,14 @@ def _nonfinite_pattern_differs(a, r):
                 and np.array_equal(np.isneginf(a), np.isneginf(r)))
 
 
-def rounding_bound(magnitude, exact, policy=Policy(), eps=EPS32):
-    """Per-element float32 rounding-error bound of an accumulating op (docs/report.md):
-
-        c · eps32 · sqrt(n) · max(|y|, sqrt(Q)),   n = max(N, M^2 / Q),
-
-    over the terms t_k summed into the element: M = sum |t_k|, Q = sum t_k^2, N the number of nonzero
-    terms (the oracle evaluates the op on the absolute values, the squares and the indicators of nonzero
-    values of its operands), y = sum t_k in float64. The error of a float32 sum is about eps times the
-    root-sum-square of its partial sums, one rounding per term added: they grow to |y| when the terms
-    share a sign, wander like a random walk of size sqrt(Q) when they cancel, and stay near |y| all along
-    when one large term (a bias) comes first and the small ones are added to it. M^2/Q counts the terms
-    that make up the sum's size (one, when a bias dominates), not the roundings; N counts those.
-    `magnitude` is (M, Q), (M, Q, N) or None."""
-    if magnitude is None:
+def rounding_bound(size, policy=Policy(), eps=EPS32):
+    """Per-element float32 rounding-error bound of an accumulating op (docs/report.md): c · eps · size,
+    where `size` is the oracle's √n · max(|y|, √Q) of each element (backends/oracle/model.py: M, Q and
+    N of the terms summed into it, y the float64 result), 0 where the model says nothing; None without
+    a model."""
+    if size is None:
         return None
-    mags = [np.abs(np.asarray(x, np.float64)) for x in magnitude]
-    m, q = mags[:2]
-    if m.shape != q.shape or m.shape != np.shape(exact):
-        return None
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n = np.where(q > 0, m * m / np.where(q > 0, q, 1.0), 1.0)
-    if len(mags) > 2 and mags[2].shape == m.shape:
-        n = np.maximum(n, np.where(np.isfinite(mags[2]), mags[2], 0.0))
-    size = np.maximum(np.abs(np.asarray(exact, np.float64)), np.sqrt(q))
-    return policy.rounding_factor * eps * np.sqrt(np.maximum(n, 1.0)) * np.where(np.isfinite(size), size, 0.0)
+    return (policy.rounding_factor * eps) * np.asarray(size, np.float64)
 
 
 def _tightest(err, limit, bound):
@@ -330,23 +313,20 @@ def _pattern_mismatch(a, r):
                       | (np.isneginf(a) != np.isneginf(r))))
 
 
-def _magnitudes(magnitude, o):
-    """The rounding model's (M, Q[, N]) arrays for a result shaped like `o`, or None (no model)."""
-    if magnitude is None or o is None:
+def _model(size, o):
+    """The rounding model's size array of a result shaped like `o`, or None (no model)."""
+    if size is None or o is None:
         return None
-    mags = [_floats(np.asarray(x)) for x in magnitude]
-    if mags[0].shape != o.shape or mags[1].shape != o.shape:
-        return None  # as rounding_bound: no model for this result
-    return mags[:2] if len(mags) > 2 and mags[2].shape != o.shape else mags
+    size = _floats(np.asarray(size))
+    return size if size.shape == o.shape else None
 
 
-def _bound(mags, ob, policy, eps):
-    """The rounding bound of one block, 0 where it is not finite (the model says nothing there)."""
-    bound = rounding_bound(mags, ob, policy, eps)
-    return bound if math.isfinite(bound.max(initial=0.0)) else np.where(np.isfinite(bound), bound, 0.0)
+def _bound(size, policy, eps):
+    """The rounding bound of one block of the model's sizes."""
+    return rounding_bound(size, policy, eps)
 
 
-def _sweep(a, r, o, mags, policy, eps, close=True):
+def _sweep(a, r, o, size, policy, eps, close=True):
     """judge's numbers for a result, in one sweep: a dict of max |a - r| and its max rel, max |r - o|,
     max |a - o|, max |o| (max |r| without an oracle), the rounding bound's maximum and its value where
     |a - o| first peaks (None without the model), and whether |a - r| <= atol + rtol |r| everywhere
@@ -357,7 +337,7 @@ def _sweep(a, r, o, mags, policy, eps, close=True):
     scale, o_finite = (scale_r, True) if o is None else _finite_abs_max(o, None if r_finite else r)
     floor_r = max(EPS32 * scale_r, 1e-30)
     atol = policy.atol * (1.0 if policy.fixed else max(scale, 1.0))
-    arrays = (a, r) if o is None else (a, r, o) if mags is None else (a, r, o, *mags)
+    arrays = (a, r) if o is None else (a, r, o) if size is None else (a, r, o, size)
     cols = {k: [] for k in ("max_abs", "max_rel", "ref_err", "worst_b", "bound_max", "bound_at_worst", "close")}
     nonfinite = not r_finite
     for blocks in _blocks(*arrays):
@@ -381,13 +361,13 @@ def _sweep(a, r, o, mags, policy, eps, close=True):
         k = int(np.argmax(b_err)) if b_err.size else 0  # the rounding bound is reported where |a - o| peaks
         cols["ref_err"].append(float(ref_e.max()))
         cols["worst_b"].append(float(b_err[k]))
-        if mags is not None:
-            bound = _bound(blocks[3:], ob, policy, eps)
+        if size is not None:
+            bound = _bound(blocks[3], policy, eps)
             cols["bound_max"].append(float(bound.max()))
             cols["bound_at_worst"].append(float(bound[k]))
     out = {k: float(max(v)) if v else 0.0 for k, v in cols.items() if k not in ("bound_at_worst", "close")}
-    out.update(scale=scale, close=all(cols["close"]), magnitude=mags, bound_at_worst=None, nonfinite=nonfinite)
-    if mags is None:
+    out.update(scale=scale, close=all(cols["close"]), model=size, bound_at_worst=None, nonfinite=nonfinite)
+    if size is None:
         out["bound_max"] = None
     elif cols["worst_b"]:
         block = cols["worst_b"].index(out["worst_b"])  # np.argmax's first index
@@ -395,14 +375,14 @@ def _sweep(a, r, o, mags, policy, eps, close=True):
     return out
 
 
-def _within(a, o, magnitude, allowed, policy, eps):
+def _within(a, o, size, allowed, policy, eps):
     """(whether |a - o| <= max(allowed, the rounding bound) everywhere (judge's NOISE), and where it is not,
     the limit and the rounding bound at the element worst relative to its limit), by blocks; elements
-    where a or o is not finite are left out."""
-    arrays = (a, o) if magnitude is None else (a, o, *magnitude)
+    where a or o is not finite are left out. `size`: the rounding model's (None: no model)."""
+    arrays = (a, o) if size is None else (a, o, size)
     worst = (0.0, allowed, None)  # (ratio, limit, bound) of the worst element so far
     for blocks in _blocks(*arrays):
-        bound = None if magnitude is None else _bound(blocks[2:], blocks[1], policy, eps)
+        bound = None if size is None else _bound(blocks[2], policy, eps)
         limit = allowed if bound is None else np.maximum(allowed, bound)
         _, err = _finite_max(_abs_diff(blocks[0], blocks[1]))
         if np.all(err <= limit):
@@ -424,9 +404,9 @@ def _judged(verdict, details, a, r, s, policy, full):
     return verdict, Metrics(s["max_abs"], rel, None, None, None, None, None, None, s["max_abs"], rel), details
 
 
-def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None, full=True):
-    """(verdict, metrics, details dict) for one output. `magnitude`: (M, Q) of the rounding-error
-    model of an accumulating op (see rounding_bound); an element within it is NOISE. `spread`: the
+def judge(actual, ref, oracle=None, policy=Policy(), model=None, spread=None, full=True):
+    """(verdict, metrics, details dict) for one output. `model`: the rounding-error model's size array
+    of an accumulating op's result (see rounding_bound); an element within its bound is NOISE. `spread`: the
     Monte Carlo estimate of float32 rounding in this result (emulated_rounding): an error within
     `noise_factor` times it is NOISE, as one within that many times the reference's own error is.
     Without an oracle (or with policy.fixed), allclose's rule with policy's rtol and atol decides.
@@ -442,7 +422,7 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
     a, r = _floats(a), _floats(r)
     o = None if oracle is None or policy.fixed or np.shape(oracle) != r.shape else _floats(np.asarray(oracle))
     with np.errstate(invalid="ignore", over="ignore"):
-        s = _sweep(a, r, o, _magnitudes(magnitude, o), policy, eps)
+        s = _sweep(a, r, o, _model(model, o), policy, eps)
         if s["nonfinite"] and _nonfinite_pattern_differs(a, r):
             n = _pattern_mismatch(a, r)
             return NAN_MISMATCH, metrics(a.astype(np.float64), r.astype(np.float64)), \
@@ -461,8 +441,8 @@ def judge(actual, ref, oracle=None, policy=Policy(), magnitude=None, spread=None
         if s["max_abs"] <= floor:
             return _judged(MATCH, details, a, r, s, policy, full)
         within = s["worst_b"] <= allowed
-        if not within and s["magnitude"] is not None:
-            within, shown, at = _within(a, o, s["magnitude"], allowed, policy, eps)
+        if not within and s["model"] is not None:
+            within, shown, at = _within(a, o, s["model"], allowed, policy, eps)
             if not within:  # the limit where the error is worst relative to it: the error printed is above it
                 details.update(allowed=shown, rounding_bound=at)
         return _judged(NOISE if within else DIVERGENT, details, a, r, s, policy, full)
@@ -482,7 +462,7 @@ def _arbitration(ref_err, worst_b, floor, emulated, allowed, bound_at_worst):
     return details
 
 
-def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, full=True):
+def judge_reference(ref, oracle, policy=Policy(), model=None, spread=None, full=True):
     """The reference's own result judged against the float64 oracle (no third opinion): MATCH within
     `match_ulps` float32 ULPs of the output's scale, NOISE within the rounding-error model of an
     accumulating op or within `noise_factor` times the Monte Carlo estimate of float32 rounding in
@@ -506,12 +486,12 @@ def judge_reference(ref, oracle, policy=Policy(), magnitude=None, spread=None, f
         details = {"oracle_abs": worst, "backend_oracle_abs": worst, "allowed": floor}
         if worst <= floor:
             return _judged(MATCH, details, r, o, s, policy, full)
-        mags = _magnitudes(magnitude, o)
-        if mags is not None:  # the rounding bound, for a result past the ULP floor only
-            s = {**s, **{k: v for k, v in _sweep(r, o, o, mags, policy, eps).items() if k.startswith("bound")}}
+        size = _model(model, o)
+        if size is not None:  # the rounding bound, for a result past the ULP floor only
+            s = {**s, **{k: v for k, v in _sweep(r, o, o, size, policy, eps).items() if k.startswith("bound")}}
 
         def check(allowed):
-            return (*_within(r, o, mags, allowed, policy, eps), s["bound_max"], s["bound_at_worst"])
+            return (*_within(r, o, size, allowed, policy, eps), s["bound_max"], s["bound_at_worst"])
         return _judged(_reference_beyond_floor(floor, details, policy, spread, check), details, r, o, s, policy, full)
 
 

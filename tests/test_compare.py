@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from backends.oracle.model import rounding_size
 from irtrace import compare
 
 
@@ -112,14 +113,14 @@ def test_rounding_model_accepts_a_different_summation_order_and_nothing_more():
     ref = exact.astype(np.float32)  # a reference that rounds only once
     assert not np.array_equal(forward, backward)
     assert compare.judge(backward, ref, exact)[0] == compare.DIVERGENT  # without the model: a false alarm
-    v, m, ex = compare.judge(backward, ref, exact, magnitude=model)
+    v, m, ex = compare.judge(backward, ref, exact, model=rounding_size(model, exact))
     assert v == compare.NOISE and 0 < ex["rounding_bound"] < 0.5
     typical_term = float(np.median(np.abs(a64 * b64)))
     dropped = forward.copy()
     k = int(np.argmax(np.abs(a64[3] * b64) > 2 * typical_term))
     dropped[3] -= a[3, k] * b[k]
-    assert compare.judge(dropped, ref, exact, magnitude=model)[0] == compare.DIVERGENT
-    assert compare.judge(forward + 1, ref, exact, magnitude=model)[0] == compare.DIVERGENT
+    assert compare.judge(dropped, ref, exact, model=rounding_size(model, exact))[0] == compare.DIVERGENT
+    assert compare.judge(forward + 1, ref, exact, model=rounding_size(model, exact))[0] == compare.DIVERGENT
 
 
 def test_rounding_model_for_same_sign_sums():
@@ -136,8 +137,8 @@ def test_rounding_model_for_same_sign_sums():
     model = (np.abs(t64).sum(axis=1), (t64 * t64).sum(axis=1))
     ref = exact.astype(np.float32)
     assert compare.judge(running, ref, exact)[0] == compare.DIVERGENT
-    assert compare.judge(running, ref, exact, magnitude=model)[0] == compare.NOISE
-    assert compare.judge(ref * np.float32(1 + 5e-4), ref, exact, magnitude=model)[0] == compare.DIVERGENT
+    assert compare.judge(running, ref, exact, model=rounding_size(model, exact))[0] == compare.NOISE
+    assert compare.judge(ref * np.float32(1 + 5e-4), ref, exact, model=rounding_size(model, exact))[0] == compare.DIVERGENT
 
 
 def test_reference_is_judged_against_float64():
@@ -249,8 +250,8 @@ def test_non_finite_elements_are_left_out_where_the_patterns_agree():
     y, mag = np.float64(2.0), (np.float64(4.0), np.float64(4.0))
     for shape in ((), (1,)):
         got = np.full(shape, 2.0 + 2.0 ** -18, np.float32)
-        v, _, details = compare.judge(got, np.full(shape, y, np.float32), np.full(shape, y), magnitude=tuple(
-            np.full(shape, x) for x in mag))
+        v, _, details = compare.judge(got, np.full(shape, y, np.float32), np.full(shape, y), model=rounding_size(
+            tuple(np.full(shape, x) for x in mag), np.full(shape, y)))
         assert v == compare.NOISE and details["allowed"] == details["rounding_bound"] == 8 * compare.EPS32 * 2 * 2.0
 
 

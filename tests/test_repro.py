@@ -227,19 +227,20 @@ def test_titles_name_the_input_by_its_role_and_claim_float64_only_when_it_judged
 
 def test_the_allowance_a_repro_states_is_the_term_compare_judged_by():
     """repro.py's check and issue.md name what set the tolerance, as compare.judge decides it."""
+    from backends.oracle.model import rounding_size
     from irtrace import compare
     from irtrace.repro.script import allowance
     o = np.linspace(-1.0, 1.0, 8)
 
-    def said(actual, ref, oracle=None, magnitude=None):
-        verdict, _, details = compare.judge(np.float32(actual), np.float32(ref), oracle, magnitude=magnitude)
+    def said(actual, ref, oracle=None, model=None):
+        verdict, _, details = compare.judge(np.float32(actual), np.float32(ref), oracle, model=model)
         assert verdict == compare.DIVERGENT
         return allowance(compare.Result("n", "Op", "b", "fwd", "y", verdict, oracle_abs=details.get("oracle_abs"),
                                         allowed=details.get("allowed"), rounding_bound=details.get("rounding_bound"),
                                         float32_rounding=details.get("float32_rounding")))
     assert said(o + 1e-3, o, o) == "8 float32 ULPs at the output's scale"  # the reference is exact
     assert said(o + 1.0, o + 1e-4, o) == "8 x PyTorch's own error against float64"
-    assert said(o + 1.0, o, o, (np.full(8, 1e3), np.full(8, 1e3))) == \
+    assert said(o + 1.0, o, o, rounding_size((np.full(8, 1e3), np.full(8, 1e3)), o)) == \
         "the rounding-error bound of this sum at the worst element"  # 8 eps sqrt(1000) sqrt(1000) = 9.5e-4
     assert said(o + 1.0, o) == "rtol 0.0001, atol 1e-05 x the output's scale (no float64 to arbitrate)"
     assert allowance(compare.Result("n", "Op", "b", "fwd", "y", compare.ERROR)) == ""

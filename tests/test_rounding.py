@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from backends.oracle.model import rounding_size
 from backends.oracle.rounding import Float32Rounding, spread
 from irtrace import compare
 
@@ -112,8 +113,8 @@ def test_a_sum_whose_first_term_dominates_rounds_once_per_term_added():
     exact = np.array([terms.sum()])
     err = abs(float(acc) - exact[0])
     m, q, n = np.array([np.abs(terms).sum()]), np.array([np.square(terms).sum()]), np.array([4097.0])
-    assert err > float(compare.rounding_bound((m, q), exact)[0]) * 3  # counting terms by M^2/Q: 3.8x too tight
-    assert err < float(compare.rounding_bound((m, q, n), exact)[0]) / 10
+    assert err > float(compare.rounding_bound(rounding_size((m, q), exact))[0]) * 3  # counting terms by M^2/Q: 3.8x too tight
+    assert err < float(compare.rounding_bound(rounding_size((m, q, n), exact))[0]) / 10
 
 
 def test_ghostnet_conv_head_in_float32_torch_is_noise(tmp_path):
@@ -148,15 +149,34 @@ def test_a_divergent_verdict_never_shows_an_allowance_above_its_error(n, who):
     o = np.linspace(1.0, 2.0, n)
     m, q = np.abs(o) * 1.0, np.square(o)
     m[0] = 1e4 * abs(o[0])  # many cancelling terms at element 0: a large bound there
-    bound = compare.rounding_bound((m, q), o)
+    size = rounding_size((m, q), o)
+    bound = compare.rounding_bound(size)
     a = o.copy()
     a[1] += 3 * bound[1]
     a = a.astype(np.float32)
     if who == "backend":
-        verdict, met, details = compare.judge(a, o.astype(np.float32), o, magnitude=(m, q), full=False)
+        verdict, met, details = compare.judge(a, o.astype(np.float32), o, model=size, full=False)
         err = details["backend_oracle_abs"]
     else:
-        verdict, met, details = compare.judge_reference(a, o, magnitude=(m, q), full=False)
+        verdict, met, details = compare.judge_reference(a, o, model=size, full=False)
         err = details["oracle_abs"]
     assert verdict == compare.DIVERGENT and err > details["allowed"], details
     assert details["allowed"] < float(np.max(bound)) / 100
+
+
+def test_the_oracle_answers_one_size_per_result_rounded_up_to_float32():
+    """backends/oracle/model.py by hand: size = sqrt(max(N, M^2/Q, 1)) max(|y|, sqrt(Q)), 0 where not
+    finite; kept in float32 rounded up (never narrower, at most one float32 ULP wider), in float64 where
+    a size does not fit float32."""
+    from backends.oracle.model import rounded_up
+    m, q, n = np.array([4.0, 3.0, 0.0, np.inf]), np.array([4.0, 1.0, 0.0, 1.0]), np.array([1.0, 2.0, 0.0, 1.0])
+    y = np.array([2.0, -0.5, 0.0, 1.0])
+    size = rounding_size((m, q, n), y)
+    assert size.tolist() == [2.0 * 2.0, 3.0 * 1.0, 0.0, 0.0]  # n = M^2/Q = 4; n = 9 > N; empty; M infinite
+    assert rounding_size((m, q), y).tolist() == size.tolist()
+    assert rounding_size((m[:2], q[:2]), y) is None  # not shaped like the result: no model
+    third, tiny = np.array([1.0 / 3.0, 1e-300, 0.0, 2.0 ** -10]), np.float32(2.0 ** -149)
+    up = rounded_up(third)
+    assert up.dtype == np.float32 and up[0] > third[0] and up[0] - third[0] < 2.0 ** -24
+    assert up[1] == tiny and up[2] == 0.0 and up[3] == 2.0 ** -10  # subnormal up; exact values kept
+    assert rounded_up(np.array([1e39, 1.0])).dtype == np.float64

@@ -29,7 +29,7 @@ class Adapter:
     def extras(self):
         """name -> a method computing an answer field beyond the results that a call may ask for by that
         name (the oracle's "magnitude" and "rounding"): (mode, entry, inputs, spec, cots, us, request,
-        wrt, part) -> a list of groups of arrays. None here."""
+        wrt, part, results: the call's own results) -> a list of groups of arrays. None here."""
         return {}
 
     def lookup(self, spec):

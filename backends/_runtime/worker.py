@@ -193,6 +193,7 @@ def handle(adapter, msg, arrays):
     reply = {"status": wire.Status.OK, "time_s": seconds}
     if adapter.last_check is not None:
         reply["check"] = adapter.last_check
+    results = list(out)
     for name, compute in adapter.extras().items():
         # answer fields beyond the results, asked for by name (the oracle's): each a list of groups of
         # arrays, appended after the results and declared in the reply by the sizes of its groups
@@ -202,7 +203,7 @@ def handle(adapter, msg, arrays):
         try:
             groups = [list(g) for g in compute(mode, entry, inputs, spec, arrays[n_in:n_in + n_out],
                                                arrays[n_in + n_out:], request, wrt=msg.get("wrt"),
-                                               part=msg.get("part"))]
+                                               part=msg.get("part"), results=results)]
         except Exception as e:  # noqa: BLE001 - nothing of this field for this node: the verdicts say so
             reply[f"{name}_error"] = f"{type(e).__name__}: {e}"[:300]
             continue

@@ -227,15 +227,27 @@ class OracleAdapter(NativeAdapter):
     def extras(self):
         return {"magnitude": self.magnitude, "rounding": self.rounding}
 
-    def magnitude(self, mode, entry, inputs, spec, cots, us, fixed=(), wrt=None, part=None):
-        """M, Q and N of the rounding-error model (compare.rounding_bound): this mode of the op in float64
-        on the absolute values, on the squares, and on the indicators of nonzero values of every float
-        operand (inputs, cotangents, directions u). For a sum of products t_k = a_k b_k these are exactly
-        sum |t_k|, sum t_k^2 and the number of nonzero terms per element (each a float32 addition that
-        rounds); for other accumulating ops, magnitudes of the terms. Returns [Ms, Qs, Ns] (a list per
-        result), or [Ms, Qs] when the op cannot run on indicators. `fixed`: input positions that are not
-        operands but parameters of the op (Resize's scales, Clip's bounds, Pad's value): left as they are."""
-        fixed = tuple(fixed)
+    def magnitude(self, mode, entry, inputs, spec, cots, us, fixed=(), wrt=None, part=None, results=()):
+        """The rounding-error model's size of every result (backends/oracle/model.py), as one group: from
+        M, Q and N, this mode of the op in float64 on the absolute values, on the squares, and on the
+        indicators of nonzero values of every float operand (inputs, cotangents, directions u), and the
+        call's `results`. For a sum of products t_k = a_k b_k these are exactly sum |t_k|, sum t_k^2 and
+        the number of nonzero terms per element (each a float32 addition that rounds); for other
+        accumulating ops, magnitudes of the terms; without N where the op cannot run on indicators. Each
+        size rounded up to float32 where it fits (model.rounded_up); None for a result it cannot size.
+        `fixed`: input positions that are not operands but parameters of the op (Resize's scales, Clip's
+        bounds, Pad's value): left as they are."""
+        from backends.oracle.model import rounded_up, rounding_size
+        kinds = self._magnitudes(mode, entry, inputs, spec, cots, us, tuple(fixed), wrt, part)
+        sizes = []
+        for k, y in enumerate(results):
+            mags = [group[k] if k < len(group) else None for group in kinds]
+            ok = y is not None and mags[0] is not None and mags[1] is not None
+            sizes.append(rounded_up(rounding_size([g for g in mags if g is not None], y)) if ok else None)
+        return [sizes]
+
+    def _magnitudes(self, mode, entry, inputs, spec, cots, us, fixed, wrt, part):
+        """[Ms, Qs, Ns] (a list per result), or [Ms, Qs] when the op cannot run on indicators."""
         def run(transform):
             def each(xs, keep=()):
                 return [transform(np.asarray(a, np.float64)) if a is not None and np.asarray(a).dtype.kind == "f"
@@ -255,7 +267,7 @@ class OracleAdapter(NativeAdapter):
             return kinds
         return kinds + [counts]
 
-    def rounding(self, mode, entry, inputs, spec, cots, us, samples=4, wrt=None, part=None):
+    def rounding(self, mode, entry, inputs, spec, cots, us, samples=4, wrt=None, part=None, results=()):
         """Per result, how far float32 rounding of the op's own formula can move it at these inputs:
         the largest deviation of `samples` Monte Carlo arithmetic runs of torch in float64 from the
         exact result (backends/oracle/rounding.py), as one group. None for a result without a float value."""

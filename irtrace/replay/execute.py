@@ -20,7 +20,7 @@ from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt, park, start_
 class Answer:
     """What a backend gave for a call: its Status, its reply (message, time_s, ...), the call's results
     and the extra fields the call asked for beyond them, each declared by name in the reply (the
-    oracle's "magnitude", M, Q and N of every result; its "rounding", one spread per result). Unpacks as
+    oracle's "magnitude", the rounding model's size of every result; its "rounding", one spread per result). Unpacks as
     (status, reply, results)."""
     status: Status
     reply: dict

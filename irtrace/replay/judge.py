@@ -1,6 +1,6 @@
 """Judge: the answers of one NodeCall (the reference's, the float64 oracle's, each backend's) give its
 Results, one per output, or one per whole-call failure. The reference itself is judged against the
-oracle; the rounding-error model's magnitudes come with the oracle's answer, and where a result fails
+oracle; the rounding-error model's size of each result comes with the oracle's answer, and where a result fails
 the oracle is asked for its Monte Carlo estimate of float32 rounding and the call judged again."""
 import logging
 from dataclasses import dataclass, replace
@@ -20,8 +20,8 @@ MCA_SAMPLES = 4  # Monte Carlo arithmetic runs per estimate of float32 rounding 
 class Gathered:
     """What one node in one mode gave: the reference's Answer and results (`ref`: None when there is
     nothing to compare with), the oracle's results (None when it cannot arbitrate), each backend's
-    Answer, and the rounding-error model's (M, Q[, N]) per result (None for an op that does not
-    accumulate)."""
+    Answer, and the rounding-error model's size array per result (None for an op that does not
+    accumulate, or a result it cannot size: backends/oracle/model.py)."""
     ref_answer: object
     ref: list
     oracle: list
@@ -60,7 +60,7 @@ def _wants_model(call):
 
 
 def oracle_call(call):
-    """What the oracle is asked for `call`: its answers, with the rounding model's magnitudes."""
+    """What the oracle is asked for `call`: its answers, with the rounding model's size of each."""
     return call.with_extra(magnitude=_wants_model(call))
 
 
@@ -70,9 +70,9 @@ def rounding_call(call):
 
 
 def magnitudes(answer):
-    """Per result, the rounding-error model's (M, Q[, N]) from the oracle's answer, or None."""
+    """Per result, the rounding-error model's size array from the oracle's answer (or None), or None."""
     groups = answer.extra.get("magnitude") if answer.ok else None
-    return list(zip(*groups)) if groups else None
+    return list(groups[0]) if groups else None
 
 
 def failure(call, backend, verdict, message, **fields):
@@ -126,14 +126,6 @@ def _at(values, k):
     return values[k] if values is not None and k < len(values) else None
 
 
-def _model_of(got, k):
-    """The rounding-error model's (M, Q[, N]) of result k, or None where it has no M or Q."""
-    mag = _at(got.magnitude, k)
-    if mag is not None and (mag[0] is None or mag[1] is None):
-        return None
-    return mag[:2] if mag is not None and len(mag) > 2 and mag[2] is None else mag
-
-
 def _judge_backend(call, got, policy, off_path, backend, answer, kink):
     """judge_all's rows of one backend."""
     spec, mode = call.spec, call.mode
@@ -152,7 +144,7 @@ def _judge_backend(call, got, policy, off_path, backend, answer, kink):
         if mode != "fwd" and (k < len(spec.inputs) and k in skip or not call.judges(k, len(spec.inputs))):
             continue
         r, a, o = _at(got.ref, k), _at(out, k), _at(got.oracle, k)
-        mag, spread = _model_of(got, k), _at(got.spread, k)
+        mag, spread = _at(got.magnitude, k), _at(got.spread, k)
         if r is None or (is_ref and o is None):
             continue
         if a is None:

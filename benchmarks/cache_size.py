@@ -1,0 +1,84 @@
+"""BUNDLE.cache/ after one all-modes replay (fwd, vjp, vjp2 on torch: every reference and oracle answer
+and every judged row kept), against the bundle's own size (issue 33's target: <= 1.5x), on ResNet-50
+(torchvision, random weights, 2x3x112x112) and the StyleGAN2 example. Splits the cache into the
+reference's answers, the oracle's results, the rounding model's sizes and the judged rows, and prints
+the floor the design leaves: the oracle's results are float64 (twice the float32 reference's answers).
+
+    .venv/bin/python benchmarks/cache_size.py [--models resnet50,stylegan2]
+"""
+import argparse
+import contextlib
+import io
+import json
+import tempfile
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+import irtrace
+from fast_replay import MODELS  # benchmarks/fast_replay.py, beside this script
+from irtrace.replay import ReplayOptions
+from irtrace.report.folder import replay_into
+
+
+def _size(path):
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def _nbytes(arr):
+    n = 1
+    for d in arr.get_shape():
+        n *= d
+    return n * {"F64": 8, "I64": 8, "F16": 2, "BF16": 2, "BOOL": 1, "U8": 1, "I8": 1}.get(arr.get_dtype(), 4)
+
+
+def _parts(cache):
+    """bytes of the cache by what they hold: the reference's answers, the oracle's results (float64: the
+    only answers that have any), its rounding model's sizes, judged rows, and the files' headers."""
+    parts = Counter()
+    for f in Path(cache).iterdir():
+        if f.suffix == ".json":
+            parts["judged rows, json"] += f.stat().st_size
+        if f.suffix != ".safetensors":
+            continue
+        with safe_open(str(f), "np") as h:
+            meta = json.loads(h.metadata()["irtrace"])
+            sized = sum((meta["reply"].get("extra") or {}).get("magnitude", []))
+            arrays = {int(k): h.get_slice(k) for k in h.keys()}
+            oracle = sized or any(a.get_dtype() == "F64" for a in arrays.values())
+            for k, arr in arrays.items():
+                kind = "reference answers" if not oracle else \
+                    "oracle: model sizes" if k >= meta["n"] - sized else "oracle: results"
+                parts[kind] += _nbytes(arr)
+                parts["headers"] -= _nbytes(arr)
+        parts["headers"] += f.stat().st_size
+    return parts
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--models", default="resnet50,stylegan2")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    for name in args.models.split(","):
+        model, inputs = MODELS[name]()
+        with tempfile.TemporaryDirectory() as d:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                bundle = irtrace.export(model, inputs, Path(d) / f"{name}.irt", train=model.training)
+                replay_into(bundle.path, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=Path(d) / "r")
+            size, cache = _size(bundle.path), _size(f"{bundle.path}.cache")
+            print(f"\n{name}: bundle {size / 1e6:.1f} MB, cache {cache / 1e6:.1f} MB after fwd+vjp+vjp2 "
+                  f"on torch: {cache / size:.2f}x the bundle (target <= 1.5x)")
+            parts = _parts(f"{bundle.path}.cache")
+            for kind, nbytes in sorted(parts.items(), key=lambda kv: -kv[1]):
+                print(f"  {kind:22} {nbytes / 1e6:9.1f} MB  {nbytes / size:5.2f}x the bundle")
+            floor = parts["reference answers"] + parts["oracle: results"]
+            print(f"  floor (float32 reference, float64 oracle): their answers alone are {floor / size:.2f}x the bundle")
+
+
+if __name__ == "__main__":
+    main()
