@@ -1,8 +1,8 @@
 """BUNDLE.cache/ after one all-modes replay (fwd, vjp, vjp2 on torch: every reference and oracle answer
 and every judged row kept), against the bundle's own size (issue 33's target: <= 1.5x), on ResNet-50
 (torchvision, random weights, 2x3x112x112) and the StyleGAN2 example. Splits the cache into the
-reference's answers, the oracle's results, the rounding model's sizes and the judged rows, and prints
-the floor the design leaves: the oracle's results are float64 (twice the float32 reference's answers).
+reference's answers (a result that is a recorded value bit for bit is kept as its name), the oracle's
+float64 results (in float32 where every element is one), the rounding model's sizes and the judged rows.
 
     .venv/bin/python benchmarks/cache_size.py [--models resnet50,stylegan2]
 """
@@ -36,8 +36,9 @@ def _nbytes(arr):
 
 
 def _parts(cache):
-    """bytes of the cache by what they hold: the reference's answers, the oracle's results (float64: the
-    only answers that have any), its rounding model's sizes, judged rows, and the files' headers."""
+    """bytes of the cache by what they hold: the reference's answers, the oracle's results (float64, or
+    float64 kept in float32: the only answers that have any), its rounding model's sizes, judged rows,
+    and the files' headers."""
     parts = Counter()
     for f in Path(cache).iterdir():
         if f.suffix == ".json":
@@ -48,7 +49,7 @@ def _parts(cache):
             meta = json.loads(h.metadata()["irtrace"])
             sized = sum((meta["reply"].get("extra") or {}).get("magnitude", []))
             arrays = {int(k): h.get_slice(k) for k in h.keys()}
-            oracle = sized or any(a.get_dtype() == "F64" for a in arrays.values())
+            oracle = sized or meta.get("narrowed") or any(a.get_dtype() == "F64" for a in arrays.values())
             for k, arr in arrays.items():
                 kind = "reference answers" if not oracle else \
                     "oracle: model sizes" if k >= meta["n"] - sized else "oracle: results"
@@ -76,8 +77,8 @@ def main():
             parts = _parts(f"{bundle.path}.cache")
             for kind, nbytes in sorted(parts.items(), key=lambda kv: -kv[1]):
                 print(f"  {kind:22} {nbytes / 1e6:9.1f} MB  {nbytes / size:5.2f}x the bundle")
-            floor = parts["reference answers"] + parts["oracle: results"]
-            print(f"  floor (float32 reference, float64 oracle): their answers alone are {floor / size:.2f}x the bundle")
+            answers = parts["reference answers"] + parts["oracle: results"]
+            print(f"  the reference's and the oracle's results alone: {answers / size:.2f}x the bundle")
 
 
 if __name__ == "__main__":

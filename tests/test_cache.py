@@ -250,10 +250,58 @@ def test_a_replay_keeps_no_answers_past_half_the_free_disk(tmp_path, monkeypatch
     said = [r.getMessage() for r in caplog.records if "keeping no more answers" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith(f"{b.path}.cache: keeping no more answers in this replay: the next "
                                                  f"is ") and said[0].endswith(
-        "bytes and half of the disk's free space is 68 bytes (--cache-size, or --no-cache)")  # 100 less 32 kept
+        "bytes and half of the disk's free space is 4 bytes (--cache-size, or --no-cache)")  # 100 less 96 kept
     answers = list(Path(f"{b.path}.cache").glob("*.safetensors"))
-    assert len(answers) == 1  # the first answer fit (32 bytes of arrays); none after the one that did not
+    # MatMul's answer in float64 fit (8 float64 results and their 8 float32 rounding sizes, 96 bytes), and
+    # torch's answers that are recorded values bit for bit (named: no bytes); no array after the one that did not
+    from safetensors import safe_open
+    held = []
+    for p in answers:
+        with safe_open(str(p), "np") as f:
+            held += [f.get_tensor(k).nbytes for k in f.keys()]
+    assert sorted(held) == [32, 64]
     assert (tmp_path / "full-disk" / "report.json").read_bytes() == (tmp_path / "uncached" / "report.json").read_bytes()
     monkeypatch.setattr(cache_mod.os, "statvfs", os.statvfs)
     replay_into(b.path, ReplayOptions(backends=("torch",)), tmp_path / "again")
     assert (tmp_path / "again" / "report.json").read_bytes() == (tmp_path / "uncached" / "report.json").read_bytes()
+
+
+def test_an_answer_is_read_back_bit_for_bit_whatever_it_was_kept_as(tmp_path):
+    """By hand: MatMul's fwd answer holding its recorded output (kept as the value's name), a float64
+    result whose elements are float32s (kept in float32), one that is not, one with a NaN, a -0.0 and an
+    infinity among float32s, and None: read back as the same dtypes, shapes and bits."""
+    import base64
+
+    from backends._runtime.wire import Status
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.call import bundle_paths
+    from irtrace.replay.execute import Answer
+    from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
+    from safetensors import safe_open
+    b = small(tmp_path / "b.irt")
+    spec = node_specs(b.model)[0]
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    calls, _ = mode_calls(b, spec, ("fwd",), bundle_paths(b), proto)
+    recorded = np.array(b.values["m"])
+    f32s = np.array([[1.5, -0.0, np.inf, 2.0 ** -149]], np.float64)
+    wide = np.array([1.0 / 3.0])
+    nan = np.array([np.nan, 1.0])
+    cache = ResultCache(b, [REFERENCE, ORACLE])
+    cache.put(calls[0], REFERENCE, Answer(Status.OK, {"status": "ok"}, [recorded.copy()]))
+    cache.put(calls[0], ORACLE, Answer(Status.OK, {"status": "ok", "extra": {"magnitude": [4]}}, [f32s],
+                                       {"magnitude": [[wide, nan, None, np.float64(0.25)]]}))
+    stored = {}
+    for p in Path(f"{b.path}.cache").glob("*.safetensors"):
+        with safe_open(str(p), "np") as f:
+            stored.update({f"{p.name}:{k}": f.get_tensor(k).dtype for k in f.keys()})
+    assert sorted(str(d) for d in stored.values()) == ["float32", "float32", "float64", "float64"]  # no 'm' copy
+    ref, oracle = ResultCache(b, [REFERENCE, ORACLE]).get(calls[0], REFERENCE), \
+        ResultCache(b, [REFERENCE, ORACLE]).get(calls[0], ORACLE)
+    assert ref.results[0].dtype == np.float32 and ref.results[0].tobytes() == recorded.tobytes()
+    got = oracle.results + oracle.extra["magnitude"][0]
+    for want, have in zip([f32s, wide, nan, None, np.float64(0.25)], got):
+        if want is None:
+            assert have is None
+            continue
+        assert have.dtype == np.float64 and have.shape == np.shape(want) and have.tobytes() == np.asarray(want).tobytes()

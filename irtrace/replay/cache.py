@@ -7,7 +7,10 @@ the bundle's content (Bundle.content_key), the code and versions that compute it
 source file, irtrace's version, the worker's module, environment and interpreter, torch's and onnx's
 versions) and the call itself (the node, its attributes, the mode, which directions are in s, what
 else is asked). Only answers are kept (ok, UNSUPPORTED): a crash or a timeout is asked again. A
-bundle folder that cannot be written next to runs without a cache (logged).
+bundle folder that cannot be written next to runs without a cache (logged). A result that is one of the
+bundle's values bit for bit (the reference's forward output is usually the recorded one) is kept as
+that value's name, and a float64 result whose every element is a float32 (the oracle's Relu, MaxPool,
+Reshape and their gradients) in float32: both are read back as they were, the same bits.
 
 The reference's own rows (torch judged against float64) are a function of those answers, the policy
 and the host's judging code: they are kept too (a JSON file per call, and one more where the oracle's
@@ -45,6 +48,7 @@ from irtrace import compare
 from irtrace.envs import trust
 from irtrace.errors import IrtraceError
 from irtrace.replay import backends as registry
+from irtrace.store import grad_name
 from irtrace.version import __version__
 
 log = logging.getLogger(__name__)
@@ -105,9 +109,45 @@ def _settled(identity):
     return time.time_ns() - max(identity[3], identity[4]) > _SETTLED_NS
 
 
-def _answer(meta, out):
+def _answer(meta, out, values):
+    """The Answer an entry holds: its arrays as they were put, the recorded values it names read from the
+    bundle's `values` and the float64 arrays kept in float32 widened again; None where a value it names
+    is not in the bundle."""
     from irtrace.replay.execute import answer_of
+    out = list(out)
+    for k, name in meta.get("recorded", {}).items():
+        if name not in values:
+            return None
+        out[int(k)] = values[name]
+    for k in meta.get("narrowed", []):
+        out[k] = out[k].astype(np.float64)
     return answer_of({**meta["reply"], "status": meta["status"]}, out)
+
+
+def _same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
+        np.ascontiguousarray(a).reshape(-1).view(np.uint8), np.ascontiguousarray(b).reshape(-1).view(np.uint8))
+
+
+def _recorded(call, k, a, values):
+    """The name of the bundle's value that result k of `call` is bit for bit (its recorded output, in
+    fwd; the recorded gradient of its input, in vjp), or None."""
+    names = call.spec.outputs if call.mode == "fwd" else call.spec.inputs if call.mode == "vjp" else ()
+    if k >= len(names) or not names[k]:
+        return None
+    name = names[k] if call.mode == "fwd" else grad_name(names[k])
+    return name if name in values and _same_bits(a, values[name]) else None
+
+
+def _narrow(a):
+    """`a` in float32 where it is float64 and every element is a float32 (a selection, a move, a sum of
+    what rounds to nothing: Relu, MaxPool, Reshape and their gradients): the same numbers in half the
+    bytes, widened again when read; None otherwise. NaN is kept as it was (its payload)."""
+    if a.dtype != np.float64:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        low = a.astype(np.float32)
+    return low if np.array_equal(low, a) else None
 
 
 class ResultCache:
@@ -116,6 +156,7 @@ class ResultCache:
 
     def __init__(self, bundle, roles, limit=None):
         self.dir = Path(str(bundle.path).rstrip("/") + ".cache")
+        self.values = bundle.values  # an answer that is a recorded value bit for bit names it (put)
         self.limit = limit  # bytes the folder may hold after a replay (None: no limit); see trim
         self.used = set()   # the entries this replay read or wrote
         self.room = None    # bytes this replay may still write (put: half the disk's free space at its first)
@@ -298,16 +339,17 @@ class ResultCache:
                 with safe_open(str(path), framework="numpy") as f:
                     metadata = f.metadata()
                     meta = json.loads(metadata["irtrace"])
-                    out = [f.get_tensor(str(k)) if k not in meta["none"] else None for k in range(meta["n"])]
+                    held = set(f.keys())
+                    out = [f.get_tensor(str(k)) if str(k) in held else None for k in range(meta["n"])]
             else:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
                 before = _identity(path)
                 f = LazyValues(path)
                 metadata = f.metadata
                 meta = json.loads(metadata["irtrace"])
-                out = [f[str(k)] if k not in meta["none"] else None for k in range(meta["n"])]
+                out = [f[str(k)] if str(k) in f else None for k in range(meta["n"])]
                 if self.seen.get(path.name) == before == _identity(path):  # verified before, unchanged since
                     self.used.add(path.name)
-                    return _answer(meta, out)
+                    return _answer(meta, out, self.values)
             signed = _answer_signer(path.name, metadata["irtrace"], out)
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
             log.info("%s: unreadable cache entry (%s); computing it again", path, e)
@@ -319,7 +361,7 @@ class ResultCache:
         if before is not None and _settled(before) and _identity(path) == before:
             self.newly[path.name] = before
         self.used.add(path.name)
-        return _answer(meta, out)
+        return _answer(meta, out, self.values)
 
     def put(self, call, role, answer):
         if role not in self.keys or not self.writable or answer.status not in KEPT:
@@ -327,10 +369,22 @@ class ResultCache:
         reply, out = answer.reply, answer.arrays()
         from irtrace.store import write_values  # safetensors' format, written without a copy of each array
         path = self._path(call, role)
-        # np.array, not np.ascontiguousarray: that makes a 0-d result 1-d
-        tensors = {str(k): np.array(a, order="C") for k, a in enumerate(out) if a is not None}
+        # a result the bundle holds bit for bit is named, not written again; a float64 one whose every
+        # element is a float32 is written in float32 (both read back as they were: _answer)
+        recorded = {str(k): name for k, a in enumerate(out[:len(answer.results)]) if a is not None
+                    for name in [_recorded(call, k, a, self.values)] if name is not None}
+        tensors, narrowed = {}, []
+        for k, a in enumerate(out):
+            if a is None or str(k) in recorded:
+                continue
+            low = _narrow(a)
+            if low is not None:
+                narrowed.append(k)
+            # np.array, not np.ascontiguousarray: that makes a 0-d result 1-d
+            tensors[str(k)] = np.array(a if low is None else low, order="C")
         meta = json.dumps({"status": answer.status.value, "reply": reply, "n": len(out),
-                           "none": [k for k, a in enumerate(out) if a is None]})
+                           "none": [k for k, a in enumerate(out) if a is None], "recorded": recorded,
+                           "narrowed": narrowed})
         signed = _answer_signer(path.name, meta, [tensors.get(str(k)) for k in range(len(out))])
         if signed is None:
             return
