@@ -71,3 +71,4 @@ def example_bundle(tmp_path_factory):
             cache[name] = irtrace.export(e.build(), e.inputs(), root / f"{name}.irt", train=e.train)
         return cache[name]
     return get
+

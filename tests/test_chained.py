@@ -99,6 +99,8 @@ def test_float32_noise_grows_without_a_culprit(tmp_path):
 
 @pytest.mark.parametrize("bug", ["bnbiased", pytest.param("bnmomentum", marks=pytest.mark.slow)])
 def test_running_stat_bugs_are_found_and_named(example_bundle, tmp_path, bug):
+    import planted_backend
+    planted_backend.register(bug)  # whichever test of this file ran before (the test processes share files out)
     b = example_bundle("resnet")
     report, _, run = _run(b, f"planted-{bug}", tmp_path, nodes=None)
     findings = [f for f in report["findings"] if f["op_type"] == "TrainBatchNormalization" and f["mode"] == "fwd"]

@@ -43,21 +43,28 @@ class Counting(RayExecutor):
         super()._submit(batch)
 
 
-def test_report_is_byte_identical_to_the_local_one_with_every_backend(example_bundle, cluster, tmp_path):
+# the nodes of StyleGAN2 where the frameworks' known findings are (MegEngine's LeakyRelu vjp2 and Pad
+# vjp2, with their verified workarounds; Paddle's and TensorFlow's Conv gradients) and a few that match
+FINDINGS = "node_(leaky_relu|pad|conv2d)(_1)?$"
+
+
+@pytest.mark.parametrize("nodes", [FINDINGS, pytest.param(None, marks=pytest.mark.slow)], ids=["findings", "all"])
+def test_report_is_byte_identical_to_the_local_one_with_every_backend(nodes, example_bundle, cluster, tmp_path):
     bundle = example_bundle("stylegan2")
-    local, remote = _both(bundle, tmp_path, RayExecutor(workers=2), backends=("torch", *UNDER_TEST))
+    local, remote = _both(bundle, tmp_path, RayExecutor(workers=2), backends=("torch", *UNDER_TEST), nodes=nodes)
     assert local == remote
     # --resume over the Ray run's journal: every node kept, none run again (the workarounds are tried
     # again: they are not journaled), the same report
     executor = Counting(workers=1)
-    again = replay_into(bundle, ReplayOptions(cache=False, executor=executor, backends=("torch", *UNDER_TEST)),
-                        tmp_path / "ray", resume=True)
+    again = replay_into(bundle, ReplayOptions(cache=False, executor=executor, backends=("torch", *UNDER_TEST),
+                                              nodes=nodes), tmp_path / "ray", resume=True)
     assert (again.out / "report.json").read_bytes() == remote and executor.tasks == 0
     report = json.loads(remote)
     assert {b["name"] for b in report["backends"]} == {"torch", *UNDER_TEST}
     assert sum(report["restarts"].values()) == 0
     # the findings the local run has (the example's known bugs, with their verified workarounds), all there
-    assert report["summary"]["MATCH"] > 100 and report["summary"]["nodes"] == len(report["nodes"])
+    assert report["summary"]["MATCH"] > (100 if nodes is None else 20)
+    assert report["summary"]["nodes"] == len(report["nodes"]) == (244 if nodes is None else 6)
     if "megengine" in UNDER_TEST:
         assert any(f["backend"] == "megengine" and f.get("workarounds") for f in report["findings"])
 
