@@ -36,9 +36,8 @@ def _nbytes(arr):
 
 
 def _parts(cache):
-    """bytes of the cache by what they hold: the reference's answers, the oracle's results (float64, or
-    float64 kept in float32: the only answers that have any), its rounding model's sizes, judged rows,
-    and the files' headers."""
+    """bytes of the cache by what they hold: the reference's (torch's) answers, the oracle's results, its
+    rounding model's sizes, judged rows, and the files' headers."""
     parts = Counter()
     for f in Path(cache).iterdir():
         if f.suffix == ".json":
@@ -49,7 +48,7 @@ def _parts(cache):
             meta = json.loads(h.metadata()["irtrace"])
             sized = sum((meta["reply"].get("extra") or {}).get("magnitude", []))
             arrays = {int(k): h.get_slice(k) for k in h.keys()}
-            oracle = sized or meta.get("narrowed") or any(a.get_dtype() == "F64" for a in arrays.values())
+            oracle = meta["role"] != "torch"
             for k, arr in arrays.items():
                 kind = "reference answers" if not oracle else \
                     "oracle: model sizes" if k >= meta["n"] - sized else "oracle: results"

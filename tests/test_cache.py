@@ -132,7 +132,7 @@ def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_est
     from irtrace.replay.call import bundle_paths
     from backends._runtime.wire import Status
     from irtrace.replay.execute import Answer
-    from irtrace.replay.judge import _basis, judged_before, rounding_call
+    from irtrace.replay.judge import _basis, judged_before, model_call, rounding_call
     from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
     b = small(tmp_path / "b.irt")
     assert main(["replay", str(b.path), "--backend", "torch", "--modes", "vjp", "-o", str(tmp_path / "r")]) == 0
@@ -146,18 +146,23 @@ def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_est
     metrics = compare.Metrics(float("inf"), np.float32(0.5), None, None, None, None, None, None, np.float64(2.0), 0.0)
     rows = [compare.Result("mm", "MatMul", "torch", "vjp", "d_x", compare.DIVERGENT, metrics, oracle_abs=float("nan"),
                            allowed=np.float32(1e-6), tags=("kink",), time_s=0.25)]
-    basis = _basis(call, off, False, False)
+    basis = _basis(call, off, False, False, False)
     assert judged_before(call, ["torch"], cache, policy, off, True)[0].verdict is compare.MATCH  # the replay's own
     cache.keep_judged(call, policy, basis, rows)
     back = cache.judged(call, policy, basis)
     assert len(back) == 1 and back[0].verdict is compare.DIVERGENT and back[0].tags == ("kink",)
     assert back[0].metrics.max_abs == float("inf") and back[0].metrics.max_rel == 0.5 and np.isnan(back[0].oracle_abs)
     assert back[0].allowed == float(np.float32(1e-6)) and back[0].time_s == 0.25
+    assert judged_before(call, ["torch"], cache, policy, off, True) is None  # no rounding model is cached
+    # DIVERGENT without it: judged again with the rounding model (MatMul accumulates), still DIVERGENT
+    cache.put(model_call(call), ORACLE, Answer(Status.OK, {"status": "ok", "extra": {"magnitude": [1]}}, [],
+                                               {"magnitude": [[np.ones(1, np.float32)]]}))
+    cache.keep_judged(call, policy, _basis(call, off, False, False, True), rows)
     assert judged_before(call, ["torch"], cache, policy, off, True) is None  # no rounding estimate is cached
     asked = rounding_call(call)
     cache.put(asked, ORACLE, Answer(Status.OK, {"status": "ok", "extra": {"rounding": [1]}}, [], {"rounding": [[np.zeros(1)]]}))
     noise = [replace(rows[0], verdict=compare.NOISE, float32_rounding=3e-7)]
-    cache.keep_judged(call, policy, _basis(call, off, False, True), noise)
+    cache.keep_judged(call, policy, _basis(call, off, False, True, True), noise)
     assert judged_before(call, ["torch"], cache, policy, off, True)[0].verdict is compare.NOISE
     assert judged_before(call, ["torch", "onnxruntime"], cache, policy, off, True) is None  # another backend: run it
     assert judged_before(call, ["torch"], cache, replace(policy, match_ulps=2.0), off, True) is None
@@ -250,16 +255,16 @@ def test_a_replay_keeps_no_answers_past_half_the_free_disk(tmp_path, monkeypatch
     said = [r.getMessage() for r in caplog.records if "keeping no more answers" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith(f"{b.path}.cache: keeping no more answers in this replay: the next "
                                                  f"is ") and said[0].endswith(
-        "bytes and half of the disk's free space is 4 bytes (--cache-size, or --no-cache)")  # 100 less 96 kept
+        "bytes and half of the disk's free space is 36 bytes (--cache-size, or --no-cache)")  # 100 less 64 kept
     answers = list(Path(f"{b.path}.cache").glob("*.safetensors"))
-    # MatMul's answer in float64 fit (8 float64 results and their 8 float32 rounding sizes, 96 bytes), and
-    # torch's answers that are recorded values bit for bit (named: no bytes); no array after the one that did not
+    # MatMul's answer in float64 fit (8 float64 results, 64 bytes), and torch's answers that are recorded
+    # values bit for bit (named: no bytes); no array after the one that did not
     from safetensors import safe_open
     held = []
     for p in answers:
         with safe_open(str(p), "np") as f:
             held += [f.get_tensor(k).nbytes for k in f.keys()]
-    assert sorted(held) == [32, 64]
+    assert held == [64]
     assert (tmp_path / "full-disk" / "report.json").read_bytes() == (tmp_path / "uncached" / "report.json").read_bytes()
     monkeypatch.setattr(cache_mod.os, "statvfs", os.statvfs)
     replay_into(b.path, ReplayOptions(backends=("torch",)), tmp_path / "again")

@@ -209,6 +209,8 @@ def handle(adapter, msg, arrays):
             continue
         reply.setdefault("extra", {})[name] = [len(g) for g in groups]
         out += [a for g in groups for a in g]
+    if msg.get("extra_only"):  # asked for its extra fields alone (the caller has the results): not sent again
+        out = out[len(results):]
     return reply, out
 
 

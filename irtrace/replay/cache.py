@@ -382,7 +382,7 @@ class ResultCache:
                 narrowed.append(k)
             # np.array, not np.ascontiguousarray: that makes a 0-d result 1-d
             tensors[str(k)] = np.array(a if low is None else low, order="C")
-        meta = json.dumps({"status": answer.status.value, "reply": reply, "n": len(out),
+        meta = json.dumps({"role": role, "status": answer.status.value, "reply": reply, "n": len(out),
                            "none": [k for k, a in enumerate(out) if a is None], "recorded": recorded,
                            "narrowed": narrowed})
         signed = _answer_signer(path.name, meta, [tensors.get(str(k)) for k in range(len(out))])

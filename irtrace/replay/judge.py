@@ -1,7 +1,8 @@
 """Judge: the answers of one NodeCall (the reference's, the float64 oracle's, each backend's) give its
 Results, one per output, or one per whole-call failure. The reference itself is judged against the
-oracle; the rounding-error model's size of each result comes with the oracle's answer, and where a result fails
-the oracle is asked for its Monte Carlo estimate of float32 rounding and the call judged again."""
+oracle; where a result fails, the oracle is asked for the rounding-error model's size of each result (an
+accumulating op), then, where one still fails, for its Monte Carlo estimate of float32 rounding, and the
+call is judged again each time."""
 import logging
 from dataclasses import dataclass, replace
 
@@ -20,8 +21,8 @@ MCA_SAMPLES = 4  # Monte Carlo arithmetic runs per estimate of float32 rounding 
 class Gathered:
     """What one node in one mode gave: the reference's Answer and results (`ref`: None when there is
     nothing to compare with), the oracle's results (None when it cannot arbitrate), each backend's
-    Answer, and the rounding-error model's size array per result (None for an op that does not
-    accumulate, or a result it cannot size: backends/oracle/model.py)."""
+    Answer, and the rounding-error model's size array per result (None until judge_node asks for it,
+    for an op that does not accumulate, or a result it cannot size: backends/oracle/model.py)."""
     ref_answer: object
     ref: list
     oracle: list
@@ -59,14 +60,24 @@ def _wants_model(call):
     return sorted(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
 
 
-def oracle_call(call):
-    """What the oracle is asked for `call`: its answers, with the rounding model's size of each."""
-    return call.with_extra(magnitude=_wants_model(call))
+def model_call(call):
+    """What the oracle is asked for the rounding-error model's size of each result (judge_node: where a
+    result of an accumulating op fails without it; it costs three more float64 runs of the op). The
+    results themselves are not sent again (the oracle's plain answer has them)."""
+    return call.with_extra(magnitude=_wants_model(call), extra_only=True)
+
+
+def wants_model(call, rows, policy):
+    """Whether judge_node asks the oracle for the rounding model and judges again: a numeric result fails
+    and the op accumulates. The model only widens what passes (an error within max(allowed, bound) is
+    NOISE), so a result that passes without it passes with it, with the same verdict."""
+    return not policy.fixed and _wants_model(call) is not None and any(r.verdict == compare.DIVERGENT for r in rows)
 
 
 def rounding_call(call):
-    """What the oracle is asked for its Monte Carlo estimate of float32 rounding (judge_node)."""
-    return call.with_extra(rounding=MCA_SAMPLES)
+    """What the oracle is asked for its Monte Carlo estimate of float32 rounding (judge_node), without
+    the results again."""
+    return call.with_extra(rounding=MCA_SAMPLES, extra_only=True)
 
 
 def magnitudes(answer):
@@ -103,7 +114,7 @@ def judge_all(call, got, policy, off_path=(), cache=None):
         return tag[0]
     # the reference's rows are a function of the cached answers only when both were answers
     settled = cache is not None and got.oracle is not None and ref_answer.ok and not got.oracle_failed
-    basis = _basis(call, off_path, got.recomputed is not None, got.spread is not None)
+    basis = _basis(call, off_path, got.recomputed is not None, got.spread is not None, got.magnitude is not None)
     for backend, answer in got.outs.items():
         keep = settled and backend == REFERENCE
         kept = cache.judged(call, policy, basis) if keep else None
@@ -114,11 +125,12 @@ def judge_all(call, got, policy, off_path=(), cache=None):
     return results
 
 
-def _basis(call, off_path, recorded, spread):
+def _basis(call, off_path, recorded, spread, model):
     """What the reference's rows of `call` are judged from (ResultCache.judged's key): the answers (the
-    reference's, the oracle's, its rounding estimate where asked for), the inputs whose gradients are
-    not judged, and whether fwd is judged on the recorded value."""
-    answers = [(call, REFERENCE), (oracle_call(call), ORACLE)] + ([(rounding_call(call), ORACLE)] if spread else [])
+    reference's, the oracle's, its rounding model and its rounding estimate where asked for), the inputs
+    whose gradients are not judged, and whether fwd is judged on the recorded value."""
+    answers = [(call, REFERENCE), (call, ORACLE)] + ([(model_call(call), ORACLE)] if model else []) + \
+        ([(rounding_call(call), ORACLE)] if spread else [])
     return {"answers": answers, "off": sorted(off_path), "recorded": recorded}
 
 
@@ -176,9 +188,12 @@ def judged_before(call, on, cache, policy, off_path, recorded):
     if cache is None or [b for b in on if b != ORACLE] != [REFERENCE]:
         return None
     recorded = recorded and call.mode == "fwd"
-    rows = cache.judged(call, policy, _basis(call, off_path, recorded, False))
-    if rows is not None and wants_rounding(rows, policy):  # judged again with the estimate: those rows
-        rows = cache.judged(call, policy, _basis(call, off_path, recorded, True))
+    rows = cache.judged(call, policy, _basis(call, off_path, recorded, False, False))
+    model = rows is not None and wants_model(call, rows, policy)
+    if model:  # judged again with the rounding model: those rows (as judge_node decides)
+        rows = cache.judged(call, policy, _basis(call, off_path, recorded, False, True))
+    if rows is not None and wants_rounding(rows, policy):  # and with the estimate
+        rows = cache.judged(call, policy, _basis(call, off_path, recorded, True, model))
     return rows
 
 
@@ -202,11 +217,21 @@ def _recorded_vs_recomputed(again, recorded, oracle, policy, magnitude, spread):
 
 
 def judge_node(executor, call, got, policy, off_path=(), cache=None):
-    """judge_all, and where a numeric result fails, judge again with the oracle's Monte Carlo estimate
-    of how far float32 rounding of the op's formula can move it (asked of `executor` only then: it costs
-    MCA_SAMPLES more float64 runs)."""
+    """judge_all, and where a numeric result fails, judge again with the rounding-error model of an
+    accumulating op, then, where one still fails, with the oracle's Monte Carlo estimate of how far
+    float32 rounding of the op's formula can move it (each asked of `executor` only then: they cost
+    three and MCA_SAMPLES more float64 runs)."""
     results = judge_all(call, got, policy, off_path, cache)
-    if got.oracle is None or not wants_rounding(results, policy):
+    if got.oracle is None:
+        return results
+    if got.magnitude is None and wants_model(call, results, policy):
+        sizes = magnitudes(executor.run(ORACLE, model_call(call)))
+        if sizes:
+            got = replace(got, magnitude=sizes)
+            results = judge_all(call, got, policy, off_path, cache)
+        else:
+            log.info("%s %s: no rounding model", call.spec.name, call.mode)
+    if not wants_rounding(results, policy):
         return results
     answer = executor.run(ORACLE, rounding_call(call))
     spread = answer.extra.get("rounding") if answer.ok else None
@@ -224,9 +249,8 @@ def gather(executor, call, ref_fwd, backends, use_oracle, forms=None):
     original: another form of the node; an alternative formulation by name). A backend's answer is used
     only when the reference has one to compare it with."""
     mode = call.mode
-    asked = oracle_call(call)
     sent_ref = executor.send(REFERENCE, call)
-    sent_oracle = executor.send(ORACLE, asked) if use_oracle else None
+    sent_oracle = executor.send(ORACLE, call) if use_oracle else None
     sent = {}
     for backend in backends:
         if backend in (ORACLE, REFERENCE) or mode not in executor.modes(backend):
@@ -235,11 +259,10 @@ def gather(executor, call, ref_fwd, backends, use_oracle, forms=None):
     ref_answer = executor.receive(sent_ref)
     recorded = mode == "fwd" and ref_fwd is not None
     ref = ref_fwd if recorded else (ref_answer.results if ref_answer.ok else None)
-    oracle, magnitude, oracle_failed = None, None, None
+    oracle, oracle_failed = None, None
     if use_oracle:
         o_answer = executor.receive(sent_oracle)
         if ref is not None and o_answer.ok:
-            magnitude = magnitudes(o_answer)
             check = o_answer.reply.get("check") or {}
             if check.get("verified") is not False:
                 oracle = o_answer.results
@@ -256,6 +279,6 @@ def gather(executor, call, ref_fwd, backends, use_oracle, forms=None):
                 outs[backend] = replace(ref_answer, results=list(ref_fwd)) if recorded else ref_answer
             elif backend in received:
                 outs[backend] = received[backend]
-    return Gathered(ref_answer, ref, oracle, outs, magnitude, oracle_failed=oracle_failed,
+    return Gathered(ref_answer, ref, oracle, outs, oracle_failed=oracle_failed,
                     recomputed=ref_answer.results if recorded and ref_answer.ok else None)
 
