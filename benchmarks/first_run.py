@@ -1,6 +1,8 @@
 """The first (uncached) torch fwd+vjp+vjp2 replay with --jobs 1 and --jobs 2, side by side in one run,
 on ResNet-50 (torchvision, random weights, 2x3x112x112) and the StyleGAN2 example: the float64
-oracle's compute, spread over one or two worker sets; and what --jobs auto picks for each.
+oracle's compute, spread over one or two worker sets; and what --jobs auto picks for each. Also the
+same first run with --no-cache: what keeping the answers costs it (written behind, by a thread of
+the cache's own).
 
     .venv/bin/python benchmarks/first_run.py [--models resnet50,stylegan2]
 """
@@ -27,7 +29,8 @@ def main():
     p.add_argument("--models", default="resnet50,stylegan2")
     args = p.parse_args()
     torch.set_num_threads(1)
-    print(f"{'model':10} {'--jobs 1 s':>11} {'--jobs 2 s':>11} {'ratio':>6} {'auto picks':>11}")
+    print(f"{'model':10} {'--jobs 1 s':>11} {'--jobs 2 s':>11} {'ratio':>6} {'auto picks':>11} "
+          f"{'--no-cache s':>13} {'cache costs':>12}")
     for name in args.models.split(","):
         model, inputs = MODELS[name]()
         with tempfile.TemporaryDirectory() as d:
@@ -41,7 +44,11 @@ def main():
                 replay_into(bundle.path, ReplayOptions.parse("torch", "fwd,vjp,vjp2", jobs=jobs), out=Path(d) / f"jobs{jobs}")
                 times.append(time.perf_counter() - t)
             auto = auto_jobs(bundle, ("torch",), cache=False)  # what it picks for this first run
-        print(f"{name:10} {times[0]:11.2f} {times[1]:11.2f} {times[1] / times[0]:6.2f} {auto:11d}")
+            t = time.perf_counter()
+            replay_into(bundle.path, ReplayOptions.parse("torch", "fwd,vjp,vjp2", cache=False), out=Path(d) / "nocache")
+            bare = time.perf_counter() - t
+        print(f"{name:10} {times[0]:11.2f} {times[1]:11.2f} {times[1] / times[0]:6.2f} {auto:11d} "
+              f"{bare:13.2f} {times[0] / bare:11.2f}x")
 
 
 if __name__ == "__main__":

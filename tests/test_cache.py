@@ -310,3 +310,42 @@ def test_an_answer_is_read_back_bit_for_bit_whatever_it_was_kept_as(tmp_path):
             assert have is None
             continue
         assert have.dtype == np.float64 and have.shape == np.shape(want) and have.tobytes() == np.asarray(want).tobytes()
+
+
+def test_entries_written_behind_are_served_while_pending_and_bounded(tmp_path, monkeypatch):
+    """behind=True (a replay's cache): put returns before the entry is written; get serves the answer
+    put meanwhile; at most BEHIND bytes wait to be written (the next put waits); drain and close leave
+    every entry on disk, read back as put."""
+    import base64
+    import threading
+
+    from backends._runtime.wire import Status
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay import cache as cache_mod
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.call import bundle_paths
+    from irtrace.replay.execute import Answer
+    from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
+    b = small(tmp_path / "b.irt")
+    spec = node_specs(b.model)[0]
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    (fwd,), _ = mode_calls(b, spec, ("fwd",), bundle_paths(b), proto)
+    (vjp,), _ = mode_calls(b, spec, ("vjp",), bundle_paths(b), proto)
+    gate, real = threading.Event(), ResultCache._put
+    monkeypatch.setattr(ResultCache, "_put", lambda self, *a: (gate.wait(10), real(self, *a)))
+    monkeypatch.setattr(cache_mod, "BEHIND", 100)  # bytes: one 64-byte answer waits, a second must wait for it
+    cache = ResultCache(b, [REFERENCE, ORACLE], behind=True)
+    first = Answer(Status.OK, {"status": "ok"}, [np.arange(8, dtype=np.float64).reshape(2, 4) / 3])
+    cache.put(fwd, ORACLE, first)
+    assert cache.get(fwd, ORACLE) is first and not list(Path(f"{b.path}.cache").glob("*.safetensors"))
+    second = Answer(Status.OK, {"status": "ok"}, [np.ones((2, 3)) / 3, np.ones((3, 4)) / 7])
+    done = threading.Event()
+    threading.Thread(target=lambda: (cache.put(vjp, ORACLE, second), done.set()), daemon=True).start()
+    assert not done.wait(0.5)  # 64 + 96 bytes > 100: it waits for the first to be written
+    gate.set()
+    assert done.wait(10)
+    cache.close()
+    again = ResultCache(b, [REFERENCE, ORACLE])
+    for call, answer in ((fwd, first), (vjp, second)):
+        got = again.get(call, ORACLE)
+        assert got is not answer and [a.tobytes() for a in got.results] == [a.tobytes() for a in answer.results]

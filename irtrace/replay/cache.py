@@ -10,7 +10,10 @@ else is asked). Only answers are kept (ok, UNSUPPORTED): a crash or a timeout is
 bundle folder that cannot be written next to runs without a cache (logged). A result that is one of the
 bundle's values bit for bit (the reference's forward output is usually the recorded one) is kept as
 that value's name, and a float64 result whose every element is a float32 (the oracle's Relu, MaxPool,
-Reshape and their gradients) in float32: both are read back as they were, the same bits.
+Reshape and their gradients) in float32: both are read back as they were, the same bits. A replay's
+entries are written behind, by a thread of the cache's own, while the replay goes on (at most BEHIND
+bytes of answers wait; an answer put and not yet written is served from memory); the replay's end
+waits for them.
 
 The reference's own rows (torch judged against float64) are a function of those answers, the policy
 and the host's judging code: they are kept too (a JSON file per call, and one more where the oracle's
@@ -37,6 +40,7 @@ import json
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
@@ -94,6 +98,7 @@ def _worker_key(name):
 
 
 SMALL = 1 << 20  # bytes: a cache entry up to this size is read whole, not memory-mapped
+BEHIND = 256 << 20  # bytes of answers put and not yet written that a replay holds at most (behind=True)
 USES = "uses.json"  # in the cache folder: each entry's last replay (a count), for ResultCache.trim
 VERIFIED = "verified"  # in the user's cache folder: per cache, the answers already verified, by identity
 _SETTLED_NS = 2 * 10**9  # an answer changed this recently is verified again next time
@@ -154,8 +159,12 @@ class ResultCache:
     """get(call, backend) -> its Answer (irtrace/replay/execute.py) or None; put(call, backend, Answer). `backends`: the
     roles cached (the reference and the oracle)."""
 
-    def __init__(self, bundle, roles, limit=None):
+    def __init__(self, bundle, roles, limit=None, behind=False):
         self.dir = Path(str(bundle.path).rstrip("/") + ".cache")
+        # behind=True: entries are written by a thread of their own while the replay goes on (drain, replayed)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="irtrace-cache") if behind else None
+        self._pending = {}  # entry name -> the Answer put and not written yet (get serves it)
+        self._held, self._room_cv = 0, threading.Condition()
         self.values = bundle.values  # an answer that is a recorded value bit for bit names it (put)
         self.limit = limit  # bytes the folder may hold after a replay (None: no limit); see trim
         self.used = set()   # the entries this replay read or wrote
@@ -211,6 +220,7 @@ class ResultCache:
     def replayed(self, versions):
         """Mark the end of a replay that kept its answers; keep the cached roles' versions (a later
         replay that starts neither reports them)."""
+        self.close()
         if self.writable and self.dir.is_dir():
             # each versions dict in the order its worker gave it: a cached report is the same bytes
             kept = {role: versions[role] for role in self.keys if role in versions}
@@ -312,23 +322,64 @@ class ResultCache:
             return None
 
     def keep_judged(self, call, policy, basis, rows):
-        path = self._judged_path(call, policy, basis) if self.writable else None
-        if path is None:
+        if not self.writable:
             return
         try:  # numpy scalars as the numbers they hold; inf and NaN as JSON's extension (read back as they were)
             text = json.dumps([r.to_json() for r in rows], default=_number)
         except (TypeError, ValueError) as e:
             log.info("%s: not keeping the judged rows of %s %s (%s)", self.dir, call.spec.name, call.mode, e)
             return
-        if self._write(path, lambda tmp: tmp.write_text(_signed(path.name, text))):
-            self.used.add(path.name)
-        else:
-            log.info("%s: not keeping the judged rows of %s %s", self.dir, call.spec.name, call.mode)
+
+        def write():  # after the answers put before (the rows' key reads their files)
+            path = self._judged_path(call, policy, basis)
+            if path is None:
+                return
+            if self._write(path, lambda tmp: tmp.write_text(_signed(path.name, text))):
+                self.used.add(path.name)
+            else:
+                log.info("%s: not keeping the judged rows of %s %s", self.dir, call.spec.name, call.mode)
+        self._later(write)
+
+    def _later(self, write, nbytes=0):
+        """`write()` on the writer thread, after every write asked for before (behind=True), holding at
+        most BEHIND bytes of answers not yet written (more waits); now, without it."""
+        if self._writer is None:
+            write()
+            return
+        with self._room_cv:
+            while self._held and self._held + nbytes > BEHIND:
+                self._room_cv.wait()
+            self._held += nbytes
+
+        def run():
+            try:
+                write()
+            except Exception as e:  # noqa: BLE001 - an entry not kept is computed again; the replay goes on
+                log.warning("%s: a cache entry was not kept (%s: %s)", self.dir, type(e).__name__, e)
+            finally:
+                with self._room_cv:
+                    self._held -= nbytes
+                    self._room_cv.notify_all()
+        self._writer.submit(run)
+
+    def drain(self):
+        """Every write asked for so far done."""
+        if self._writer is not None:
+            self._writer.submit(lambda: None).result()
+
+    def close(self):
+        """Every write asked for done, and the writer thread ended (put writes at once from now on)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
 
     def get(self, call, role):
         if role not in self.keys or not self.usable:
             return None
         path = self._path(call, role)
+        pending = self._pending.get(path.name)
+        if pending is not None:  # put by this replay, not written yet: the same answer
+            return pending
         if not path.exists():
             return None
         from irtrace.store import LazyValues
@@ -366,9 +417,22 @@ class ResultCache:
     def put(self, call, role, answer):
         if role not in self.keys or not self.writable or answer.status not in KEPT:
             return
+        path = self._path(call, role)
+        if self._writer is None:
+            self._put(path, call, role, answer)
+            return
+        self._pending[path.name] = answer
+
+        def write():
+            try:
+                self._put(path, call, role, answer)
+            finally:
+                self._pending.pop(path.name, None)
+        self._later(write, sum(a.nbytes for a in answer.arrays() if a is not None))
+
+    def _put(self, path, call, role, answer):
         reply, out = answer.reply, answer.arrays()
         from irtrace.store import write_values  # safetensors' format, written without a copy of each array
-        path = self._path(call, role)
         # a result the bundle holds bit for bit is named, not written again; a float64 one whose every
         # element is a float32 is written in float32 (both read back as they were: _answer)
         recorded = {str(k): name for k, a in enumerate(out[:len(answer.results)]) if a is not None

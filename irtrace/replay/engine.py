@@ -75,7 +75,7 @@ def replay(bundle, options, progress=None, done=None, on_node=None):
     use_oracle = registry.get(ORACLE).unavailable() is None
     roles = [REFERENCE] + ([ORACLE] if use_oracle else [])
     cache = ResultCache(bundle, roles, limit=None if options.cache_size is None else
-                        cache_limit(options.cache_size, bundle.path)) if options.cache else None
+                        cache_limit(options.cache_size, bundle.path), behind=True) if options.cache else None
     done = dict(done or {})
     todo = [it for it in planned.selected if it[1].name not in done]
     nodes = [done[s.name] for _, s in planned.selected if s.name in done]
@@ -117,6 +117,8 @@ def replay(bundle, options, progress=None, done=None, on_node=None):
         if threads is not None:
             threads.shutdown(wait=True, cancel_futures=True)
         local.close()
+        if cache is not None:
+            cache.close()  # what was put is written (an interrupted replay's answers are kept too)
     return Replay(bundle, backends, list(options.modes), nodes, time.perf_counter() - t0, policy, versions,
                   restarts, tried)
 
