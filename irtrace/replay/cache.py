@@ -466,7 +466,7 @@ class ResultCache:
     def _fits(self, nbytes):
         """Whether an answer of `nbytes` may be written: a replay's answers take at most half the free space
         of the disk the cache is on, as it was at the first (a large model's answers are several times its
-        bundle: 150 GB for a 1.1B-parameter one). Past it, this replay keeps no more (logged once); the
+        bundle: about 60 GB for a 1.1B-parameter one). Past it, this replay keeps no more (logged once); the
         verdicts are the same, the next replay computes what is missing."""
         if self.room is None:
             try:
