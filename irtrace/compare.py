@@ -321,11 +321,6 @@ def _model(size, o):
     return size if size.shape == o.shape else None
 
 
-def _bound(size, policy, eps):
-    """The rounding bound of one block of the model's sizes."""
-    return rounding_bound(size, policy, eps)
-
-
 def _sweep(a, r, o, size, policy, eps, close=True):
     """judge's numbers for a result, in one sweep: a dict of max |a - r| and its max rel, max |r - o|,
     max |a - o|, max |o| (max |r| without an oracle), the rounding bound's maximum and its value where
@@ -362,7 +357,7 @@ def _sweep(a, r, o, size, policy, eps, close=True):
         cols["ref_err"].append(float(ref_e.max()))
         cols["worst_b"].append(float(b_err[k]))
         if size is not None:
-            bound = _bound(blocks[3], policy, eps)
+            bound = rounding_bound(blocks[3], policy, eps)
             cols["bound_max"].append(float(bound.max()))
             cols["bound_at_worst"].append(float(bound[k]))
     out = {k: float(max(v)) if v else 0.0 for k, v in cols.items() if k not in ("bound_at_worst", "close")}
@@ -382,7 +377,7 @@ def _within(a, o, size, allowed, policy, eps):
     arrays = (a, o) if size is None else (a, o, size)
     worst = (0.0, allowed, None)  # (ratio, limit, bound) of the worst element so far
     for blocks in _blocks(*arrays):
-        bound = None if size is None else _bound(blocks[2], policy, eps)
+        bound = None if size is None else rounding_bound(blocks[2], policy, eps)
         limit = allowed if bound is None else np.maximum(allowed, bound)
         _, err = _finite_max(_abs_diff(blocks[0], blocks[1]))
         if np.all(err <= limit):
