@@ -402,3 +402,22 @@ def test_a_forward_of_another_shape_makes_vjp_and_vjp2_shape_mismatch_not_errors
                                              "cotangent cannot be applied (the forward is SHAPE_MISMATCH)"
     folders = make_repros(tmp_path / "r" / "report.json", tmp_path / "repros", shrink_budget=5)
     assert [f.name.split("-")[3] for f in folders] == ["fwd"]  # planted-shape-Conv-fwd-...
+
+
+def test_a_warm_worker_is_kept_across_tests_after_a_library_call_turns_keeping_on(tmp_path, monkeypatch):
+    """keep_warm() without volatile variables (irtrace fuzz's own call) keeps those the session declared
+    (PYTEST_CURRENT_TEST): the next test's replay gets the worker kept by the one before, not a new one
+    (it made every later test of a test process start torch and float64 afresh)."""
+    from irtrace.replay import backends, worker
+    from irtrace.replay.worker import WorkerProxy
+    if worker._WARM is None:
+        pytest.skip("workers are started per replay here (IRTRACE_COLD_WORKERS=1)")
+    worker.keep_warm()  # as irtrace.fuzz does
+    assert "PYTEST_CURRENT_TEST" in worker._VOLATILE
+    info = backends.get("onnxruntime")
+    w = worker.warm(info) or WorkerProxy(info)
+    w.start()
+    assert worker.park(w)
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/another.py::test_next (call)")
+    assert worker.warm(info) is w
+    assert worker.park(w)

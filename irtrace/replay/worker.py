@@ -97,9 +97,10 @@ WARM_MAX = 8          # idle workers kept in all (each holds its framework in me
 def keep_warm(volatile=()):
     """From now on, keep the workers a replay ends with for the next one in this process (close_warm ends them).
     `volatile`: environment variables that change between replays without changing what a worker computes
-    (pytest's PYTEST_CURRENT_TEST, set anew for each test), left out of the key a worker is kept under."""
+    (pytest's PYTEST_CURRENT_TEST, set anew for each test), left out of the key a worker is kept under,
+    with those of earlier calls (a library call that turns keeping on does not bring them back in)."""
     global _WARM, _VOLATILE
-    _VOLATILE = frozenset(volatile)
+    _VOLATILE = _VOLATILE | frozenset(volatile)
     if _WARM is None:
         _WARM = []
         import atexit
