@@ -52,11 +52,12 @@ class FuzzOptions:
 
 def declared_ops(name):
     """The op types (default domain) backend `name`'s own worker declares (its op table's keys)."""
-    from irtrace.replay.worker import WorkerProxy, keep_warm, park
+    from irtrace.replay.worker import WorkerProxy, keep_warm, park, warm
     keep_warm()
-    w = WorkerProxy(registry.get(name))
+    info = registry.get(name)
+    w = warm(info) or WorkerProxy(info)
     try:
-        hello = w.start()
+        hello = w.hello if w.hello is not None else w.start()  # a worker kept warm has said its hello
     except Exception as e:  # noqa: BLE001 - a backend that cannot start is one line, not a traceback
         w.close()
         raise IrtraceError(f"backend {name!r} cannot start: {e}") from e
