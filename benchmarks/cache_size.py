@@ -11,15 +11,13 @@ import contextlib
 import io
 import json
 import tempfile
-import warnings
 from collections import Counter
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 
-import irtrace
-from fast_replay import MODELS  # benchmarks/fast_replay.py, beside this script
+from fast_replay import MODELS, export_quietly  # benchmarks/fast_replay.py, beside this script
 from irtrace.replay import ReplayOptions
 from irtrace.report.folder import replay_into
 
@@ -66,9 +64,8 @@ def main():
     for name in args.models.split(","):
         model, inputs = MODELS[name]()
         with tempfile.TemporaryDirectory() as d:
-            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-                warnings.simplefilter("ignore")
-                bundle = irtrace.export(model, inputs, Path(d) / f"{name}.irt", train=model.training)
+            bundle = export_quietly(model, inputs, Path(d) / f"{name}.irt")
+            with contextlib.redirect_stdout(io.StringIO()):
                 replay_into(bundle.path, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=Path(d) / "r")
             size, cache = _size(bundle.path), _size(f"{bundle.path}.cache")
             print(f"\n{name}: bundle {size / 1e6:.1f} MB, cache {cache / 1e6:.1f} MB after fwd+vjp+vjp2 "

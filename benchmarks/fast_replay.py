@@ -54,6 +54,13 @@ def stylegan2():
 MODELS = {"resnet50": resnet50, "stylegan2": stylegan2}
 
 
+def export_quietly(model, inputs, path):
+    """irtrace.export of a benchmark model, its warnings and progress lines left out."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return irtrace.export(model, inputs, path, train=model.training)
+
+
 def best(fn, repeat=3):
     times = []
     for _ in range(repeat):

@@ -7,18 +7,14 @@ the cache's own).
     .venv/bin/python benchmarks/first_run.py [--models resnet50,stylegan2]
 """
 import argparse
-import contextlib
-import io
 import shutil
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import torch
 
-import irtrace
-from fast_replay import MODELS  # benchmarks/fast_replay.py, beside this script
+from fast_replay import MODELS, export_quietly  # benchmarks/fast_replay.py, beside this script
 from irtrace.replay import ReplayOptions
 from irtrace.replay.api import auto_jobs
 from irtrace.report.folder import replay_into
@@ -34,9 +30,7 @@ def main():
     for name in args.models.split(","):
         model, inputs = MODELS[name]()
         with tempfile.TemporaryDirectory() as d:
-            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-                warnings.simplefilter("ignore")
-                bundle = irtrace.export(model, inputs, Path(d) / f"{name}.irt", train=model.training)
+            bundle = export_quietly(model, inputs, Path(d) / f"{name}.irt")
             times = []
             for jobs in (1, 2):
                 shutil.rmtree(f"{bundle.path}.cache", ignore_errors=True)  # uncached: a first run
