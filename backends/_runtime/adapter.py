@@ -2,8 +2,25 @@
 call (run), shape checks. A backend fills fwd / vjp / vjp2 (and chained); what it can do beyond that
 is declared here, as class attributes, never discovered."""
 import time
+from dataclasses import dataclass
 
 from backends._table import Unsupported
+
+
+@dataclass(frozen=True)
+class Computed:
+    """One node call as it was computed, what an extra answer field (Adapter.extras) is computed from:
+    the mode, the op-table entry, the inputs, the node's spec, the cotangents and directions u, which
+    inputs are differentiated (`wrt`) and which part of vjp2 (`part`), and the call's own `results`."""
+    mode: str
+    entry: object
+    inputs: list
+    spec: object
+    cots: list
+    us: list
+    wrt: object = None
+    part: object = None
+    results: list = ()
 
 
 class NodeFailed(Exception):
@@ -28,8 +45,8 @@ class Adapter:
 
     def extras(self):
         """name -> a method computing an answer field beyond the results that a call may ask for by that
-        name (the oracle's "magnitude" and "rounding"): (mode, entry, inputs, spec, cots, us, request,
-        wrt, part, results: the call's own results) -> a list of groups of arrays. None here."""
+        name (the oracle's "magnitude" and "rounding"): (Computed, the request's value) -> a list of
+        groups of arrays. None here."""
         return {}
 
     def lookup(self, spec):

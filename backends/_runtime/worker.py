@@ -16,7 +16,7 @@ import traceback
 
 from backends._runtime import wire
 from backends._runtime.spec import from_json
-from backends._runtime.adapter import NodeFailed
+from backends._runtime.adapter import Computed, NodeFailed
 from backends._table import Unsupported
 
 
@@ -193,7 +193,8 @@ def handle(adapter, msg, arrays):
     reply = {"status": wire.Status.OK, "time_s": seconds}
     if adapter.last_check is not None:
         reply["check"] = adapter.last_check
-    results = list(out)
+    computed = Computed(mode, entry, inputs, spec, arrays[n_in:n_in + n_out], arrays[n_in + n_out:],
+                        msg.get("wrt"), msg.get("part"), list(out))
     for name, compute in adapter.extras().items():
         # answer fields beyond the results, asked for by name (the oracle's): each a list of groups of
         # arrays, appended after the results and declared in the reply by the sizes of its groups
@@ -201,16 +202,14 @@ def handle(adapter, msg, arrays):
         if request is None or request is False:
             continue
         try:
-            groups = [list(g) for g in compute(mode, entry, inputs, spec, arrays[n_in:n_in + n_out],
-                                               arrays[n_in + n_out:], request, wrt=msg.get("wrt"),
-                                               part=msg.get("part"), results=results)]
+            groups = [list(g) for g in compute(computed, request)]
         except Exception as e:  # noqa: BLE001 - nothing of this field for this node: the verdicts say so
             reply[f"{name}_error"] = f"{type(e).__name__}: {e}"[:300]
             continue
         reply.setdefault("extra", {})[name] = [len(g) for g in groups]
         out += [a for g in groups for a in g]
     if msg.get("extra_only"):  # asked for its extra fields alone (the caller has the results): not sent again
-        out = out[len(results):]
+        out = out[len(computed.results):]
     return reply, out
 
 

@@ -227,39 +227,34 @@ class OracleAdapter(NativeAdapter):
     def extras(self):
         return {"magnitude": self.magnitude, "rounding": self.rounding}
 
-    def magnitude(self, mode, entry, inputs, spec, cots, us, fixed=(), wrt=None, part=None, results=()):
+    def magnitude(self, c, fixed=()):
         """The rounding-error model's size of every result (backends/oracle/model.py), as one group: from
         M, Q and N, this mode of the op in float64 on the absolute values, on the squares, and on the
         indicators of nonzero values of every float operand (inputs, cotangents, directions u), and the
-        call's `results`. For a sum of products t_k = a_k b_k these are exactly sum |t_k|, sum t_k^2 and
-        the number of nonzero terms per element (each a float32 addition that rounds); for other
-        accumulating ops, magnitudes of the terms; without N where the op cannot run on indicators. Each
-        size rounded up to float32 where it fits (model.rounded_up); None for a result it cannot size.
-        `fixed`: input positions that are not operands but parameters of the op (Resize's scales, Clip's
-        bounds, Pad's value): left as they are."""
+        call's results (`c`: the call as computed, adapter.Computed). For a sum of products t_k = a_k b_k
+        these are exactly sum |t_k|, sum t_k^2 and the number of nonzero terms per element (each a float32
+        addition that rounds); for other accumulating ops, magnitudes of the terms; without N where the op
+        cannot run on indicators. Each size rounded up to float32 where it fits (model.rounded_up); None
+        for a result it cannot size. `fixed`: input positions that are not operands but parameters of the
+        op (Resize's scales, Clip's bounds, Pad's value): left as they are."""
         from backends.oracle.model import rounded_up, rounding_size
-        kinds = self._magnitudes(mode, entry, inputs, spec, cots, us, tuple(fixed), wrt, part)
+        kinds = self._magnitudes(c, tuple(fixed))
         sizes = []
-        for k, y in enumerate(results):
+        for k, y in enumerate(c.results):
             mags = [group[k] if k < len(group) else None for group in kinds]
             ok = y is not None and mags[0] is not None and mags[1] is not None
             sizes.append(rounded_up(rounding_size([g for g in mags if g is not None], y)) if ok else None)
         return [sizes]
 
-    def _magnitudes(self, mode, entry, inputs, spec, cots, us, fixed, wrt, part):
+    def _magnitudes(self, c, fixed):
         """[Ms, Qs, Ns] (a list per result), or [Ms, Qs] when the op cannot run on indicators."""
         def run(transform):
             def each(xs, keep=()):
                 return [transform(np.asarray(a, np.float64)) if a is not None and np.asarray(a).dtype.kind == "f"
                         and k not in keep else a for k, a in enumerate(xs)]
-            if mode == "fwd":
-                return list(self.fwd(entry, each(inputs, fixed), spec))
-            torch_entry = self._torch_entry(spec)
-            nondiff = self.nondiff(torch_entry, spec, inputs, wrt)
-            if mode == "vjp":
-                return list(self.grad.vjp(torch_entry, each(inputs, fixed), spec, each(cots), nondiff))
-            dx, dg = self.grad.vjp2(torch_entry, each(inputs, fixed), spec, each(cots), each(us), nondiff, part)
-            return list(dx) + list(dg)
+            if c.mode == "fwd":
+                return list(self.fwd(c.entry, each(c.inputs, fixed), c.spec))
+            return self._differentiated(c, each(c.inputs, fixed), each(c.cots), each(c.us))
         kinds = [run(np.abs), run(np.square)]
         try:
             counts = run(lambda a: (a != 0).astype(np.float64))
@@ -267,21 +262,26 @@ class OracleAdapter(NativeAdapter):
             return kinds
         return kinds + [counts]
 
-    def rounding(self, mode, entry, inputs, spec, cots, us, samples=4, wrt=None, part=None, results=()):
-        """Per result, how far float32 rounding of the op's own formula can move it at these inputs:
-        the largest deviation of `samples` Monte Carlo arithmetic runs of torch in float64 from the
-        exact result (backends/oracle/rounding.py), as one group. None for a result without a float value."""
+    def _differentiated(self, c, inputs, cots, us):
+        """c's vjp or vjp2 (c.mode) by torch's op in float64, on these operands: its results in order."""
+        entry = self._torch_entry(c.spec)
+        nondiff = self.nondiff(entry, c.spec, c.inputs, c.wrt)
+        if c.mode == "vjp":
+            return list(self.grad.vjp(entry, inputs, c.spec, cots, nondiff))
+        dx, dg = self.grad.vjp2(entry, inputs, c.spec, cots, us, nondiff, c.part)
+        return list(dx) + list(dg)
+
+    def rounding(self, c, samples=4):
+        """Per result, how far float32 rounding of the op's own formula can move it at these inputs (`c`:
+        the call as computed): the largest deviation of `samples` Monte Carlo arithmetic runs of torch in
+        float64 from the exact result (backends/oracle/rounding.py), as one group. None for a result
+        without a float value."""
         from backends.oracle.rounding import spread
-        entry = self._torch_entry(spec)
-        nondiff = None if mode == "fwd" else self.nondiff(entry, spec, inputs, wrt)
 
         def run():
-            if mode == "fwd":
-                return list(self.grad.fwd(entry, inputs, spec))
-            if mode == "vjp":
-                return list(self.grad.vjp(entry, inputs, spec, cots, nondiff))
-            dx, dg = self.grad.vjp2(entry, inputs, spec, cots, us, nondiff, part)
-            return list(dx) + list(dg)
+            if c.mode == "fwd":
+                return list(self.grad.fwd(self._torch_entry(c.spec), c.inputs, c.spec))
+            return self._differentiated(c, c.inputs, c.cots, c.us)
         return [spread(run, int(samples))]
 
     def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None, leaves=None, progress=None):
