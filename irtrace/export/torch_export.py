@@ -434,10 +434,8 @@ def _equal_bits(tensor, param):
     """Whether the ONNX IR `tensor` holds `param`'s values bit for bit (its dtype, shape and bytes)."""
     from onnx import helper
     try:
-        a, b = tensor.numpy(), param.numpy()
-        return helper.tensor_dtype_to_np_dtype(tensor.dtype.value) == b.dtype and a.shape == b.shape and \
-            np.array_equal(np.ascontiguousarray(a).reshape(-1).view(np.uint8),
-                           np.ascontiguousarray(b).reshape(-1).view(np.uint8))
+        b = param.numpy()
+        return helper.tensor_dtype_to_np_dtype(tensor.dtype.value) == b.dtype and store.same_bits(tensor.numpy(), b)
     except (TypeError, ValueError, RuntimeError):  # bfloat16 and types numpy cannot hold: kept as they are
         return False
 

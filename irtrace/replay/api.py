@@ -107,10 +107,9 @@ AUTO = "auto"  # --jobs auto: auto_jobs decides
 # --jobs auto starts a second set of workers only for a bundle whose values are at least this large per
 # set of workers a job starts (the reference and oracle, and each backend under test): the oracle's compute
 # grows with the values, and each extra job starts every backend again (MegEngine's, Paddle's, OneFlow's,
-# TensorFlow's imports: seconds each) and gives up sending calls in batches. Measured on 2 CPUs, uncached
-# fwd+vjp+vjp2: ResNet-50 (538 MB) on torch 36.0 s with 1 job, 22.7 s with 2 (benchmarks/first_run.py);
-# the StyleGAN2 example (0.7 MB) 5.2 s and 6.7 s; EfficientNet-B0 train (102 MB) on the four frameworks
-# 42.0 s and 55.6 s, cached 23.2 s and 36.1 s.
+# TensorFlow's imports: seconds each) and gives up sending calls in batches. benchmarks/first_run.py
+# measures both sides of the threshold (docs/options.md, --jobs): a 538 MB bundle on torch gains from a second
+# job, a 0.7 MB one and a 102 MB one on the four frameworks lose.
 AUTO_MIN_BYTES = 64e6
 
 

@@ -52,7 +52,7 @@ from irtrace import compare
 from irtrace.envs import trust
 from irtrace.errors import IrtraceError
 from irtrace.replay import backends as registry
-from irtrace.store import grad_name
+from irtrace.store import grad_name, same_bits
 from irtrace.version import __version__
 
 log = logging.getLogger(__name__)
@@ -129,11 +129,6 @@ def _answer(meta, out, values):
     return answer_of({**meta["reply"], "status": meta["status"]}, out)
 
 
-def _same_bits(a, b):
-    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
-        np.ascontiguousarray(a).reshape(-1).view(np.uint8), np.ascontiguousarray(b).reshape(-1).view(np.uint8))
-
-
 def _recorded(call, k, a, values):
     """The name of the bundle's value that result k of `call` is bit for bit (its recorded output, in
     fwd; the recorded gradient of its input, in vjp), or None."""
@@ -141,7 +136,7 @@ def _recorded(call, k, a, values):
     if k >= len(names) or not names[k]:
         return None
     name = names[k] if call.mode == "fwd" else grad_name(names[k])
-    return name if name in values and _same_bits(a, values[name]) else None
+    return name if name in values and same_bits(a, values[name]) else None
 
 
 def _narrow(a):

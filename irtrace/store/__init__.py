@@ -61,6 +61,12 @@ _EXTERNAL_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
 _READ_NO_DATA = {"Shape", "Size", "CastLike"}  # NonDifferentiable inputs they read for shape or type only
 
 
+def same_bits(a, b):
+    """Whether arrays `a` and `b` have the same dtype, shape and bytes (NaN payloads and -0.0 included)."""
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
+        np.ascontiguousarray(a).reshape(-1).view(np.uint8), np.ascontiguousarray(b).reshape(-1).view(np.uint8))
+
+
 def initializer_array(tensor, values):
     """The array of initializer `tensor` (an onnx.TensorProto) of a bundle's graph whose value store is
     `values`: a view into the value store when graph.onnx refers to it as external data (validated on
@@ -132,9 +138,7 @@ def _externalize(model, values):
                 or length <= EXTERNAL_MIN_BYTES:
             continue
         array = numpy_helper.to_array(t)
-        stored = np.ascontiguousarray(np.asarray(values[t.name]))
-        if stored.dtype != array.dtype or stored.shape != array.shape or \
-                not np.array_equal(stored.reshape(-1).view(np.uint8), np.ascontiguousarray(array).reshape(-1).view(np.uint8)):
+        if not same_bits(np.asarray(values[t.name]), array):
             continue  # the recorded value is not the initializer, bit for bit: it keeps its own copy
         if not t.HasField("raw_data"):  # typed fields (float_data...): set_external_data needs raw_data
             t.CopyFrom(numpy_helper.from_array(array, t.name))
