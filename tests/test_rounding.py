@@ -180,3 +180,42 @@ def test_the_oracle_answers_one_size_per_result_rounded_up_to_float32():
     assert up.dtype == np.float32 and up[0] > third[0] and up[0] - third[0] < 2.0 ** -24
     assert up[1] == tiny and up[2] == 0.0 and up[3] == 2.0 ** -10  # subnormal up; exact values kept
     assert rounded_up(np.array([1e39, 1.0])).dtype == np.float64
+
+
+def test_the_oracle_worker_sizes_a_matmul_by_hand_and_sends_its_extra_alone(tmp_path):
+    """The oracle's worker, asked for the rounding model alone (magnitude, extra_only): no results, one
+    size per result. MatMul of [1.5, -2, 0] and [2, 0.5, 4]: terms 3, -1, 0, so y = 2, M = 4, Q = 10,
+    N = 2 nonzero terms, n = max(N, M^2/Q = 1.6) = 2, size = sqrt(2) max(|y|, sqrt(10)) = sqrt(20), in
+    float32 rounded up."""
+    import base64
+
+    from onnx import TensorProto, helper
+
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay import backends
+    from irtrace.replay.call import bundle_paths
+    from irtrace.replay.judge import model_call
+    from irtrace.replay.plan import mode_calls
+    from irtrace.replay.worker import WorkerProxy
+    x, w = np.array([[1.5, -2.0, 0.0]], np.float32), np.array([[2.0], [0.5], [4.0]], np.float32)
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
+    graph = helper.make_graph([node], "mm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3]),
+                                             helper.make_tensor_value_info("w", TensorProto.FLOAT, [3, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    b = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), {"x": x, "w": w},
+                         tmp_path / "mm.irt")
+    (spec,) = node_specs(b.model)
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    (call,), _ = mode_calls(b, spec, ("fwd",), bundle_paths(b), proto)
+    worker = WorkerProxy(backends.get("oracle"))
+    worker.start()
+    try:
+        reply, arrays = worker.call(model_call(call).message(), model_call(call).arrays(), 60)
+    finally:
+        worker.close()
+    want = np.float32(np.sqrt(20.0))
+    want = want if float(want) >= np.sqrt(20.0) else np.nextafter(want, np.float32(np.inf))
+    assert reply["status"] == "ok" and reply["extra"] == {"magnitude": [1]}, reply
+    (size,) = arrays  # the size alone: the results are not sent again
+    assert size.dtype == np.float32 and size.shape == (1, 1) and size[0, 0] == want

@@ -71,7 +71,7 @@ def wants_model(call, rows, policy):
     """Whether judge_node asks the oracle for the rounding model and judges again: a numeric result fails
     and the op accumulates. The model only widens what passes (an error within max(allowed, bound) is
     NOISE), so a result that passes without it passes with it, with the same verdict."""
-    return not policy.fixed and _wants_model(call) is not None and any(r.verdict == compare.DIVERGENT for r in rows)
+    return not policy.fixed and any(r.verdict == compare.DIVERGENT for r in rows) and _wants_model(call) is not None
 
 
 def rounding_call(call):
