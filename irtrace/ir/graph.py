@@ -1,5 +1,4 @@
 """The node graph of a canonical model (networkx)."""
-import networkx as nx
 import numpy as np
 
 from irtrace.ir.semantics import nondifferentiable_inputs
@@ -7,6 +6,7 @@ from irtrace.ir.semantics import nondifferentiable_inputs
 
 def dag(specs):
     """A DiGraph of node names with an edge producer -> consumer for every value."""
+    import networkx as nx  # here, not at the top: a replay (the CLI's every start) never builds the graph
     g = nx.DiGraph()
     made = {o: s.name for s in specs for o in s.outputs if o}
     for s in specs:

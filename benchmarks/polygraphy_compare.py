@@ -1,0 +1,76 @@
+"""irtrace's onnxruntime forward replay against NVIDIA Polygraphy, the peer that compares every
+intermediate output of an ONNX model, side by side in one run on torchvision's ResNet-50 (random
+weights, eval mode, 2x3x112x112), each a fresh command as a user types it:
+
+- first run: `irtrace replay B --backend onnxruntime --modes fwd` with no cache (every node alone in
+  onnxruntime, in torch, the reference, and in the float64 oracle; each answer judged) against
+  `polygraphy run graph.onnx --onnxrt --onnxrt --onnx-outputs mark all` (the whole model twice in
+  onnxruntime, every output marked, compared). Target <= 0.5.
+- cached: the same replay again (reference and oracle answers served from BUNDLE.cache, onnxruntime
+  run again) against `polygraphy run graph.onnx --onnxrt --onnx-outputs mark all` (one mark-all run).
+  Target <= 0.5.
+
+Polygraphy is not an irtrace dependency: `.venv/bin/pip install polygraphy==0.49.26` first (pure
+Python; it uses the onnx and onnxruntime already there). Each command runs `--repeat` times (default
+2), alternating, and the best of each is kept.
+
+    .venv/bin/python benchmarks/polygraphy_compare.py [--repeat 2]
+"""
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fast_replay import MODELS, export_quietly  # benchmarks/fast_replay.py, beside this script
+
+
+def seconds(cmd):
+    t = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    took = time.perf_counter() - t
+    if done.returncode not in (0, 1):  # irtrace replay exits 1 when it has findings
+        sys.exit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return took
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--repeat", type=int, default=2)
+    args = p.parse_args()
+    polygraphy = shutil.which("polygraphy", path=str(Path(sys.executable).parent))
+    if polygraphy is None:
+        sys.exit("polygraphy is not installed: .venv/bin/pip install polygraphy==0.49.26")
+    model, inputs = MODELS["resnet50"]()
+    with tempfile.TemporaryDirectory() as d:
+        bundle = export_quietly(model, inputs, Path(d) / "resnet50.irt")
+        graph = str(Path(bundle.path) / "graph.onnx")  # its weights stay in values.safetensors (external data)
+        replay = [sys.executable, "-m", "irtrace", "replay", bundle.path, "--backend", "onnxruntime",
+                  "--modes", "fwd", "-o", str(Path(d) / "out")]
+        commands = {
+            "irtrace first": replay,
+            "polygraphy ORT vs ORT, mark all": [polygraphy, "run", graph, "--onnxrt", "--onnxrt",
+                                                "--onnx-outputs", "mark", "all"],
+            "irtrace cached": replay,
+            "polygraphy ORT mark-all run": [polygraphy, "run", graph, "--onnxrt", "--onnx-outputs", "mark", "all"],
+        }
+        best = {k: float("inf") for k in commands}
+        for _ in range(args.repeat):
+            for what, cmd in commands.items():
+                if what == "irtrace first":
+                    shutil.rmtree(f"{bundle.path}.cache", ignore_errors=True)
+                best[what] = min(best[what], seconds(cmd))
+    print(f"ResNet-50, {len(bundle.model.graph.node)} nodes; best of {args.repeat}, each a fresh command:")
+    for what, s in best.items():
+        print(f"  {what:34} {s:7.2f} s")
+    for ours, theirs in (("irtrace first", "polygraphy ORT vs ORT, mark all"),
+                         ("irtrace cached", "polygraphy ORT mark-all run")):
+        ratio = best[ours] / best[theirs]
+        print(f"{ours} / {theirs}: {ratio:.2f}  target <= 0.5  "
+              f"{'met' if ratio <= 0.5 else f'MISSED by {ratio / 0.5:.1f}x'}")
+
+
+if __name__ == "__main__":
+    main()
