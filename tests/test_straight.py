@@ -313,3 +313,41 @@ def test_a_megengine_branch_on_an_input_s_dtype_is_written_out_for_the_case(monk
         text, _ = standalone.build(_job(ops, recipe, "megengine", "Div"), standalone.Form("straight", prune=True))
     assert "y = functional.div(a, b)" in text.splitlines() and "floor_div" not in text
     _standalone(text, "megengine")
+
+
+def test_a_megengine_layer_norm_without_bias_writes_its_zeros_with_a_numpy_dtype(monkeypatch):
+    """MegEngine's LayerNormalization makes the missing bias as zeros of scale's dtype, a numpy dtype
+    there: written np.dtype('float32') (every script imports numpy as np), not refused as an unknown name."""
+    monkeypatch.setitem(CASES, "LayerNormalization", (["x", "scale"], [_f32(1, 3), _f32(3)], {"epsilon": 1e-5}, (1, 3)))
+    with _op_table("megengine") as (ops, recipe):
+        text, _ = standalone.build(_job(ops, recipe, "megengine", "LayerNormalization"),
+                                   standalone.Form("straight", prune=True))
+    lines = text.splitlines()
+    assert "b = functional.zeros((3,), dtype=np.dtype('float32'))" in lines
+    assert "y = functional.nn.layer_norm(x, (3,), True, scale, b, 1e-05)" in lines
+    _standalone(text, "megengine")
+
+
+def test_an_op_returning_more_values_than_the_node_has_outputs_is_written_keeping_the_node_s(monkeypatch):
+    """torch's LayerNormalization returns Y, Mean and InvStdDev (torch.native_layer_norm, as the kernel
+    computes them); for a node with Y alone the worker keeps the first (adapter.check_outputs) and so
+    does the `first` form, which then runs to Y by hand; the plain form hands the tuple on and fails."""
+    x, scale = np.array([[1.0, 2.0, 4.0]], np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+    monkeypatch.setitem(CASES, "LayerNormalization", (["x", "scale"], [x, scale], {"epsilon": 1e-5}, (1, 3)))
+    with _op_table("torch") as (ops, recipe):
+        job = _job(ops, recipe, "torch", "LayerNormalization")
+        plain, _ = standalone.build(job, standalone.Form("straight", prune=True))
+        first, _ = standalone.build(job, standalone.Form("straight", prune=True, first=True))
+    assert "y = torch.native_layer_norm(x, (3,), scale, None, 1e-05)" in plain.splitlines()
+    assert "y = torch.native_layer_norm(x, (3,), scale, None, 1e-05)[0]" in first.splitlines()
+    _standalone(first, "torch")
+    # by hand: mean 7/3, biased variance 14/9, Y = (x - mean) / sqrt(variance + eps) * scale
+    x64 = x.astype(np.float64)
+    by_hand = (x64 - 7 / 3) / np.sqrt(14 / 9 + 1e-5) * scale
+    ran = {}
+    with pytest.raises(SystemExit) as done:
+        exec(compile(first, "repro.py", "exec"), ran)  # noqa: S102 - the script under test, torch only
+    assert done.value.code == 1  # the job's expected values are zeros: "reproduces"
+    np.testing.assert_allclose(ran["got"], by_hand, rtol=1e-6)  # float32: a few roundings of the formula
+    with pytest.raises(AttributeError, match="tuple"):
+        exec(compile(plain, "repro.py", "exec"), {})  # noqa: S102

@@ -4,6 +4,7 @@ what it computes is what irtrace's worker computed. One writer (`write`) for eve
 case: repro.py in the first form that passes (straight-line, then the op's function called with the
 case's arguments, then the harness that runs irtrace's own autodiff module, see repro_forms) and
 compare_torch.py, the same case in PyTorch. A form that does not pass is never kept."""
+import ast
 import base64
 import io
 import logging
@@ -166,10 +167,14 @@ class Form:
     framework's public API), "function" (the op's own function called with the case's arguments) or
     "harness" (irtrace's autodiff module and the op reading data.npz, see script.render_script: the
     last resort, kept whatever it shows). `copies`: the op reads recorded copies of the differentiated
-    inputs, as in a network (the recipe's "fed"); `prune`: outputs the mode never reads are not computed."""
+    inputs, as in a network (the recipe's "fed"); `prune`: outputs the mode never reads are not computed;
+    `first`: the op's call returns more values than the node has outputs (torch.native_layer_norm's Y,
+    Mean and InvStdDev for a LayerNormalization with Y alone): the script keeps the node's, as the
+    worker does (adapter.check_outputs)."""
     kind: str
     copies: bool = False
     prune: bool = False
+    first: bool = False
 
 
 @dataclass(frozen=True)
@@ -212,7 +217,7 @@ def repro_forms(src, case):
     copies, then the op's function called as is, then the harness."""
     fed = (src["script"].get("recipe") or {}).get("fed") is not None and case.mode != "fwd"
     return [Form("straight", prune=True), Form("straight")] + ([Form("straight", copies=True)] if fed else []) \
-        + [Form("function"), Form("harness")]
+        + [Form("straight", first=True), Form("function"), Form("harness")]
 
 
 def build(job, form):
@@ -239,6 +244,10 @@ def build(job, form):
                                      shape_type)
         else:
             op = _call_form(src["op"], src["imports"], names, case.inputs, case.attrs)
+        if form.first:
+            n = len(case.spec["outputs"])
+            primary = isinstance(ast.parse(op[1], mode="eval").body, (ast.Call, ast.Name, ast.Attribute, ast.Subscript))
+            op = (op[0], f"{op[1] if primary else f'({op[1]})'}[{0 if n == 1 else f':{n}'}]", *op[2:])
     return script_recipe.compose(recipe, case, op, names, doc, job.who, copies=form.copies, prune=form.prune)
 
 
@@ -295,7 +304,7 @@ def compare_torch(torch_src, case, info, folder, title):
         return None
     tcase = replace(case, verdict=compare.DIVERGENT, got=case.want)
     job = Job(torch_src, tcase, f"The same case in PyTorch: {title}", "PyTorch (stored)", COMPARE_TORCH)
-    return write(job, [Form("straight", prune=True)], info, folder)
+    return write(job, [Form("straight", prune=True), Form("straight", prune=True, first=True)], info, folder)
 
 
 def api_of(text):

@@ -539,7 +539,8 @@ def _needed(sp, value, inputs_named, helpers_src, imports):
     emitted = sp.emitted | _bound_names(ast.parse(text))  # comprehension variables are the lines' own
     imports_by_name = import_names(imports)
     need_helpers = sorted(used & set(helpers_src))
-    unknown = used - emitted - inputs_named - set(imports_by_name) - set(need_helpers) - set(dir(builtins)) - {"y"}
+    # every script imports numpy as np (recipe.compose): a known dtype is written np.dtype('float32')
+    unknown = used - emitted - inputs_named - set(imports_by_name) - set(need_helpers) - set(dir(builtins)) - {"y", "np"}
     if unknown:
         raise CannotSpecialise(f"the written-out lines name {sorted(unknown)}")
     srcs, seen, todo = [], set(), list(need_helpers)
