@@ -351,3 +351,22 @@ def test_an_op_returning_more_values_than_the_node_has_outputs_is_written_keepin
     np.testing.assert_allclose(ran["got"], by_hand, rtol=1e-6)  # float32: a few roundings of the formula
     with pytest.raises(AttributeError, match="tuple"):
         exec(compile(plain, "repro.py", "exec"), {})  # noqa: S102
+
+
+def test_an_error_script_reproduces_only_with_the_framework_s_own_error(monkeypatch, tmp_path):
+    """An ERROR finding's script exits 1 on any exception; it is kept only when the exception is of the
+    type the worker reported (a script that fails on its own mistake, here the plain form handing
+    native_layer_norm's tuple on, does not reproduce the finding)."""
+    from irtrace.replay import backends
+    x, scale = np.array([[1.0, 2.0, 4.0]], np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+    monkeypatch.setitem(CASES, "LayerNormalization", (["x", "scale"], [x, scale], {"epsilon": 1e-5}, (1, 3)))
+    with _op_table("torch") as (ops, recipe):
+        job = _job(ops, recipe, "torch", "LayerNormalization", mode="vjp", cots=(np.ones((1, 3), np.float32),))
+    forms = [standalone.Form("straight", prune=True), standalone.Form("straight", prune=True, first=True)]
+    for error, kept in (("RuntimeError: the kernel is not registered", None),
+                        ("AssertionError: Expected output to be a torch.Tensor", "straight")):
+        case = dataclasses.replace(job.case, verdict="ERROR", error=error)
+        written = standalone.write(dataclasses.replace(job, case=case), forms, backends.get("torch"), tmp_path)
+        assert (written and written.form) == kept, error
+        if kept:
+            assert written.run.output.splitlines()[-1] == "AssertionError: Expected output to be a torch.Tensor"

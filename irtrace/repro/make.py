@@ -403,7 +403,8 @@ def _script_case(shrunk, ctx):
     return ScriptCase(wire_spec(call.spec, call.proto), call.mode, ctx["verdict"], shrunk.check, call.inputs,
                       call.cots, call.us, tuple(sorted(nondiff)), ctx["attrs"], want=data.get("reference"),
                       f64=data.get("oracle"), got=data.get("backend_result"), allowed=ctx["allowed"],
-                      allowance=f"irtrace's allowance: {ctx['allowance']}", part=call.part)
+                      allowance=f"irtrace's allowance: {ctx['allowance']}", part=call.part,
+                      error=shrunk.result.message if ctx["verdict"] == compare.ERROR else None)
 
 
 def _write_files(folder, f, ctx, shrunk, written):

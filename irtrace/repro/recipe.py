@@ -123,6 +123,7 @@ class ScriptCase:
     allowed: float = 0.0
     allowance: str = "irtrace's tolerance for this case"
     part: str = None
+    error: str = None  # ERROR: the worker's message ("RuntimeError: ..."), whose type the script must raise
 
 
 @dataclass(frozen=True)

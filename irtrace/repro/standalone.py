@@ -10,6 +10,7 @@ import io
 import logging
 import zipfile
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -269,12 +270,22 @@ def write(job, forms, info, folder):
             _write_data(folder, npz, keep=last)
         judged = not last and job.case.verdict not in (compare.ERROR, compare.CRASH, compare.TIMEOUT)
         run = run_script(info, folder, text, job.target.name, want_got=job.case.got if judged else None)
+        if not last and _error_type(job.case.error) and run.code == 1:  # the framework's error, not the script's
+            printed = (run.output.strip().splitlines() or [""])[-1]
+            run = replace(run, same=_error_type(printed) == _error_type(job.case.error))
         if last or (run.code == job.target.exits and run.same is not False):
             return Written(text, npz, form.kind, run)
         log.info("%s form does not pass: exit %s, same result %s: %s", form.kind, run.code, run.same,
                  run.output[-300:])
     (Path(folder) / job.target.name).unlink(missing_ok=True)
     return None
+
+
+def _error_type(text):
+    """The exception's type name an error message starts with ("InvalidArgumentError: ..." ->
+    "InvalidArgumentError"), as the worker reports it and an ERROR script prints it; None without one."""
+    m = re.match(r"\s*(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*): ", text or "")
+    return m.group(1) if m else None
 
 
 def write_npz(path, arrays):
