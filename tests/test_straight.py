@@ -370,3 +370,16 @@ def test_an_error_script_reproduces_only_with_the_framework_s_own_error(monkeypa
         assert (written and written.form) == kept, error
         if kept:
             assert written.run.output.splitlines()[-1] == "AssertionError: Expected output to be a torch.Tensor"
+
+
+def test_a_nan_pattern_script_is_compared_with_the_worker_where_both_are_finite(tmp_path):
+    """A NaN/Inf pattern finding's script passes when it shows a pattern and agrees with the worker
+    wherever both are finite: the framework may put its NaN at other elements in another process."""
+    from irtrace.replay import backends
+    text = "import numpy as np\ngot = np.array([1.0, np.nan, np.nan], 'float32')\nraise SystemExit(1)\n"
+    worker = np.array([1.0, 2.0, np.nan], np.float32)
+    torch_info = backends.get("torch")
+    assert standalone.run_script(torch_info, tmp_path, text, want_got=worker).same is False
+    assert standalone.run_script(torch_info, tmp_path, text, want_got=worker, finite_only=True).same is True
+    other = np.array([1.5, 2.0, np.nan], np.float32)  # a finite element that differs: not the same
+    assert standalone.run_script(torch_info, tmp_path, text, want_got=other, finite_only=True).same is False
