@@ -117,9 +117,8 @@ WANT = {
     ("megengine", "Conv"): ["x_ = functional.pad(x, ((0, 0), (0, 0), (1, 2), (0, 1)))",
                             "y = functional.conv2d(x_, w, None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), "
                             "groups=1)"],
-    ("megengine", "Pad"): ["value = 1.5 if True and constant_value.size else 0.0",
-                           "y = functional.pad(x, ((0, 0), (0, 0), (1, 0), (0, 2)), mode='constant', "
-                           "constant_value=value)"],
+    ("megengine", "Pad"): ["y = functional.pad(x, ((0, 0), (0, 0), (1, 0), (0, 2)), mode='constant', "
+                           "constant_value=1.5)"],
     ("megengine", "MaxPool"): ["x_ = functional.pad(x, ((0, 0), (0, 0), (1, 0), (1, 0)), constant_value=float('-inf'))",
                                "y = functional.max_pool2d(x_, (3, 3), (2, 2), 0)"],
     ("megengine", "BatchNormalization"): [
@@ -133,8 +132,7 @@ WANT = {
     ("megengine", "Resize"): ["y = functional.vision.interpolate(x, mode='nearest', scale_factor=(2.0, 2.0))"],
     ("paddle", "Conv"): ["y = functional.conv2d(x, w, None, stride=[1, 1], padding=[1, 2, 0, 1], dilation=[1, 1], "
                          "groups=1)"],
-    ("paddle", "Pad"): ["value = 1.5 if True and constant_value.size else 0.0",
-                        "y = functional.pad(x, [0, 0, 0, 0, 1, 0, 0, 2], mode='constant', value=value)"],
+    ("paddle", "Pad"): ["y = functional.pad(x, [0, 0, 0, 0, 1, 0, 0, 2], mode='constant', value=1.5)"],
     ("paddle", "MaxPool"): ["y = functional.max_pool2d(x, [3, 3], [2, 2], [1, 0, 1, 0], ceil_mode=False)"],
     ("paddle", "BatchNormalization"): ["y = functional.batch_norm(x, mean, var, scale, b, training=False, "
                                        "epsilon=0.001)"],
@@ -253,13 +251,12 @@ def test_megengine_pad_double_backward_of_the_cotangent_is_written_with_two_grad
         text, _ = standalone.build(job, standalone.Form("straight", prune=True))
     body = text.splitlines()
     start = body.index("outer = GradManager().attach([x, g])")
-    assert body[start:start + 13] == [
+    assert body[start:start + 12] == [
         "outer = GradManager().attach([x, g])",
         "inner = GradManager().attach([x])",
         "with outer:",
         "    with inner:",
-        "        value = 1.5 if True and constant_value.size else 0.0",
-        "        y = functional.pad(x, ((0, 0), (0, 0), (1, 0), (0, 2)), mode='constant', constant_value=value)",
+        "        y = functional.pad(x, ((0, 0), (0, 0), (1, 0), (0, 2)), mode='constant', constant_value=1.5)",
         "        inner.backward([y], [g])",
         "    h = x.grad",
         "    for t in [x, g]:",
@@ -383,3 +380,18 @@ def test_a_nan_pattern_script_is_compared_with_the_worker_where_both_are_finite(
     assert standalone.run_script(torch_info, tmp_path, text, want_got=worker, finite_only=True).same is True
     other = np.array([1.5, 2.0, np.nan], np.float32)  # a finite element that differs: not the same
     assert standalone.run_script(torch_info, tmp_path, text, want_got=other, finite_only=True).same is False
+
+
+def test_tensor_size_is_known_as_each_framework_spells_it():
+    """Paddle's and MegEngine's `x.size` (an element count), torch's `x.size()` and `x.size(d)`: known from
+    the shape, so a branch on them is decided for the case (Paddle's PRelu on a one-element slope,
+    its Resize on an empty `sizes`), not a reason to fall back to the op's function."""
+    block = ("import paddle.nn.functional as functional\n\ndef op(x, slope):\n"
+             "    if slope.size == 1:\n        return functional.prelu(x, slope.reshape([-1]))\n"
+             "    return paddle.where(x >= 0, x, x * slope)\n")
+    _, value, _, _ = straight.specialise(block, ["import paddle.nn.functional as functional"],
+                                         [straight.Tensor("x", (2, 3)), straight.Tensor("slope", (1,))], {})
+    assert value == "functional.prelu(x, slope.reshape([-1]))"
+    block = "import torch\n\ndef op(x):\n    return torch.zeros(x.size()) if x.size(1) == 3 else x\n"
+    _, value, _, _ = straight.specialise(block, ["import torch"], [straight.Tensor("x", (2, 3))], {})
+    assert value == "torch.zeros((2, 3))"

@@ -75,6 +75,22 @@ class _Shape(tuple):
         return list(self)
 
 
+class _Size(int):
+    """Tensor.size as each framework spells it: the element count (numpy's, Paddle's and MegEngine's
+    property), callable too as torch's and OneFlow's size() and size(d)."""
+
+    def __new__(cls, shape, shape_type):
+        self = super().__new__(cls, int(np.prod(shape)))
+        self._shape, self._shape_type = tuple(shape), shape_type
+        return self
+
+    def __call__(self, dim=None):
+        return self._shape_type(self._shape) if dim is None else self._shape[dim]
+
+    def __deepcopy__(self, memo):
+        return self
+
+
 class Tensor:
     """An op input in the script: a variable name, a known shape; contents known (integer inputs such
     as pads) or not (float data); `requires_grad`: whether the script differentiates it (a leaf)."""
@@ -108,6 +124,10 @@ class Tensor:
 
     def numel(self):
         return int(np.prod(self._shape))
+
+    @property
+    def size(self):
+        return _Size(self._shape, self._shape_type)
 
     def _known(self):
         if self.value is None:
@@ -152,6 +172,10 @@ class _Emitted(Tensor):
 
     @property
     def ndim(self):
+        raise _Touched(self.name)
+
+    @property
+    def size(self):
         raise _Touched(self.name)
 
     @property
