@@ -12,11 +12,20 @@ RECIPE = {
     "leaf": "flow.tensor({}, requires_grad=True)",
     "numpy": "{}.numpy()",
     "none_is_zero": True,
+    # backward and .grad, not autograd.grad: that has no allow_unused and raises for an input the outputs
+    # do not reach (OneFlow's layer_norm given a weight and no bias leaves the weight out), where .grad
+    # stays None: zero, as irtrace's autodiff reads OneFlow's graph
     "vjp": ["{op}",
-            "[{hs}] = flow.autograd.grad([{ys}], [{xs}], [{gs}], retain_graph=True)"],
+            "flow.autograd.backward([{ys}], [{gs}])",
+            "*x {h} = {x}.grad"],
     "vjp2": ["{op}",
-             "[{hs}] = flow.autograd.grad([{ys}], [{ps}], [{gs}], retain_graph=True, create_graph=True)",
+             "flow.autograd.backward([{ys}], [{gs}], create_graph=True)",
+             "*p {h} = {p}.grad if {p}.grad is not None else flow.zeros_like({p})  # None: no path, zero",
+             "for t in [{xs}{and_gs}]:",
+             "    t.grad = None  # .grad accumulates: the second backward starts from nothing",
              "s = {s}",
-             "[{ds}] = flow.autograd.grad([s], [{ws}], [flow.ones_like(s)])"],
+             "if s.requires_grad:  # else the first backward built no graph: every second-order result is zero",
+             "    s.backward()",
+             "[{ds}] = [t.grad for t in [{ws}]]"],
     "term": "({h} * {u}).sum()",
 }
