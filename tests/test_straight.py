@@ -395,3 +395,23 @@ def test_tensor_size_is_known_as_each_framework_spells_it():
     block = "import torch\n\ndef op(x):\n    return torch.zeros(x.size()) if x.size(1) == 3 else x\n"
     _, value, _, _ = straight.specialise(block, ["import torch"], [straight.Tensor("x", (2, 3))], {})
     assert value == "torch.zeros((2, 3))"
+
+
+def test_a_loop_on_tensors_over_known_items_is_written_out_once_per_item():
+    """Max's variadic inputs folded pairwise, a product taken one dimension at a time: the loop's items
+    are known for the case, so its body is written out per item; a loop that fills a container in place
+    (torch's MaxPool index fix-up) is still refused, since the container is known and its items are not."""
+    block = ("import torch\n\ndef op(*xs):\n    out = xs[0]\n    for t in xs[1:]:\n"
+             "        out = torch.maximum(out, t)\n    return out\n")
+    lines, value, _, _ = straight.specialise(block, ["import torch"],
+                                             [straight.Tensor(f"xs{k}", (2,)) for k in range(3)], {})
+    assert (lines, value) == (["out = torch.maximum(xs0, xs1)", "out_ = torch.maximum(out, xs2)"], "out_")
+    block = ("import torch\n\ndef op(x, *, axes):\n    for d in sorted(axes, reverse=True):\n"
+             "        x = torch.prod(x, d)\n    return x\n")
+    lines, value, _, _ = straight.specialise(block, ["import torch"], [straight.Tensor("x", (2, 3, 4))],
+                                             {"axes": [0, 2]})
+    assert (lines, value) == (["x_ = torch.prod(x, 2)", "x__ = torch.prod(x_, 0)"], "x__")
+    block = ("import torch\n\ndef op(x):\n    coords = []\n    for d in range(2):\n"
+             "        coords.insert(0, x % 2)\n    return torch.stack(coords)\n")
+    with pytest.raises(straight.CannotSpecialise, match="only assignments to names are unrolled"):
+        straight.specialise(block, ["import torch"], [straight.Tensor("x", (2,))], {})

@@ -28,6 +28,9 @@ RESERVED = {"np", "os", "sys", "subprocess", "gm", "outer", "inner", "t", "s", "
             "here", "data", "y", "ys", "tape", "r", "e"}
 
 
+UNROLL_MAX = 8  # a loop on tensors is written out once per item up to this many items
+
+
 class CannotSpecialise(Exception):
     pass
 
@@ -422,6 +425,38 @@ class Specialiser:
         else:
             raise CannotSpecialise(f"cannot write out a {type(stmt).__name__} on tensors")
 
+    def unroll(self, stmt):
+        """A loop whose body touches tensors, written out once per item when its items are known (the
+        variadic inputs of Max, the dimensions a reduction takes one at a time): the returned expression's
+        source when its body returns, else None."""
+        plain = (ast.Assign, ast.AugAssign, ast.If, ast.For, ast.Return, ast.Pass)
+        statements = [n for n in ast.walk(ast.Module(stmt.body, [])) if isinstance(n, ast.stmt)]
+        names_only = all(isinstance(t, (ast.Name, ast.Tuple)) for n in statements if isinstance(n, ast.Assign)
+                         for t in n.targets) and all(isinstance(n.target, ast.Name) for n in statements
+                                                     if isinstance(n, ast.AugAssign))
+        # a body that changes a container in place (coords.insert(0, i)) or an item of one is not written out:
+        # the container is a known value here, what goes in it is not
+        if stmt.orelse or not isinstance(stmt.target, (ast.Name, ast.Tuple)) or not names_only or \
+                not all(isinstance(n, plain) for n in statements):
+            raise CannotSpecialise("cannot write out a For on tensors (only assignments to names are unrolled)")
+        try:
+            items = list(eval(compile(ast.Expression(stmt.iter), "<op>", "eval"), self.ns))  # noqa: S307
+        except Exception as e:  # noqa: BLE001
+            raise CannotSpecialise(f"cannot write out a For on tensors: its items are not known ({type(e).__name__})") from e
+        if len(items) > UNROLL_MAX:
+            raise CannotSpecialise(f"cannot write out a For on tensors of {len(items)} items (at most {UNROLL_MAX})")
+        bind = compile(ast.fix_missing_locations(ast.Module([ast.Assign([stmt.target], ast.Name("__item", ast.Load()))],
+                                                            [])), "<op>", "exec")
+        self.locals |= set(_assigned(stmt.target))
+        for item in items:
+            self.ns["__item"] = item
+            exec(bind, self.ns)  # noqa: S102 - the loop's own target, bound to a known item
+            r = self.body(stmt.body, top=False)
+            if r is not None:
+                return r
+        self.ns.pop("__item", None)
+        return None
+
     def body(self, stmts, top=True):
         """Run `stmts`; the returned expression's source when a `return` is reached."""
         for k, stmt in enumerate(stmts):
@@ -448,7 +483,12 @@ class Specialiser:
                 exec(compile(ast.Module([stmt], []), "<op>", "exec"), self.ns)  # noqa: S102 - our own op code
             except Exception:  # noqa: BLE001 - touches a tensor or the framework: written out
                 self.ns.update(saved)
-                self.emit(stmt)
+                if isinstance(stmt, ast.For):
+                    r = self.unroll(stmt)
+                    if r is not None:
+                        return r
+                else:
+                    self.emit(stmt)
             self.locals |= {n for t in ast.walk(stmt) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
                             for n in [t.id]}
         if top:
