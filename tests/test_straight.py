@@ -348,6 +348,8 @@ def test_an_op_returning_more_values_than_the_node_has_outputs_is_written_keepin
     np.testing.assert_allclose(ran["got"], by_hand, rtol=1e-6)  # float32: a few roundings of the formula
     with pytest.raises(AttributeError, match="tuple"):
         exec(compile(plain, "repro.py", "exec"), {})  # noqa: S102
+    # a tuple literal keeps its own items, not indexed
+    assert (standalone._first("(y_, rm, rv)", 1), standalone._first("(y_, rm, rv)", 2)) == ("y_", "(y_, rm)")
 
 
 def test_an_error_script_reproduces_only_with_the_framework_s_own_error(monkeypatch, tmp_path):

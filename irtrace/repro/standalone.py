@@ -251,10 +251,18 @@ def build(job, form):
         else:
             op = _call_form(src["op"], src["imports"], names, case.inputs, case.attrs)
         if form.first:
-            n = len(case.spec["outputs"])
-            primary = isinstance(ast.parse(op[1], mode="eval").body, (ast.Call, ast.Name, ast.Attribute, ast.Subscript))
-            op = (op[0], f"{op[1] if primary else f'({op[1]})'}[{0 if n == 1 else f':{n}'}]", *op[2:])
+            op = (op[0], _first(op[1], len(case.spec["outputs"])), *op[2:])
     return script_recipe.compose(recipe, case, op, names, doc, job.who, copies=form.copies, prune=form.prune)
+
+
+def _first(value, n):
+    """The expression `value` (the op's returned values) keeping its first `n`: a tuple literal's own
+    items, else indexed (`torch.native_layer_norm(...)[0]`)."""
+    node = ast.parse(value, mode="eval").body
+    if isinstance(node, ast.Tuple):
+        return ast.unparse(node.elts[0] if n == 1 else ast.Tuple(node.elts[:n], ast.Load()))
+    primary = isinstance(node, (ast.Call, ast.Name, ast.Attribute, ast.Subscript))
+    return f"{value if primary else f'({value})'}[{0 if n == 1 else f':{n}'}]"
 
 
 def write(job, forms, info, folder):
