@@ -29,6 +29,7 @@ RESERVED = {"np", "os", "sys", "subprocess", "gm", "outer", "inner", "t", "s", "
 
 
 UNROLL_MAX = 8  # a loop on tensors is written out once per item up to this many items
+_UNROLLED = (ast.Assign, ast.AugAssign, ast.If, ast.For, ast.Return, ast.Pass)  # the statements its body may hold
 
 
 class CannotSpecialise(Exception):
@@ -429,15 +430,12 @@ class Specialiser:
         """A loop whose body touches tensors, written out once per item when its items are known (the
         variadic inputs of Max, the dimensions a reduction takes one at a time): the returned expression's
         source when its body returns, else None."""
-        plain = (ast.Assign, ast.AugAssign, ast.If, ast.For, ast.Return, ast.Pass)
-        statements = [n for n in ast.walk(ast.Module(stmt.body, [])) if isinstance(n, ast.stmt)]
-        names_only = all(isinstance(t, (ast.Name, ast.Tuple)) for n in statements if isinstance(n, ast.Assign)
-                         for t in n.targets) and all(isinstance(n.target, ast.Name) for n in statements
-                                                     if isinstance(n, ast.AugAssign))
+        nodes = list(ast.walk(ast.Module(stmt.body, [])))
         # a body that changes a container in place (coords.insert(0, i)) or an item of one is not written out:
         # the container is a known value here, what goes in it is not
-        if stmt.orelse or not isinstance(stmt.target, (ast.Name, ast.Tuple)) or not names_only or \
-                not all(isinstance(n, plain) for n in statements):
+        in_place = any(isinstance(n, ast.stmt) and not isinstance(n, _UNROLLED) or
+                       isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store) for n in nodes)
+        if stmt.orelse or in_place or not isinstance(stmt.target, (ast.Name, ast.Tuple)):
             raise CannotSpecialise("cannot write out a For on tensors (only assignments to names are unrolled)")
         try:
             items = list(eval(compile(ast.Expression(stmt.iter), "<op>", "eval"), self.ns))  # noqa: S307
@@ -451,10 +449,10 @@ class Specialiser:
         for item in items:
             self.ns["__item"] = item
             exec(bind, self.ns)  # noqa: S102 - the loop's own target, bound to a known item
+            del self.ns["__item"]
             r = self.body(stmt.body, top=False)
             if r is not None:
                 return r
-        self.ns.pop("__item", None)
         return None
 
     def body(self, stmts, top=True):
