@@ -417,3 +417,31 @@ def test_a_loop_on_tensors_over_known_items_is_written_out_once_per_item():
              "        coords.insert(0, x % 2)\n    return torch.stack(coords)\n")
     with pytest.raises(straight.CannotSpecialise, match="only assignments to names are unrolled"):
         straight.specialise(block, ["import torch"], [straight.Tensor("x", (2,))], {})
+
+
+def test_oneflow_scripts_differentiate_by_hand_and_give_zero_where_no_path_reaches(monkeypatch, tmp_path):
+    """OneFlow's scripts (backward and .grad) run in OneFlow's environment, against answers by hand: Mul's
+    double backward (h_a = g b, h_b = g a, s = <h_a, u_a> + <h_b, u_b>: ds/da = g u_b, ds/db = g u_a),
+    and LayerNormalization with a scale and no bias, whose scale OneFlow's layer_norm leaves out of its
+    graph: its gradient is None, written zero, where autograd.grad raised."""
+    from irtrace.replay import backends
+    info = backends.get("oneflow")
+    if info.unavailable():
+        pytest.skip(f"oneflow unavailable: {info.unavailable()}")
+    a, b = np.array([1.5, -2.0], np.float32), np.array([0.5, 3.0], np.float32)
+    g, u_a, u_b = np.array([2.0, -1.0], np.float32), np.array([1.0, 4.0], np.float32), np.array([-3.0, 0.25], np.float32)
+    monkeypatch.setitem(CASES, "Mul", (["a", "b"], [a, b], {}, (2,)))
+    x, scale = np.array([[1.0, 3.0]], np.float32), np.array([2.0, -1.0], np.float32)
+    monkeypatch.setitem(CASES, "LayerNormalization", (["x", "scale"], [x, scale], {"epsilon": 1e-5}, (1, 2)))
+    with _op_table("oneflow") as (ops, recipe):
+        mul = _job(ops, recipe, "oneflow", "Mul", mode="vjp2", cots=(g,), us=(u_a, u_b))
+        layer_norm = _job(ops, recipe, "oneflow", "LayerNormalization", mode="vjp", cots=(np.ones((1, 2), np.float32),))
+        # the expected values: torch's scale gradient (not zero: its layer_norm multiplies by the scale)
+        layer_norm = standalone.Job(layer_norm.src, dataclasses.replace(layer_norm.case, want=np.ones(2, np.float32)),
+                                    "title", "PyTorch")
+        for job, check, want in ((mul, 0, g * u_b), (mul, 1, g * u_a), (layer_norm, 1, np.zeros(2, np.float32))):
+            job = standalone.Job(job.src, dataclasses.replace(job.case, check=check), "title", "PyTorch")
+            text, _ = standalone.build(job, standalone.Form("straight", prune=True))
+            assert "autograd.grad" not in text
+            run = standalone.run_script(info, tmp_path, text, want_got=want)
+            assert run.code == 1 and run.same, (check, run.output)  # not the case's expected values: exit 1
