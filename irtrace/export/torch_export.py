@@ -507,10 +507,11 @@ def _write(model, path, run, traced, options):
                    t_export=run.t_export, sources=traced.sources, original_attrs=traced.original_attrs)
 
     def finish(values):  # (graph, manifest): the export check (outputs, then parameter gradients), value info, IR check
-        check_outputs(graph, values, outputs, run.ref_out, run.submodule_out, traced.sources, state_outputs,
-                      run.state_after)
+        checked = check_outputs(graph, values, outputs, run, traced.sources, state_outputs, model)
         try:  # after the forward's check: a graph whose outputs differ is named for that first
-            check_gradients(model, run.given, run.masks, run.draws, values, outputs, options.loss, graph, graph_inputs)
+            if checked:
+                check_gradients(model, run.given, run.masks, run.draws, values, outputs, options.loss, graph,
+                                graph_inputs)
         finally:
             model.load_state_dict(run.state)
         canonical.set_value_info(graph, specs)
