@@ -6,6 +6,7 @@ keyed by a hash of the requirements and the interpreter version, so CI and repea
 reuse it. A `.irtrace-ok` marker is written only after the import check passes.
 """
 import fcntl
+import functools
 import glob
 import hashlib
 import os
@@ -140,19 +141,32 @@ def _run(cmd, what, env=None):
     return r
 
 
-def _version(exe):
+def _asked(exe, code, timeout=None):
+    """What interpreter `exe` prints for `code` (None where it fails), asked once per process for each
+    file as it is (its path, size and time): every worker's start resolves its env's interpreter, and a
+    Python started to say its version costs a framework's worker start a tenth of a second or more."""
     try:
-        r = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True,
-                           text=True, timeout=30)
+        st = os.stat(exe)  # the file a link names
+    except OSError:
+        return None
+    return _asked_once(exe, st.st_ino, st.st_size, st.st_mtime_ns, code, timeout)
+
+
+@functools.lru_cache(maxsize=64)
+def _asked_once(exe, inode, size, mtime, code, timeout):
+    try:
+        r = subprocess.run([exe, "-c", code], capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return r.stdout.strip() if r.returncode == 0 else None
 
 
+def _version(exe):
+    return _asked(exe, "import sys; print('%d.%d' % sys.version_info[:2])", timeout=30)
+
+
 def _full_version(exe):
-    r = subprocess.run([exe, "-c", "import sys, platform; print(sys.version, platform.machine())"],
-                       capture_output=True, text=True)
-    return r.stdout.strip()
+    return _asked(exe, "import sys, platform; print(sys.version, platform.machine())") or ""
 
 
 def _package(line):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from backends._runtime import wire
 from irtrace.errors import IrtraceError
+from irtrace.replay import forkserver
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]   # the folder that holds irtrace/ and backends/
@@ -115,6 +116,7 @@ def close_warm():
         w.ask_to_exit()
     for _, _, w in idle:
         w.wait_exit()
+    forkserver.close_all()
 
 
 def _environment():
@@ -203,9 +205,18 @@ class WorkerProxy:
         env.update(self.info.variables())
         env.setdefault("OMP_NUM_THREADS", "1")
         self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([self.info.interpreter(), "-m", "backends._runtime.worker", self.info.worker],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-                                     cwd=str(ROOT), start_new_session=True)
+        argv = ["backends._runtime.worker", self.info.worker]
+        self.proc = None
+        # what a fork server imports once: the host's modules a backend needs, or a managed environment's
+        # framework and the backend's worker module (not a host backend's own: a test's planted one may hang
+        # or die as it imports, a real framework's folder in its environment does not)
+        framework = self.info.needs or ((self.info.module, self.info.worker) if self.info.python is not None else ())
+        if _WARM is not None and framework:  # workers start over and over: fork them (forkserver)
+            self.proc = forkserver.fork(self.info.interpreter(), env, ROOT, framework, argv, self._stderr, _VOLATILE)
+        if self.proc is None:
+            self.proc = subprocess.Popen([self.info.interpreter(), "-m", *argv], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self._stderr, env=env, cwd=str(ROOT),
+                                         start_new_session=True)
         self._frames = queue.Queue()
         threading.Thread(target=self._reader, args=(self.proc, self._frames), daemon=True).start()
         self._greeting = self._ask()

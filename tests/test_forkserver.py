@@ -1,0 +1,105 @@
+"""Workers forked from a server that imported their framework once (irtrace.replay.forkserver), where
+workers are kept warm: a forked worker answers, dies and is told dead as a plain process does; a server
+that cannot fork safely (threads after its imports) or whose imports hang leaves the worker to a plain
+process."""
+import base64
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from irtrace.ir.spec import node_specs
+from irtrace.replay import backends, forkserver, worker
+from irtrace.replay.worker import WorkerFailed, WorkerProxy
+
+
+
+@pytest.fixture(autouse=True)
+def _warm():
+    if worker._WARM is None:
+        pytest.skip("workers are started per replay here (IRTRACE_COLD_WORKERS=1): none is forked")
+
+
+def _relu(w):
+    """One Relu forward asked of worker `w`: its output."""
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    model = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                                                [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    (spec,) = node_specs(model)
+    msg = {"kind": "run", "mode": "fwd", "spec": {**spec.to_json(), "out_dtypes": ["<f4"],
+                                                   "proto": base64.b64encode(node.SerializeToString()).decode()}}
+    reply, out = w.call(msg, [np.array([-1.0, 0.5, 2.0], np.float32)], 60.0)
+    if reply["status"] != "ok":
+        raise WorkerFailed(reply["status"], reply.get("message", ""))
+    return out[0]
+
+
+def _backend(tmp_path, monkeypatch, name, body):
+    """torch's backend under another name, whose fork server also imports a module made of `body`."""
+    (tmp_path / f"{name}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    return dataclasses.replace(backends.get("torch"), name=name, needs=("torch", name))
+
+
+def test_a_forked_worker_answers_and_its_death_is_told_as_a_plain_ones():
+    w = WorkerProxy(backends.get("torch"))
+    w.start()
+    assert isinstance(w.proc, forkserver.Forked) and w.hello["pid"] == w.proc.pid
+    np.testing.assert_array_equal(_relu(w), [0.0, 0.5, 2.0])
+    os.kill(w.proc.pid, signal.SIGSEGV)
+    with pytest.raises(WorkerFailed, match=r"^worker killed by signal SIGSEGV"):
+        _relu(w)
+    # restarted (forked again) on the next call
+    np.testing.assert_array_equal(_relu(w), [0.0, 0.5, 2.0])
+    assert w.restarts == 1
+    proc = w.proc
+    w.close()
+    assert proc.returncode == 0  # it read "exit" and returned
+
+
+def test_a_server_whose_imports_start_threads_refuses_and_the_worker_is_a_plain_process(tmp_path, monkeypatch):
+    info = _backend(tmp_path, monkeypatch, "irtrace_threads_at_import",
+                    "import threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
+    w = WorkerProxy(info)
+    w.start()
+    assert isinstance(w.proc, subprocess.Popen)
+    np.testing.assert_array_equal(_relu(w), [0.0, 0.5, 2.0])
+    w.close()
+    refused = [s for s in forkserver._SERVERS.values() if "irtrace_threads_at_import" in s.proc.args]
+    assert refused and refused[0].refused.endswith("threads")
+
+
+def test_a_server_whose_imports_hang_is_given_up_and_the_worker_is_a_plain_process(tmp_path, monkeypatch):
+    info = _backend(tmp_path, monkeypatch, "irtrace_hangs_at_import", "import time\ntime.sleep(600)\n")
+    monkeypatch.setattr(forkserver, "IMPORT_WAIT_S", 1.0)
+    w = WorkerProxy(info)
+    w.start()
+    assert isinstance(w.proc, subprocess.Popen)
+    np.testing.assert_array_equal(_relu(w), [0.0, 0.5, 2.0])
+    w.close()
+    [server] = [s for s in forkserver._SERVERS.values() if "irtrace_hangs_at_import" in s.proc.args]
+    assert server.refused == "no fork within 1 s" and server.proc.wait(10) == -signal.SIGKILL
+
+
+def test_a_server_that_dies_ends_its_workers_as_killed():
+    w = WorkerProxy(backends.get("torch"))
+    w.start()
+    [server] = [s for s in forkserver._SERVERS.values() if any(c is w.proc for c in s.running.values())]
+    proc = w.proc
+    server.proc.kill()
+    assert proc.wait(10) == -signal.SIGKILL
+    # it died owing nothing: the next call starts another (as for a plain process), which a new server forks
+    np.testing.assert_array_equal(_relu(w), [0.0, 0.5, 2.0])
+    assert w.restarts == 1 and isinstance(w.proc, forkserver.Forked) and w.proc.pid != proc.pid
+    w.close()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))
