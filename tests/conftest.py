@@ -30,6 +30,16 @@ def update_known(module, name, table):
 # set by pytest for each test phase: a worker kept under it would never be reused by the next test
 VOLATILE = ("PYTEST_CURRENT_TEST",)
 
+# the longest files first (pytest --durations): `--dist loadfile` hands each test process the next file as
+# it comes free, so a long file collected last keeps one process busy while the other has nothing left
+LONGEST_FIRST = ("test_ray.py", "test_contract.py", "test_faults.py", "test_replay.py", "test_repro.py",
+                 "test_testing.py", "test_cache.py", "test_workarounds.py", "test_hostile.py", "test_fuzz.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order kept
+
 
 @pytest.fixture(scope="session", autouse=True)
 def warm_workers():
@@ -43,6 +53,7 @@ def warm_workers():
     worker.keep_warm(VOLATILE)
     yield
     worker.close_warm()
+    worker.stop_forking()
 
 
 @pytest.fixture
@@ -51,6 +62,7 @@ def cold_workers():
     from irtrace.replay import worker
     was = worker._WARM is not None
     worker.close_warm()
+    worker.stop_forking(end_servers=False)  # a server for this test's environment would outlive it
     yield
     worker.close_warm()
     if was:

@@ -1,5 +1,5 @@
 """Workers forked from a server that imported their framework once (irtrace.replay.forkserver), where
-workers are kept warm: a forked worker answers, dies and is told dead as a plain process does; a server
+workers are kept warm (and in a test's cold workers after): a forked worker answers, dies and is told dead as a plain process does; a server
 that cannot fork safely (threads after its imports) or whose imports hang leaves the worker to a plain
 process."""
 import base64
@@ -21,7 +21,7 @@ from irtrace.replay.worker import WorkerFailed, WorkerProxy
 
 @pytest.fixture(autouse=True)
 def _warm():
-    if worker._WARM is None:
+    if not worker._FORK:
         pytest.skip("workers are started per replay here (IRTRACE_COLD_WORKERS=1): none is forked")
 
 

@@ -93,6 +93,8 @@ _WARM = None          # [(BackendInfo, environment key, WorkerProxy)] of the idl
 _VOLATILE = frozenset()  # environment variables left out of the key (keep_warm's `volatile`)
 WARM_PER_BACKEND = 4  # idle workers kept per declaration (--jobs N parks up to N)
 WARM_MAX = 8          # idle workers kept in all (each holds its framework in memory): the oldest end first
+_FORK = False         # workers are forked (forkserver): on with keep_warm, where workers start over and over,
+                      # and kept on by close_warm (a test's cold workers start as often), off by stop_forking
 
 
 def keep_warm(volatile=()):
@@ -100,12 +102,25 @@ def keep_warm(volatile=()):
     `volatile`: environment variables that change between replays without changing what a worker computes
     (pytest's PYTEST_CURRENT_TEST, set anew for each test), left out of the key a worker is kept under,
     with those of earlier calls (a library call that turns keeping on does not bring them back in)."""
-    global _WARM, _VOLATILE
+    global _WARM, _VOLATILE, _FORK
     _VOLATILE = _VOLATILE | frozenset(volatile)
     if _WARM is None:
         _WARM = []
         import atexit
         atexit.register(close_warm)
+    if not _FORK:
+        _FORK = True
+        import atexit
+        atexit.register(stop_forking)
+
+
+def stop_forking(end_servers=True):
+    """Workers start as plain processes from now on; the fork servers end with the last of their workers
+    (or, without `end_servers`, wait for forking to be turned on again by keep_warm)."""
+    global _FORK
+    _FORK = False
+    if end_servers:
+        forkserver.close_all()
 
 
 def close_warm():
@@ -116,7 +131,6 @@ def close_warm():
         w.ask_to_exit()
     for _, _, w in idle:
         w.wait_exit()
-    forkserver.close_all()
 
 
 def _environment():
@@ -211,7 +225,7 @@ class WorkerProxy:
         # framework and the backend's worker module (not a host backend's own: a test's planted one may hang
         # or die as it imports, a real framework's folder in its environment does not)
         framework = self.info.needs or ((self.info.module, self.info.worker) if self.info.python is not None else ())
-        if _WARM is not None and framework:  # workers start over and over: fork them (forkserver)
+        if _FORK and framework:  # workers start over and over: fork them (forkserver)
             self.proc = forkserver.fork(self.info.interpreter(), env, ROOT, framework, argv, self._stderr, _VOLATILE)
         if self.proc is None:
             self.proc = subprocess.Popen([self.info.interpreter(), "-m", *argv], stdin=subprocess.PIPE,
