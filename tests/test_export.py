@@ -289,6 +289,33 @@ def test_a_model_that_amplifies_rounding_exports_with_a_warning_and_its_check_un
     assert v(np.zeros(2), np.zeros(2), np.zeros(3)) == torch_check.WRONG
 
 
+class _Versioned(torch.nn.Module):
+    """A module whose loading needs its state dict's version, as torchvision's MNASNet's does (it raises
+    "version should be set to 1 or 2 instead of None")."""
+    _version = 2
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args):
+        assert local_metadata.get("version") == 2, local_metadata
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, *args)
+
+
+def test_a_module_whose_loading_needs_its_version_exports(tmp_path):
+    """The export puts the module's state back after each run; the state dict it keeps carries the
+    modules' versions (torchvision's mnasnet0_5 failed with exit 3 without them)."""
+    torch.manual_seed(0)
+    model = _Versioned()
+    b = irtrace.export(model, (torch.randn(2, 3, 6, 6),), tmp_path / "v.irt", train=True)
+    assert b.manifest["mode"] == "train"
+    assert torch.equal(model.bn.running_mean, torch.zeros(4))  # the state as before the export's runs
+
+
 class _Nested(torch.nn.Module):
     """relu(lin(x) + x), its ReLU a module within it: its output is made in a nested module's scope."""
 

@@ -19,6 +19,7 @@ import platform
 import re
 import time
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -363,7 +364,11 @@ def _run(model, example_inputs, options):
     params = {k for k, _ in model.named_parameters()}
     # the buffers as before the run (a forward updates running statistics in place); the parameters as
     # they are, not copied (a forward does not change them; a copy would hold the weights once more)
-    state = {k: v.detach() if k in params else v.detach().clone() for k, v in model.state_dict().items()}
+    current = model.state_dict()
+    state = OrderedDict((k, v.detach() if k in params else v.detach().clone()) for k, v in current.items())
+    # with the modules' versions, which a module's own loading may require (torchvision's MNASNet raises
+    # without its version 2)
+    state._metadata = getattr(current, "_metadata", None)
     torch.manual_seed(options.seed)
     masks, draws = [], []
     try:
