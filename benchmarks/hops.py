@@ -75,11 +75,10 @@ def worker_stack(bundle):
     from backends._runtime import wire, worker
     from backends.torch.worker import make_adapter
     from irtrace.ir.spec import node_specs
-    from irtrace.replay.call import from_bundle
-    from irtrace.replay.plan import node_proto
+    from irtrace.replay.call import from_bundle, proto_text
     adapter = make_adapter()
     spec = node_specs(bundle.model)[0]
-    call = from_bundle(bundle, spec, "fwd", node_proto(bundle.model.graph.node[0]))
+    call = from_bundle(bundle, spec, "fwd", proto_text(bundle.model.graph.node[0]))
     entry = adapter.lookup(spec)
     seen = []
     original = entry.fn
