@@ -182,11 +182,9 @@ def test_the_oracle_answers_one_size_per_result_rounded_up_to_float32():
     assert rounded_up(np.array([1e39, 1.0])).dtype == np.float64
 
 
-def test_the_oracle_worker_sizes_a_matmul_by_hand_and_sends_its_extra_alone(tmp_path):
-    """The oracle's worker, asked for the rounding model alone (magnitude, extra_only): no results, one
-    size per result. MatMul of [1.5, -2, 0] and [2, 0.5, 4]: terms 3, -1, 0, so y = 2, M = 4, Q = 10,
-    N = 2 nonzero terms, n = max(N, M^2/Q = 1.6) = 2, size = sqrt(2) max(|y|, sqrt(10)) = sqrt(20), in
-    float32 rounded up."""
+def _oracle_size(tmp_path, node, feeds):
+    """(the reply, the arrays) of the oracle's worker asked for the rounding model alone of `node`'s
+    forward on `feeds` ({name: float32 array})."""
     import base64
 
     from onnx import TensorProto, helper
@@ -198,24 +196,54 @@ def test_the_oracle_worker_sizes_a_matmul_by_hand_and_sends_its_extra_alone(tmp_
     from irtrace.replay.judge import model_call
     from irtrace.replay.plan import mode_calls
     from irtrace.replay.worker import WorkerProxy
-    x, w = np.array([[1.5, -2.0, 0.0]], np.float32), np.array([[2.0], [0.5], [4.0]], np.float32)
-    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
-    graph = helper.make_graph([node], "mm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3]),
-                                             helper.make_tensor_value_info("w", TensorProto.FLOAT, [3, 1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    b = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), {"x": x, "w": w},
-                         tmp_path / "mm.irt")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
+                                            for k, v in feeds.items()],
+                              [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)])
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    b = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), feeds,
+                         tmp_path / "g.irt")
     (spec,) = node_specs(b.model)
     proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
     (call,), _ = mode_calls(b, spec, ("fwd",), bundle_paths(b), proto)
     worker = WorkerProxy(backends.get("oracle"))
     worker.start()
     try:
-        reply, arrays = worker.call(model_call(call).message(), model_call(call).arrays(), 60)
+        return worker.call(model_call(call).message(), model_call(call).arrays(), 60)
     finally:
         worker.close()
-    want = np.float32(np.sqrt(20.0))
-    want = want if float(want) >= np.sqrt(20.0) else np.nextafter(want, np.float32(np.inf))
+
+
+def _up(v):
+    """`v` in float32, rounded up."""
+    f = np.float32(v)
+    return f if float(f) >= v else np.nextafter(f, np.float32(np.inf))
+
+
+def test_the_oracle_worker_sizes_a_matmul_by_hand_and_sends_its_extra_alone(tmp_path):
+    """The oracle's worker, asked for the rounding model alone (magnitude, extra_only): no results, one
+    size per result. MatMul of [1.5, -2, 0] and [2, 0.5, 4]: terms 3, -1, 0, so y = 2, M = 4, Q = 10,
+    N = 2 nonzero terms, n = max(N, M^2/Q = 1.6) = 2, size = sqrt(2) max(|y|, sqrt(10)) = sqrt(20), in
+    float32 rounded up."""
+    from onnx import helper
+    x, w = np.array([[1.5, -2.0, 0.0]], np.float32), np.array([[2.0], [0.5], [4.0]], np.float32)
+    reply, arrays = _oracle_size(tmp_path, helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"), {"x": x, "w": w})
     assert reply["status"] == "ok" and reply["extra"] == {"magnitude": [1]}, reply
     (size,) = arrays  # the size alone: the results are not sent again
-    assert size.dtype == np.float32 and size.shape == (1, 1) and size[0, 0] == want
+    assert size.dtype == np.float32 and size.shape == (1, 1) and size[0, 0] == _up(np.sqrt(20.0))
+
+
+def test_an_average_is_sized_as_the_sum_of_its_terms_x_over_count(tmp_path):
+    """An average's terms are x_k / count: ReduceMean of [1, 2, 3, 4] sums 1/4, 2/4, 3/4, 4/4, so y = 2.5,
+    M = 2.5, Q = 30/16, N = 4, n = max(4, M^2/Q = 3.33) = 4, size = 2 max(2.5, sqrt(30/16)) = 5. (The
+    op run on the squares and the indicators gives 30/4 and 1: size max(2.5, sqrt(7.5)) = 2.74 without the
+    count, and Paddle's sequential float32 mean of a timm nf_resnet26 weight, 2,304 terms, was called
+    DIVERGENT at 1.2x a bound 48x too tight.) A 2x2 AveragePool of [[1, 2], [3, 4]] the same."""
+    from onnx import helper
+    x = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+    reply, (size,) = _oracle_size(tmp_path / "mean", helper.make_node("ReduceMean", ["x"], ["y"], name="mean",
+                                                                      keepdims=0), {"x": x})
+    assert reply["status"] == "ok" and size.shape == () and size == _up(5.0), (reply, size)
+    reply, (size,) = _oracle_size(tmp_path / "pool", helper.make_node("AveragePool", ["x"], ["y"], name="pool",
+                                                                      kernel_shape=[2, 2]),
+                                  {"x": x.reshape(1, 1, 2, 2)})
+    assert reply["status"] == "ok" and size.shape == (1, 1, 1, 1) and size[0, 0, 0, 0] == _up(5.0), (reply, size)

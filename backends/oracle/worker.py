@@ -239,6 +239,11 @@ class OracleAdapter(NativeAdapter):
         op (Resize's scales, Clip's bounds, Pad's value): left as they are."""
         from backends.oracle.model import rounded_up, rounding_size
         kinds = self._magnitudes(c, tuple(fixed))
+        count = _averaged(c)
+        if count:  # an average of `count` terms t_k = x_k / count: the op on the squares and the indicators
+            # gives count * sum t_k^2 and the count's fraction (model.rounding_size wants sum t_k^2 and N)
+            kinds = [kinds[0], [None if q is None else q / count for q in kinds[1]]] + \
+                    [[None if n is None else n * count for n in kinds[2]]] * (len(kinds) > 2)
         sizes = []
         for k, y in enumerate(c.results):
             mags = [group[k] if k < len(group) else None for group in kinds]
@@ -306,3 +311,18 @@ class OracleAdapter(NativeAdapter):
 
 def make_adapter():
     return OracleAdapter()
+
+
+_AVERAGES = ("ReduceMean", "GlobalAveragePool", "AveragePool")
+
+
+def _averaged(c):
+    """How many terms each result of an averaging op's forward averages (ReduceMean, the average pools:
+    a sum whose terms are x_k / count), or None for any other call. An AveragePool window that is partly
+    padding without count_include_pad averages fewer: its count is taken as the kernel's (a wider bound)."""
+    if c.mode != "fwd" or c.spec.op_type not in _AVERAGES or not c.results or c.inputs[0] is None:
+        return None
+    if c.spec.op_type == "AveragePool":
+        return float(np.prod(c.spec.attrs.get("kernel_shape") or [1]))
+    y = c.results[0]
+    return float(np.size(c.inputs[0])) / max(float(np.size(y)), 1.0) if y is not None and np.size(y) else None
