@@ -14,6 +14,8 @@ import sys
 import time
 import traceback
 
+import numpy as np
+
 from backends._runtime import wire
 from backends._runtime.spec import from_json
 from backends._runtime.adapter import Computed, NodeFailed
@@ -36,10 +38,40 @@ def serve(name):
             return
         if kind == "batch":  # one reply per call, each with that call's id
             for call, (reply, out) in zip(msg["calls"], batch(adapter, msg, arrays)):
+                reply = ending(adapter, reply)
                 wire.write(stdout, {**reply, "id": call.get("id")}, out)
+                if reply.get("ends"):
+                    return  # the batch's other calls, owed by a process that ended, are sent again alone
             continue
         reply, out = answer(adapter, kind, msg, arrays)
+        reply = ending(adapter, reply)
         wire.write(stdout, {**reply, "id": msg.get("id")}, out)  # the host matches replies to requests by id
+        if reply.get("ends"):
+            return  # the next call starts another process
+
+
+def ending(adapter, reply):
+    """`reply`, saying "ends" (why) where it is an ERROR after which this process no longer computes a
+    Mul's gradient right, and ends once it is written (a framework may keep a broken state after an
+    exception: Paddle 3.3's eager engine, after MatMul's double backward of a 1-D operand raised, answers
+    every later gradient with zeros, so each later node of a replay would be a finding of its own)."""
+    if reply.get("status") != wire.Status.ERROR or "vjp" not in adapter.modes:
+        return reply
+    a, b, g = (np.array(v, np.float32) for v in ([1.0, 2.0], [3.0, -4.0], [0.5, 2.0]))
+    spec = from_json({"name": "irtrace_canary", "op_type": "Mul", "domain": "", "opset": 17, "inputs": ["a", "b"],
+                      "outputs": ["y"], "attrs": {}, "out_dtypes": ["<f4"]})
+    try:
+        entry = adapter.lookup(spec)
+    except Exception:  # noqa: BLE001 - no Mul to check with: nothing known against it
+        return reply
+    try:
+        (da, db), _ = adapter.run("vjp", entry, [a, b], spec, [g])
+        if np.allclose(da, b * g) and np.allclose(db, a * g):
+            return reply
+        wrong = f"d/da {np.asarray(da).tolist()}, d/db {np.asarray(db).tolist()} for {(b * g).tolist()}, {(a * g).tolist()}"
+    except Exception as e:  # noqa: BLE001 - a Mul's gradient that raises now
+        wrong = f"{type(e).__name__}: {e}"[:200]
+    return {**reply, "ends": f"after this error, a Mul's gradient comes out wrong in this process ({wrong})"}
 
 
 def answer(adapter, kind, msg, arrays):

@@ -195,6 +195,7 @@ class WorkerProxy:
         self._owed = {}         # id -> True: requests the running process has not answered yet, in order
         self._early = {}        # id -> (reply, arrays): a reply read while waiting for a later request's
         self._lost = {}         # id -> WorkerFailed: requests the process died owing (or that never went out)
+        self._ending = False    # its last reply said it ends (a framework error broke it)
 
     def start(self):
         """Launch the worker (unless launch() did) and read its hello."""
@@ -239,6 +240,12 @@ class WorkerProxy:
     def ensure(self):
         """Start the worker unless it runs; a start that fails is tried once more, then the worker is
         dead: every later call fails at once with the reason (WorkerFailed)."""
+        if self._ending and self.proc is not None:  # it said it ends: its exit, then a new process
+            self._ending = False
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
         if self.proc is not None and self.proc.poll() is None and self._greeting is None:
             return
         if self.proc is not None and self._greeting is None:
@@ -402,6 +409,10 @@ class WorkerProxy:
             del self._owed[got]
             self._early[got] = (reply, out)
         reply, out = self._early.pop(rid)
+        if reply.get("ends"):  # the framework's error broke the process, which ends: the next call restarts it
+            self._ending = True
+            log.warning("%s: the worker ends after the error %r: %s", self.info.name,
+                        reply.get("message", "")[:120], reply["ends"])
         if reply.get("status") == wire.Status.ERROR:
             self._stderr.seek(self._mark)
             new = [normalise(ln) for ln in self._stderr.read().decode(errors="replace").splitlines()
@@ -436,7 +447,7 @@ class WorkerProxy:
         """Running, started, and owing no request: it can serve another replay as it is."""
         self._written()
         return (self.proc is not None and self.proc.poll() is None and self.hello is not None and not self.dead
-                and self._greeting is None and not self._owed and not self._early and not self._lost)
+                and not self._ending and self._greeting is None and not self._owed and not self._early and not self._lost)
 
     def ask_to_exit(self):
         """The first half of close(): several workers exit at the same time (a framework's

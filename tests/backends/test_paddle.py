@@ -182,3 +182,25 @@ def test_repros_run_in_the_paddle_env(cases, tmp_path):
     border = want == 0
     assert border.any() and np.all(got[border] == value) and np.array_equal(got[~border], want[~border])
     assert "paddle.nn.functional" in (folders["Pad"] / "repro.py").read_text()
+
+
+def test_a_worker_an_error_breaks_ends_and_the_nodes_after_it_are_judged_by_a_fresh_one(tmp_path, caplog):
+    """Paddle 3.3's MatMul double backward of a 1-D operand against a 3-D one raises, and leaves its
+    eager engine answering every later gradient with zeros: a fuzz batch of it and the cases after it
+    showed Tile, Cos, Exp, Unsqueeze ... vjp DIVERGENT (max rel 1), none of which shows alone. The
+    worker checks a Mul's gradient after every error (a*b: d/da = g b, d/db = g a) and ends when it comes
+    out wrong; the calls after it go to a new process. Seeded cases 2409 (MatMul, x 6, w 2x6x1) and 2411
+    (Tile of a 7x5 tensor), as irtrace fuzz --seed 7 draws them."""
+    from irtrace.fuzz import generate
+    from irtrace.fuzz import run as fuzz_run
+    ops = sorted(o for o in fuzz_run.declared_ops("paddle") if generate.fuzzable(o))
+    cases = [generate.draw_case(7, i, generate.pick_op(7, i, ops), ()) for i in (2409, 2411)]
+    assert [c.op for c in cases] == ["MatMul", "Tile"]
+    bundle, kept, dropped = fuzz_run._record(tmp_path, cases, 7)
+    assert len(kept) == 2 and not dropped
+    with caplog.at_level("WARNING", logger="irtrace.replay.worker"):
+        findings = fuzz_run._replay(bundle, ("paddle",), ("fwd", "vjp", "vjp2"), 60)
+    assert {f.op_type for f in findings} == {"MatMul"}, [(f.op_type, f.mode, f.verdict) for f in findings]
+    assert any("paddle: the worker ends after the error" in r.getMessage() and
+               "a Mul's gradient comes out wrong in this process (d/da [0.0, 0.0], d/db [0.0, 0.0]" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
