@@ -103,18 +103,3 @@ def test_a_server_that_dies_ends_its_workers_as_killed():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
-
-
-def test_at_most_servers_max_live_servers_the_one_used_longest_ago_ends_first(monkeypatch):
-    """SERVERS_MAX live servers (each holds its framework): a new one ends the one used longest ago,
-    whose worker still answers (a server ends with its last worker); a refused server is not counted."""
-    monkeypatch.setattr(forkserver, "SERVERS_MAX", 1)
-    first = WorkerProxy(backends.get("torch"))
-    first.start()
-    second = WorkerProxy(backends.get("oracle"))  # torch and onnx: another server
-    second.start()
-    live = [k for k, s in forkserver._SERVERS.items() if s.refused is None]
-    assert len(live) == 1 and live[0][3] == ("torch", "onnx")
-    np.testing.assert_array_equal(_relu(first), [0.0, 0.5, 2.0])  # forked by the server that ended
-    first.close()
-    second.close()

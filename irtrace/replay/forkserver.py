@@ -13,7 +13,7 @@ import threading
 
 _SERVERS = {}   # (interpreter, environment, folder, modules) -> _Server
 _LOCK = threading.Lock()
-SERVERS_MAX = 4  # live servers (each holds its framework in memory): the one used longest ago stops forking first
+SERVERS_MAX = 4  # each holds its framework in memory: the oldest stops forking first
 IMPORT_WAIT_S = 60.0  # the longest wait for a new server's imports and first fork
 
 
@@ -130,15 +130,11 @@ def fork(interpreter, env, cwd, modules, argv, stderr, volatile=()):
     need be; None where none can fork it (the caller starts a plain process)."""
     key = (interpreter, frozenset((k, v) for k, v in env.items() if k not in volatile), str(cwd), tuple(modules))
     with _LOCK:
-        server = _SERVERS.pop(key, None)  # put back last: the server used longest ago ends first
-        if server is not None:
-            _SERVERS[key] = server
+        server = _SERVERS.get(key)
         if server is None or (server.refused is None and (server.gone or server.proc.poll() is not None)):
             server = _SERVERS[key] = _Server(interpreter, env, cwd, modules)
-            # a refused server holds no framework (its process is gone) and stays, so that it is not tried again
-            live = [k for k, s in _SERVERS.items() if s.refused is None]
-            for old in live[:max(0, len(live) - SERVERS_MAX)]:
-                _SERVERS.pop(old).close()
+            while len(_SERVERS) > SERVERS_MAX:
+                _SERVERS.pop(next(iter(_SERVERS))).close()
     child = server.fork(argv, stderr)
     if child is not None and not child._forked.wait(IMPORT_WAIT_S):  # its imports hang: no server for this key
         server.refused = f"no fork within {IMPORT_WAIT_S:.0f} s"
