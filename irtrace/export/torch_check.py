@@ -147,7 +147,7 @@ def _float64_run(twin, run, outputs, state_outputs, jitter):
     xs = [moved(t) if isinstance(t, torch.Tensor) and t.dtype.is_floating_point else t for t in run.given]
     replaying = random_mod.recorded(list(run.draws), record=False) if run.draws else contextlib.nullcontext()
     with torch.no_grad():
-        for p in twin.parameters():
+        for p in twin.parameters() if jitter is not None else ():  # load_state_dict put them back as they were
             p.copy_(moved(p))
         with dropout_mod.patched(run.masks, record=False, eager=True), replaying:
             flat = [t for _, t in flatten(twin(*xs))]
