@@ -176,3 +176,66 @@ def test_bad_values_name_is_one_line_exit_2(tmp_path, capsys):
     assert main(["fuzz", "--backend", "onnxruntime", "--values", "nan", "-o", str(tmp_path / "f")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["irtrace: error: --values nan: 'nan' is not one of nonfinite, empty"], err
+
+
+def test_low_precision_cases_on_request_leave_the_float32_ones_as_they_are():
+    """--dtypes float16,bfloat16: a case's float inputs are cast to one of them (each as likely as float32)
+    where its schema takes it, the float32 values rounded to the nearest; a case drawn float32, or whose op
+    does not take the type, is the plain case byte for byte."""
+    seen = {"float32": 0, "float16": 0, "bfloat16": 0}
+    for op in SAMPLE:
+        for i in range(8):
+            plain, case = generate.draw_case(6, i, op), generate.draw_case(6, i, op, (), generate.LOW_PRECISION)
+            assert generate.case_bytes(case) == generate.case_bytes(generate.draw_case(6, i, op, (),
+                                                                                        generate.LOW_PRECISION))
+            assert case.problem is None and generate.check(case) is None, (op, i)
+            seen[case.dtype] += 1
+            if case.dtype == "float32":
+                assert generate.case_bytes(case) == generate.case_bytes(plain)
+                continue
+            assert case.cls == f"{plain.cls} {case.dtype}"
+            to = generate.numpy_dtype(case.dtype)
+            for p, c in zip(plain.inputs, case.inputs):
+                if p.value is not None and p.value.dtype.kind == "f":
+                    assert c.value.dtype == to and np.array_equal(c.value, p.value.astype(to)), (op, i)
+                else:
+                    assert c.role == p.role and (p.value is None or np.array_equal(c.value, p.value))
+    # the dtype of case i is drawn by (seed, i) alone: 4 of the 8 indices float16, 3 bfloat16, where an op's
+    # schema takes it (at opset 20 Conv, pooling, Resize and more do not take bfloat16: those stay float32)
+    assert seen == {"float32": 39, "float16": 96, "bfloat16": 57}, seen
+
+
+def test_a_float16_case_is_recorded_in_float16_and_judged_in_it(tmp_path):
+    """A float16 Add is recorded as float16: the reference's output is the exact sum (float64, exact for two
+    float16 values) rounded once to float16, and onnxruntime's float16 result matches it."""
+    case = next(c for c in (generate.draw_case(5, i, "Add", (), ("float16",)) for i in range(20))
+                if c.dtype == "float16")
+    bundle, kept, dropped = run._record(tmp_path, [case], 5)
+    assert kept == [case] and not dropped
+    a, b = (i.value.astype(np.float64) for i in case.inputs)
+    got = bundle.values[case.output_names()[0]]
+    assert got.dtype == np.float16 and np.array_equal(got, (a + b).astype(np.float16))
+    assert run._replay(bundle, ("onnxruntime",), ("fwd",), 60) == []
+
+
+def test_low_precision_fuzz_on_a_clean_backend_gives_no_finding(tmp_path):
+    """onnxruntime's float16 kernels against torch's, judged in float16 against float64: no finding."""
+    ops = ("Relu", "Conv", "ReduceSum", "Add", "Softmax", "MatMul", "Sigmoid", "LayerNormalization")
+    options = run.FuzzOptions(backends=("onnxruntime",), ops=ops, seed=4, cases=24, dtypes=("float16",))
+    state = run.fuzz(tmp_path / "ort", options, say=lambda *_: None)
+    assert state["bugs"] == {} and state["unsupported"] == {} and state["dtypes"] == ["float16"]
+    typed = [generate.draw_case(4, i, generate.pick_op(4, i, sorted(ops)), (), options.dtypes).dtype for i in range(24)]
+    assert typed.count("float16") == 15, typed
+    with pytest.raises(Exception, match="--dtypes float16; resume it with those"):
+        run.fuzz(tmp_path / "ort", run.FuzzOptions(backends=("onnxruntime",), ops=ops, seed=4, cases=4),
+                 say=lambda *_: None)
+
+
+def test_a_dtype_not_drawn_or_not_declared_is_one_line_exit_2(tmp_path, capsys):
+    assert main(["fuzz", "--backend", "onnxruntime", "--dtypes", "float64", "-o", str(tmp_path / "f")]) == 2
+    assert main(["fuzz", "--backend", "onnxruntime", "--dtypes", "float16,bfloat16", "-o", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["irtrace: error: --dtypes 'float64': not one of float16, bfloat16 (float32 is always drawn)",
+                   "irtrace: error: --dtypes float16,bfloat16: backend 'onnxruntime' does not declare bfloat16 (it "
+                   "declares float32, float16: backends/onnxruntime/declare.py)"], err
+    assert not (tmp_path / "f").exists()

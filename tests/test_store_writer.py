@@ -59,7 +59,7 @@ def test_a_value_not_as_declared_or_of_a_type_the_bundle_cannot_hold_is_refused(
             w["a"] = np.zeros(2)
         with pytest.raises(ValueError, match=r"value 'a' is float32 \(3,\), declared float32 \(2,\)"):
             w["a"] = np.zeros(3, np.float32)
-    with pytest.raises(IrtraceError, match=r"a bundle cannot store complex64 values \(it stores BOOL, F16, F32"):
+    with pytest.raises(IrtraceError, match=r"a bundle cannot store complex64 values \(it stores BF16, BOOL, F16, F32"):
         ValueWriter(tmp_path / "c.safetensors", {"c": (np.complex64, (1,))})
 
 
@@ -69,3 +69,25 @@ def test_it_writes_the_file_safetensors_writes_byte_for_byte(tmp_path):
     save_file(given, str(tmp_path / "theirs.safetensors"), metadata={"schema": "test"})
     write_values(tmp_path / "ours.safetensors", given, {"schema": "test"})
     assert (tmp_path / "ours.safetensors").read_bytes() == (tmp_path / "theirs.safetensors").read_bytes()
+    back = LazyValues(tmp_path / "ours.safetensors")
+    for k, a in given.items():
+        assert back[k].dtype == a.dtype and back[k].tobytes() == a.tobytes()
+
+
+def test_bfloat16_values_are_laid_out_as_safetensors_lays_them_out(tmp_path):
+    """bfloat16 (ml_dtypes' numpy type; the fuzzer's low-precision cases) is stored as safetensors' BF16, in
+    its place among the other dtypes: the same bytes as safetensors' torch writer, and read back exactly."""
+    import ml_dtypes
+    import torch
+    from safetensors.torch import save_file
+    rng = np.random.default_rng(3)
+    given = {"b": rng.standard_normal((2, 3)).astype(ml_dtypes.bfloat16), "h": rng.standard_normal(4).astype(np.float16),
+             "f": rng.standard_normal(2).astype(np.float32), "i": np.arange(3, dtype=np.int32)}
+    theirs = {k: torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if k == "b" else torch.from_numpy(a)
+              for k, a in given.items()}
+    save_file(theirs, str(tmp_path / "theirs.safetensors"), metadata={"schema": "test"})
+    write_values(tmp_path / "ours.safetensors", given, {"schema": "test"})
+    assert (tmp_path / "ours.safetensors").read_bytes() == (tmp_path / "theirs.safetensors").read_bytes()
+    back = LazyValues(tmp_path / "ours.safetensors")
+    for k, a in given.items():
+        assert back[k].dtype == a.dtype and back[k].tobytes() == a.tobytes()

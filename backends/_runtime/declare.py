@@ -55,3 +55,7 @@ class Backend:
     variables: dict = field(default_factory=dict)  # environment variables for the worker (host interpreter)
     demo: bool = True                               # replayed by `irtrace demo`
     port: bool = False                              # runs a user's own port: backends/<name>/port.py
+    # the float dtypes its adapter takes and gives back as they are (`irtrace fuzz --dtypes` draws cases of
+    # them): a dtype it declares may still lack a kernel of an op on this device, which it answers as
+    # UNSUPPORTED (Adapter.missing_kernel)
+    dtypes: tuple = ("float32",)

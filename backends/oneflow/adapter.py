@@ -1,4 +1,6 @@
 """OneFlow adapter: the op table and backends/oneflow/autodiff.py (oneflow.autograd.grad, eager)."""
+import re
+
 import numpy as np
 import oneflow
 
@@ -13,6 +15,8 @@ class OneFlowAdapter(AutodiffAdapter):
     port = "backends.oneflow.port"  # runs a user's OneFlow port (irtrace port)
     table = OPS
     autodiff = autodiff
+    # "Cannot find the kernel matching Current OperatorConf ... DataType_Name of x_0: kFloat16"
+    missing_kernel = re.compile(r"Cannot find the kernel matching(?s:.*?)DataType_Name of \w+: k(Float16|BFloat16)\b")
 
     def versions(self):
         return {"oneflow": oneflow.__version__, "numpy": np.__version__}

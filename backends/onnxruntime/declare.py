@@ -6,5 +6,5 @@ from backends._runtime.declare import Backend
 # 245). A fixed threshold (glibc's default, 128 kB) keeps every large block mmapped, returned when freed.
 BACKEND = Backend("onnxruntime", "onnxruntime",
                   "onnxruntime CPU, one-node sessions, graph optimizations off, fwd only",
-                  module="onnxruntime", modes=("fwd",), needs=("onnxruntime", "onnx"),
+                  module="onnxruntime", modes=("fwd",), needs=("onnxruntime", "onnx"), dtypes=("float32", "float16"),
                   variables={"MALLOC_MMAP_THRESHOLD_": "131072"})

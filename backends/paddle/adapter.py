@@ -1,4 +1,6 @@
 """Paddle adapter: the op table and backends/paddle/autodiff.py (paddle.grad, dynamic graph)."""
+import re
+
 import numpy as np
 import paddle
 
@@ -15,6 +17,8 @@ class PaddleAdapter(AutodiffAdapter):
     port = "backends.paddle.port"  # runs a user's Paddle port (irtrace port)
     table = OPS
     autodiff = autodiff
+    # "(NotFound) The kernel with key (CPU, Undefined(AnyLayout), float16) of kernel `add` is not registered"
+    missing_kernel = re.compile(r"kernel with key \(.*?\b(float16|bfloat16)\) of kernel `\w+` is not registered")
 
     def versions(self):
         return {"paddle": paddle.__version__, "numpy": np.__version__}

@@ -27,6 +27,9 @@ class TensorFlowAdapter(AutodiffAdapter):
     table = OPS
     autodiff = autodiff
     port = "backends.tensorflow.port"  # runs a user's TensorFlow port (irtrace port)
+    # "Could not find device for node: {{node MaxPool3D}} = MaxPool3D[T=DT_HALF, ...", or no OpKernel registered
+    missing_kernel = re.compile(r"(Could not find device for node|No OpKernel was registered to support Op)"
+                                r"(?s:.*?)\bT=DT_(HALF|BFLOAT16)\b")
 
     def _run(self, fn, *args, **kw):
         try:

@@ -1,4 +1,6 @@
 """torch adapter: forward, vjp and vjp2 of one op function through torch's own autograd."""
+import re
+
 import torch
 
 from backends._runtime.adapter import AutodiffAdapter
@@ -12,6 +14,7 @@ class TorchAdapter(AutodiffAdapter):
     name = framework = "torch"
     recipe = repro.RECIPE
     autodiff = autodiff
+    missing_kernel = re.compile(r"not implemented for '(Half|BFloat16)'")  # "addmm_impl_cpu_" not implemented for 'Half'
 
     def __init__(self, table=OPS, dtype=None):
         self.table, self.dtype = table, dtype

@@ -162,6 +162,9 @@ def _add_fuzz(sub):
     fz.add_argument("--values", default="", help="beyond the plain cases, comma-separated: nonfinite (NaN, +Inf "
                                                    "and -Inf among the values), empty (0-size inputs where the op "
                                                    "takes them)")
+    fz.add_argument("--dtypes", default="", help="beyond float32, comma-separated: float16, bfloat16 (a case's "
+                                                   "float inputs cast to one, where its schema and every backend "
+                                                   "take it)")
     fz.add_argument("--batch", type=count, default=24, help="cases replayed together as one bundle (default 24)")
     fz.add_argument("--budget", type=count, default=60, help="shrink steps per repro (default 60)")
     fz.add_argument("--no-repro", dest="repro", action="store_false", help="keep the corpus, write no repros")
@@ -367,14 +370,16 @@ def _fuzz(args):
         raise IrtraceError("--ops names no op type; give one or more, comma-separated (e.g. Conv,Pad)")
     options = run.FuzzOptions(backends=tuple(registry.parse_list(args.backend)), ops=ops,
                               modes=tuple(parse_modes(args.modes)), seed=args.seed, cases=args.cases,
-                              seconds=args.time, batch=args.batch, values=_values(args.values))
+                              seconds=args.time, batch=args.batch, values=_values(args.values),
+                              dtypes=tuple(d.strip() for d in args.dtypes.split(",") if d.strip()))
     state = run.fuzz(args.out, options)
     if args.repro:
         run.write_repros(args.out, args.budget)
         state = run.load_state(args.out)
-    print(f"{'backend':<14}{'bugs':>6}{'conventions':>13}{'cases':>8}{'cases/min':>11}{'discarded':>11}")
-    for b, bugs, conventions, cases, per_min, discarded in run.summary(state):
-        print(f"{b:<14}{bugs:>6}{conventions:>13}{cases:>8}{per_min:>11.1f}{discarded:>11}")
+    print(f"{'backend':<14}{'bugs':>6}{'conventions':>13}{'cases':>8}{'cases/min':>11}{'discarded':>11}"
+          f"{'unsupported':>13}")
+    for b, bugs, conventions, cases, per_min, discarded, unsupported in run.summary(state):
+        print(f"{b:<14}{bugs:>6}{conventions:>13}{cases:>8}{per_min:>11.1f}{discarded:>11}{unsupported:>13}")
     for key, bug in sorted(state["bugs"].items(), key=lambda kv: -kv[1]["count"]):
         tag = " (convention: only at ties/zeros)" if run.convention(bug) else ""
         print(f"  {key}: {bug['count']} case(s){tag}" + (f" -> {args.out}/{bug['repro']}" if bug.get("repro") else ""))

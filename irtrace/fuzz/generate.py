@@ -46,6 +46,12 @@ class Case:
     def size(self):
         return sum(int(np.size(i.value)) for i in self.inputs if i.value is not None)
 
+    @property
+    def dtype(self):
+        """The float dtype of its inputs ("float32", "float16", "bfloat16": ml_dtypes' numpy type, kind V)."""
+        return next((i.value.dtype.name for i in self.inputs if i.value is not None and i.value.dtype.kind in "fV"),
+                    "float32")
+
     def input_names(self):
         return [f"{self.id}.{'stat' if i.role == 'stat' else 'in'}{k}" if i.role != "none" else ""
                 for k, i in enumerate(self.inputs)]
@@ -625,12 +631,15 @@ def _class(op, inputs, attrs):
 # what a run may ask for beyond the plain cases (`irtrace fuzz --values`): NaN and infinities among the
 # differentiated inputs' values, and 0-size tensors (a leading axis of 0)
 EXTRAS = ("nonfinite", "empty")
+# the float dtypes a run may draw beyond float32 (`irtrace fuzz --dtypes`), where the backends declare them
+LOW_PRECISION = ("float16", "bfloat16")
 
 
-def draw_case(seed, index, op, extras=()):
+def draw_case(seed, index, op, extras=(), dtypes=()):
     """Case `index` of `seed`, of op `op` (one of those fuzzable()), checked (its `problem` set when the
-    checker or shape inference refuses it). `extras` (of EXTRAS) may turn it into a case with non-finite
-    values or 0-size inputs, drawn by a generator of their own: the plain case is the same either way."""
+    checker or shape inference refuses it). `dtypes` (of LOW_PRECISION) may cast its float inputs to one of
+    them, and `extras` (of EXTRAS) turn it into a case with non-finite values or 0-size inputs, each drawn by
+    a generator of its own: the plain case is the same either way."""
     schema = schema_of(op)
     d = Draw(np.random.default_rng([seed, index]))
     fn = RECIPES.get(op)
@@ -639,9 +648,33 @@ def draw_case(seed, index, op, extras=()):
     case = Case(seed, index, op, attrs, inputs, outputs, cls=_class(op, inputs, attrs),
                 styles=tuple(sorted(d.styles)))
     case.problem = check(case)
+    if dtypes and case.problem is None:
+        case = _typed(case, dtypes, np.random.default_rng([seed, index, 4]))
     if extras and case.problem is None:
         case = _extra(case, extras, np.random.default_rng([seed, index, 3]))
     return case
+
+
+def numpy_dtype(name):
+    """numpy's dtype of a float dtype's name; bfloat16 is ml_dtypes' (imported only for it)."""
+    if name == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _typed(case, dtypes, rng):
+    """`case` in float32 or one of `dtypes`, each as likely: every float input (activations, statistics,
+    float constants) cast to it, the values drawn as float32 rounded to the nearest; a case whose schema does
+    not take that type (onnx.checker or shape inference refuse it) stays float32."""
+    dtype = ("float32", *dtypes)[int(rng.integers(len(dtypes) + 1))]
+    if dtype == "float32":
+        return case
+    to = numpy_dtype(dtype)
+    inputs = [Input(i.role, i.value.astype(to)) if i.value is not None and i.value.dtype.kind == "f" else i
+              for i in case.inputs]
+    typed = _variant(case, inputs, dtype)
+    return typed if check(typed) is None else case
 
 
 def _extra(case, extras, rng):
@@ -699,7 +732,7 @@ def untied(case):
         if inp.role == "x":
             a = inp.value
             offsets = 0.01 + 0.2 * rng.permutation(a.size).reshape(a.shape) / max(a.size, 1)
-            inp = Input("x", np.asarray(a + offsets, np.float32))
+            inp = Input("x", np.asarray(a.astype(np.float32) + offsets, np.float32).astype(a.dtype))
         inputs.append(inp)
     return Case(case.seed, case.index, case.op, dict(case.attrs), inputs, case.outputs, case.problem, case.cls,
                 styles=("untied",))

@@ -46,6 +46,7 @@ class FuzzOptions:
     cases: int = None
     seconds: float = None
     values: tuple = ()  # generate.EXTRAS asked for: "nonfinite" (NaN/Inf values), "empty" (0-size inputs)
+    dtypes: tuple = ()  # generate.LOW_PRECISION drawn beyond float32 ("float16", "bfloat16")
     batch: int = 24
     timeout: float = 30.0
 
@@ -64,6 +65,20 @@ def declared_ops(name):
     if not park(w):
         w.close()
     return {op for domain, op, _ in hello["ops"] if domain == ""}
+
+
+def check_dtypes(backends, dtypes):
+    """An IrtraceError when a dtype asked for is not one the generator draws, or a backend under test (or
+    the reference that records the cases) does not declare it."""
+    for d in dtypes:
+        if d not in generate.LOW_PRECISION:
+            raise IrtraceError(f"--dtypes {d!r}: not one of {', '.join(generate.LOW_PRECISION)} (float32 is always drawn)")
+    for b in (*backends, *registry.with_role(registry.REFERENCE)):
+        missing = [d for d in dtypes if d not in registry.get(b).dtypes]
+        if missing:
+            raise IrtraceError(f"--dtypes {','.join(dtypes)}: backend {b!r} does not declare {', '.join(missing)} "
+                               f"(it declares {', '.join(registry.get(b).dtypes)}: backends/"
+                               f"{registry.split_release(b)[0]}/declare.py)")
 
 
 def plan_ops(backends, ops=None):
@@ -85,9 +100,9 @@ def plan_ops(backends, ops=None):
 
 def _new_state(options, per):
     return {"schema": SCHEMA, "seed": options.seed, "backends": list(options.backends), "values": list(options.values),
-            "modes": list(options.modes), "ops": {b: v for b, v in per.items()}, "next_case": 0,
-            "cases": {b: 0 for b in options.backends}, "discarded": {}, "unrecorded": 0, "unjudged": {},
-            "elapsed_s": 0.0, "bugs": {}}
+            "dtypes": list(options.dtypes), "modes": list(options.modes), "ops": {b: v for b, v in per.items()},
+            "next_case": 0, "cases": {b: 0 for b in options.backends}, "discarded": {}, "unrecorded": 0,
+            "unjudged": {}, "unsupported": {}, "elapsed_s": 0.0, "bugs": {}}
 
 
 def load_state(out):
@@ -109,24 +124,28 @@ def _save(out, state):
 
 
 def _resumable(state, options, out):
-    held = (state["seed"], state["backends"], state["modes"], state.get("values", []))
-    if held != (options.seed, list(options.backends), list(options.modes), list(options.values)):
+    held = (state["seed"], state["backends"], state["modes"], state.get("values", []), state.get("dtypes", []))
+    if held != (options.seed, list(options.backends), list(options.modes), list(options.values),
+                list(options.dtypes)):
         raise IrtraceError(f"{out}: holds a fuzz run with seed {state['seed']}, --backend "
                            f"{','.join(state['backends'])}, --modes {','.join(state['modes'])}"
-                           f"{', --values ' + ','.join(held[3]) if held[3] else ''}; resume it with those, or "
+                           f"{', --values ' + ','.join(held[3]) if held[3] else ''}"
+                           f"{', --dtypes ' + ','.join(held[4]) if held[4] else ''}; resume it with those, or "
                            f"give another -o")
 
 
 # --- bugs ------------------------------------------------------------------------------------------
 
-def bug_key(finding):
-    """A distinct bug: backend, op, mode, verdict, and for a failed call (ERROR, CRASH, ...) the framework's
-    message without numbers and names (the report's grouping); the id names a folder."""
+def bug_key(finding, dtype="float32"):
+    """A distinct bug: backend, op, mode, verdict, for a failed call (ERROR, CRASH, ...) the framework's
+    message without numbers and names (the report's grouping), and the cases' dtype where it is not float32;
+    the id names a folder."""
     cause = "" if finding.verdict in compare.NUMERIC_FAILURES else finding.signature
-    digest = hashlib.sha1(f"{finding.backend}|{finding.op_type}|{finding.mode}|{finding.verdict}|{cause}"
+    typed = "" if dtype == "float32" else f"|{dtype}"
+    digest = hashlib.sha1(f"{finding.backend}|{finding.op_type}|{finding.mode}|{finding.verdict}|{cause}{typed}"
                           .encode()).hexdigest()[:8]
     plain = re.sub(r"[^A-Za-z0-9_.-]", "_", finding.backend)
-    return f"{plain}-{finding.op_type}-{finding.mode}-{finding.verdict.lower()}-{digest}"
+    return f"{plain}-{finding.op_type}-{finding.mode}-{finding.verdict.lower()}{typed.replace('|', '-')}-{digest}"
 
 
 def _worst(finding):
@@ -162,9 +181,10 @@ def _record(out, cases, seed):
 
 
 def _replay(bundle, backends, modes, timeout):
+    """The findings of a replay, UNSUPPORTED ones too (a kernel a framework lacks for a dtype: counted apart)."""
     options = ReplayOptions(backends=tuple(backends), modes=tuple(modes), timeout=timeout, cache=False,
                             verify_workarounds=False)
-    return group(run(bundle, options).replay)
+    return group(run(bundle, options).replay, strict=True)
 
 
 def _kinked(bug):
@@ -182,7 +202,7 @@ def _shows(out, key, case, state):
     except Exception as e:  # noqa: BLE001 - the recorder refused it: it shows nothing
         log.info("case %s alone not recordable: %s", case.id, str(e)[:200])
         return False
-    return any(bug_key(f) == key for f in _replay(bundle, [bug["backend"]], [bug["mode"]], 60.0))
+    return any(bug_key(f, case.dtype) == key for f in _replay(bundle, [bug["backend"]], [bug["mode"]], 60.0))
 
 
 def _keep_case(out, key, case, state):
@@ -199,15 +219,34 @@ def _keep_case(out, key, case, state):
     return True
 
 
-def _attribute(out, findings, by_id, state):
-    """Each finding's cases counted into its bug; the smallest case that shows it alone kept."""
+def _by_dtype(findings, by_id):
+    """(finding, dtype, its cases of that dtype, smallest first) for each finding and dtype among its cases."""
     for f in findings:
-        key = bug_key(f)
+        split = {}
+        for n in f.nodes:
+            if n in by_id:
+                split.setdefault(by_id[n].dtype, []).append(by_id[n])
+        for dtype, cases in sorted(split.items()):
+            yield f, dtype, sorted(cases, key=lambda c: c.size())
+
+
+def _unsupported(findings, by_id, state):
+    """UNSUPPORTED findings (a framework's kernel missing for a dtype on this device, a mode it does not
+    compute) counted apart by backend, op, mode and dtype, with the framework's words: not bugs."""
+    for f, dtype, cases in _by_dtype(findings, by_id):
+        row = state.setdefault("unsupported", {}).setdefault(f"{f.backend}|{f.op_type}|{f.mode}|{dtype}", {
+            "count": 0, "message": (f.message or "")[:300]})
+        row["count"] += len(cases)
+
+
+def _attribute(out, findings, by_id, state):
+    """Each finding's cases counted into its bug (one per dtype); the smallest case that shows it alone kept."""
+    for f, dtype, cases in _by_dtype(findings, by_id):
+        key = bug_key(f, dtype)
         bug = state["bugs"].setdefault(key, {
-            "backend": f.backend, "op": f.op_type, "mode": f.mode, "verdict": f.verdict,
+            "backend": f.backend, "op": f.op_type, "mode": f.mode, "verdict": f.verdict, "dtype": dtype,
             "signature": f.signature, "message": (f.message or "")[:400], "worst": _worst(f), "count": 0,
             "classes": {}, "case": None, "size": None, "kept": False, "off_kinks": 0})
-        cases = sorted((by_id[n] for n in f.nodes if n in by_id), key=lambda c: c.size())
         bug["count"] += len(cases)
         bug.setdefault("cases", []).extend(c.index for c in cases[:max(0, 100 - len(bug.get("cases", [])))])
         # cases without exact ties or zeros: a gradient that differs only at a kink or a tie is a
@@ -243,6 +282,7 @@ def fuzz(out, options, say=print):
     for b in options.backends:
         if registry.get(b).role != registry.UNDER_TEST:
             raise IrtraceError(f"--backend {b}: is the {registry.get(b).role}, not a backend under test")
+    check_dtypes(options.backends, options.dtypes)
     per = plan_ops(options.backends, options.ops)
     ops = sorted(set().union(*per.values()))
     if not ops:
@@ -277,7 +317,7 @@ def _batch(out, options, per, ops, state, n):
     while len(cases) < n:
         i = state["next_case"]
         state["next_case"] += 1
-        case = generate.draw_case(seed, i, generate.pick_op(seed, i, ops), options.values)
+        case = generate.draw_case(seed, i, generate.pick_op(seed, i, ops), options.values, options.dtypes)
         if case.problem:
             state["discarded"][case.op] = state["discarded"].get(case.op, 0) + 1
             log.info("discarded %s (%s): %s", case.id, case.op, case.problem)
@@ -297,7 +337,9 @@ def _batch(out, options, per, ops, state, n):
     findings = [f for f in findings if f.backend in options.backends]
     for b in options.backends:
         state["cases"][b] += sum(c.op in per[b] for c in kept)
-    _attribute(out, findings, {c.id: c for c in kept}, state)
+    by_id = {c.id: c for c in kept}
+    _unsupported([f for f in findings if f.verdict == compare.UNSUPPORTED], by_id, state)
+    _attribute(out, [f for f in findings if f.verdict != compare.UNSUPPORTED], by_id, state)
     return n
 
 
@@ -356,18 +398,20 @@ def recheck(out, say=print):
     rows = []
     for key, bug in _kept(out)[1]:
         findings = _replay(load(out / "corpus" / key), [bug["backend"]], [bug["mode"]], 60.0)
-        rows.append((key, bug, any(bug_key(f) == key for f in findings)))
+        rows.append((key, bug, any(bug_key(f, bug.get("dtype", "float32")) == key for f in findings)))
     return rows
 
 
 def summary(state):
-    """One row per backend: (backend, bugs, conventions, cases, cases per minute, discarded)."""
+    """One row per backend: (backend, bugs, conventions, cases, cases per minute, discarded, unsupported: the
+    (op, mode, dtype) the framework lacks a kernel for or does not compute)."""
     minutes = max(state["elapsed_s"], 1e-9) / 60.0
     rows = []
     for b in state["backends"]:
         bugs = [g for g in state["bugs"].values() if g["backend"] == b]
         conventions = sum(convention(g) for g in bugs)
         discarded = sum(n for op, n in state["discarded"].items() if op in state["ops"].get(b, ()))
+        unsupported = sum(k.split("|")[0] == b for k in state.get("unsupported", {}))
         rows.append((b, len(bugs) - conventions, conventions, state["cases"][b], state["cases"][b] / minutes,
-                     discarded))
+                     discarded, unsupported))
     return rows

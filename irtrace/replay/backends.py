@@ -30,6 +30,7 @@ class BackendInfo:
     demo: bool = True
     env_variables: object = None  # callable -> {var: value} of a managed environment (e.g. LD_LIBRARY_PATH)
     port: bool = False          # runs a user's own port (`irtrace port`)
+    dtypes: tuple = ("float32",)  # the float dtypes its adapter takes (declare.Backend.dtypes)
 
     def interpreter(self):
         return self.python() if self.python is not None else sys.executable
@@ -71,7 +72,8 @@ def _info(found):
         env_vars = managed.variables
     return BackendInfo(d.name, found.worker, tuple(d.needs), install or HOST_INSTALL, d.description, python,
                        found.search_path, {**d.variables, **(d.environment.variables if d.environment else {})},
-                       d.display, d.module or d.name, tuple(d.modes), d.chained, d.role, d.demo, env_vars, d.port)
+                       d.display, d.module or d.name, tuple(d.modes), d.chained, d.role, d.demo, env_vars, d.port,
+                       tuple(d.dtypes))
 
 
 def _discover():

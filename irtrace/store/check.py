@@ -15,6 +15,7 @@ import os
 from types import NoneType, UnionType
 from typing import Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
+import ml_dtypes
 import numpy as np
 
 from irtrace.errors import IrtraceError
@@ -24,7 +25,7 @@ from irtrace.store.manifest import REQUIRED, Manifest, NonNegativeInt
 ST_DTYPES = {
     "F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
     "I16": np.int16, "I8": np.int8, "U8": np.uint8, "U16": np.uint16, "U32": np.uint32,
-    "U64": np.uint64, "BOOL": np.bool_,
+    "U64": np.uint64, "BOOL": np.bool_, "BF16": ml_dtypes.bfloat16,
 }
 MAX_HEADER_BYTES = 100_000_000    # safetensors' own limit on the JSON header
 MAX_MANIFEST_BYTES = 256_000_000

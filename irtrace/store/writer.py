@@ -19,7 +19,7 @@ from irtrace.store.check import ST_DTYPES
 _CODES = {np.dtype(t): code for code, t in ST_DTYPES.items()}
 # safetensors' file order: by dtype, in the reverse of its Dtype enum's order, then by name; the same order
 # makes the same file, byte for byte, as safetensors.numpy.save_file (tests/test_store_writer.py)
-_ORDER = ("U64", "I64", "F64", "F32", "U32", "I32", "F16", "U16", "I16", "I8", "U8", "BOOL")
+_ORDER = ("U64", "I64", "F64", "F32", "U32", "I32", "BF16", "F16", "U16", "I16", "I8", "U8", "BOOL")
 
 
 def dtype_code(dtype):

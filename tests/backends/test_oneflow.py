@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 from irtrace import compare
 from irtrace.replay import backends
 
-from contracts import OK, cases_fixture, chained, small_bundle, unavailable_mark, worker_fixture
+from contracts import OK, cases_fixture, chained, float16_findings, small_bundle, unavailable_mark, worker_fixture
 
 pytestmark = unavailable_mark("oneflow")
 cases = cases_fixture("oneflow")
@@ -234,3 +234,14 @@ def test_selu_of_large_and_tiny_inputs_matches_in_every_mode(tmp_path):
     verdicts = {(r.mode, r.output): r.verdict for n in report.replay.nodes for r in n.results if r.backend == "oneflow"}
     assert verdicts == {("fwd", "y"): compare.MATCH, ("vjp", "d:x"): compare.MATCH, ("vjp2", "d2x:x"): compare.MATCH,
                         ("vjp2", "d2g:y"): compare.MATCH}, verdicts
+
+
+def test_a_kernel_oneflow_lacks_for_float16_on_the_cpu_is_unsupported_not_an_error(tmp_path):
+    """OneFlow 0.9 has no CPU float16 kernel of tanh ("Cannot find the kernel matching Current OperatorConf
+    ... DataType_Name of x_0: kFloat16"): UNSUPPORTED with its words; the float32 Tanh beside it is judged."""
+    half, findings = float16_findings(tmp_path, "oneflow", "Tanh")
+    assert [(f.op_type, f.mode, f.verdict, f.nodes) for f in findings] == [
+        ("Tanh", "fwd", compare.UNSUPPORTED, [half.id]), ("Tanh", "vjp", compare.UNSUPPORTED, [half.id])]
+    assert findings[0].message.startswith("oneflow has no kernel of this op for these dtypes on this device "
+                                          "(RuntimeError: Cannot find the kernel matching Current OperatorConf"), \
+        findings[0].message

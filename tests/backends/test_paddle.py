@@ -14,7 +14,8 @@ from irtrace import compare
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
 
-from contracts import CONTRACTS, OK, cases_fixture, chained, small_bundle, unavailable_mark, worker_fixture
+from contracts import (CONTRACTS, OK, cases_fixture, chained, float16_findings, small_bundle, unavailable_mark,
+                       worker_fixture)
 
 pytestmark = unavailable_mark("paddle")
 cases = cases_fixture("paddle")
@@ -204,3 +205,16 @@ def test_a_worker_an_error_breaks_ends_and_the_nodes_after_it_are_judged_by_a_fr
     assert any("paddle: the worker ends after the error" in r.getMessage() and
                "a Mul's gradient comes out wrong in this process (d/da [0.0, 0.0], d/db [0.0, 0.0]" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+def test_a_kernel_paddle_lacks_for_float16_on_the_cpu_is_unsupported_not_an_error(tmp_path):
+    """Paddle 3.3's CPU build registers no float16 `add` (its words: "The kernel with key (CPU,
+    Undefined(AnyLayout), float16) of kernel `add` is not registered", a coverage it documents): the call is
+    UNSUPPORTED with those words, counted apart by irtrace fuzz, not a bug; the same op in float32 is judged
+    (MATCH: no finding)."""
+    half, findings = float16_findings(tmp_path, "paddle", "Add")
+    assert [(f.op_type, f.mode, f.verdict, f.nodes) for f in findings] == [
+        ("Add", "fwd", compare.UNSUPPORTED, [half.id]), ("Add", "vjp", compare.UNSUPPORTED, [half.id])]
+    assert findings[0].message.startswith("paddle has no kernel of this op for these dtypes on this device "
+                                          "(RuntimeError: (NotFound) The kernel with key (CPU, Undefined(AnyLayout), "
+                                          "float16) of kernel `add` is not registered"), findings[0].message

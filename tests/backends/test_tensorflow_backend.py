@@ -14,7 +14,7 @@ from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
 
-from contracts import CONTRACTS, OK, cases_fixture, observed, unavailable_mark
+from contracts import CONTRACTS, OK, cases_fixture, float16_findings, observed, unavailable_mark
 
 TESTS = Path(__file__).parents[1]
 ROOT = TESTS.parent
@@ -187,3 +187,16 @@ def test_seed_story_keras_same_padding_on_torch_and_tensorflow(keras_bundle, cap
     assert main(["diff", str(d / "tf.irt"), str(port.path), "-o", str(d / "diff0")]) == 1
     assert ("block2.conv1 (torch) ~ block2_conv1 (tensorflow): pads [1, 1, 1, 1] vs [0, 0, 1, 1]"
             in capsys.readouterr().out)
+
+
+def test_a_kernel_tensorflow_lacks_for_float16_on_the_cpu_is_unsupported_not_an_error(tmp_path):
+    """TensorFlow's CPU build has no float16 MaxPool3D ("Could not find device for node: {{node MaxPool3D}} =
+    MaxPool3D[T=DT_HALF, ..."): a 3-D MaxPool in float16 is UNSUPPORTED with its words (the float32 case
+    beside it is judged: its gradient is TensorFlow's known ceil_mode ERROR, not asserted here)."""
+    half, findings = float16_findings(tmp_path, "tensorflow", "MaxPool", rank=5)
+    findings = [f for f in findings if f.nodes == [half.id]]
+    assert [(f.op_type, f.mode, f.verdict, f.nodes) for f in findings] == [
+        ("MaxPool", "fwd", compare.UNSUPPORTED, [half.id]), ("MaxPool", "vjp", compare.UNSUPPORTED, [half.id])]
+    assert findings[0].message.startswith("tensorflow has no kernel of this op for these dtypes on this device "
+                                          "(NotFoundError: Could not find device for node: {{node MaxPool3D}}"), \
+        findings[0].message
