@@ -194,6 +194,11 @@ def test_low_precision_cases_on_request_leave_the_float32_ones_as_they_are():
                 assert generate.case_bytes(case) == generate.case_bytes(plain)
                 continue
             assert case.cls == f"{plain.cls} {case.dtype}"
+            xs = [(p.value, c.value.astype(np.float32)) for p, c in zip(plain.inputs, case.inputs) if p.role == "x"]
+            # values the rounding tied or put on zero are marked as the drawn ties and zeros are
+            assert ("ties" in case.styles) == ("ties" in plain.styles or any(
+                np.unique(w).size < np.unique(v).size for v, w in xs)), (op, i)
+            assert ("zeros" in case.styles) >= any((w == 0).sum() > (v == 0).sum() for v, w in xs), (op, i)
             to = generate.numpy_dtype(case.dtype)
             for p, c in zip(plain.inputs, case.inputs):
                 if p.value is not None and p.value.dtype.kind == "f":

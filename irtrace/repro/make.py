@@ -77,12 +77,14 @@ class _Runner:
         for y, g in zip(out, self.call.cots):
             if y is None or g is None or np.asarray(y).dtype.kind != "f":
                 cots.append(None)
+            # in the output's dtype (a float16 output's cotangent is float16), and of its rank: a scalar's
+            # cotangent stays 0-d (np.ascontiguousarray would make it 1-d)
             elif case.cot_style == "ones":
-                cots.append(np.ones(np.shape(y), np.float32))
+                cots.append(np.ones(np.shape(y), np.asarray(y).dtype))
             elif all(a <= b for a, b in zip(np.shape(y), np.shape(g))) and np.ndim(y) == np.ndim(g):
-                cots.append(np.ascontiguousarray(g[tuple(slice(0, d) for d in np.shape(y))]))
+                cots.append(np.array(np.asarray(g)[tuple(slice(0, d) for d in np.shape(y))], order="C"))
             else:
-                cots.append(np.random.default_rng(0).standard_normal(np.shape(y)).astype(np.float32))
+                cots.append(np.random.default_rng(0).standard_normal(np.shape(y)).astype(np.asarray(y).dtype))
         return cots
 
     def evaluate(self, case, check=True):
@@ -372,8 +374,11 @@ def _context(bundle, f, call, shrunk, sources, pool):
     role = input_role(spec.op_type, spec.domain, spec.opset, shrunk.check) \
         if label.startswith(("d:", "d2x:")) and not label.endswith("*") else "input"
     symptom = script.symptom(verdict, label, shrunk.numbers, result.message, role)
+    # a low-precision case says its dtype in the title: the same op in float32 may be right
+    low = sorted({np.asarray(a).dtype.name for a in small.inputs if a is not None} & {"float16", "bfloat16"})
     return {
-        "title": f"[{framework_name}] {script.safe(spec.op_type)}: {symptom} in {script._MODE_WORDS[mode]}",
+        "title": f"[{framework_name}] {script.safe(spec.op_type)}: {symptom} in {script._MODE_WORDS[mode]}"
+                 + (f" ({', '.join(low)})" if low else ""),
         "role": role, "framework": fw, "framework_module": fw, "framework_name": framework_name,
         "autodiff": src["script"]["autodiff"], "op": src["op"], "imports": src["imports"],
         "defined_in": src["defined_in"], "attrs": _plain_attrs(small.spec.attrs), "mode": mode, "part": call.part,

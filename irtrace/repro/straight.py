@@ -192,7 +192,8 @@ def float_text(v, dtype):
     v = dtype.type(v)
     if not np.isfinite(v):
         return f"float({str(float(v))!r})"
-    t = np.format_float_positional(v, unique=True, trim="-") if abs(v) < 1e16 and (v == 0 or abs(v) >= 1e-4) \
+    m = abs(float(v))  # compared as a Python float: 1e16 is out of float16's range
+    t = np.format_float_positional(v, unique=True, trim="-") if m < 1e16 and (m == 0 or m >= 1e-4) \
         else np.format_float_scientific(v, unique=True, trim="-")
     return t if any(c in t for c in ".en") else t + ".0"  # a float literal: -0.0 keeps its sign
 

@@ -3,6 +3,7 @@ every case and mode against torch's, with values by hand; float64 refused; its P
 environment; the chained gradient penalty on StyleGAN2 and on a block of ops it gets right; 2-D and
 3-D norms. The real MegEngine in its own environment, no mocks."""
 import base64
+import json
 import os
 import subprocess
 import sys
@@ -279,3 +280,23 @@ def test_clip_without_bounds_is_the_identity_in_every_mode(tmp_path):
                if r.backend == "megengine"}
     assert results == {("fwd", "y"): compare.MATCH, ("vjp", "d:x"): compare.MATCH, ("vjp2", "d2x:x"): compare.MATCH,
                        ("vjp2", "d2g:y"): compare.MATCH}  # against torch's identity and float64
+
+
+def test_a_float16_finding_on_a_scalar_gets_a_repro_that_reproduces(tmp_path):
+    """MegEngine 1.13's float16 mean raises in its backward ("assertion `t.layout.dtype == out_dt' failed"),
+    found by irtrace fuzz --dtypes float16 on a 1-element input. Its repro once failed to reproduce: the
+    shrinker gave the scalar output a 1-D float32 cotangent of its own. The cotangent keeps the output's
+    rank and dtype now: the repro is written, straight-line, float16 throughout, and reproduces."""
+    from irtrace.fuzz import run as fuzz_run
+    out = tmp_path / "f"
+    state = fuzz_run.fuzz(out, fuzz_run.FuzzOptions(backends=("megengine",), ops=("ReduceMean",), modes=("vjp",),
+                                                    seed=3, cases=6, dtypes=("float16",)), say=lambda *_: None)
+    key = "megengine-ReduceMean-vjp-error-float16-f9bd6924"
+    assert state["bugs"][key]["dtype"] == "float16" and state["bugs"][key]["kept"], sorted(state["bugs"])
+    (folder,) = fuzz_run.write_repros(out, budget=10, keys={key}, say=lambda *_: None)
+    finding = json.loads((folder / "finding.json").read_text())
+    assert finding["script"]["form"] == "straight" and finding["script"]["reproduces"], finding["script"]
+    assert (folder / "issue.md").read_text().startswith(
+        "# [MegEngine] ReduceMean: raises RuntimeError in backward (vjp) (float16)\n")
+    script = (folder / "repro.py").read_text()
+    assert "'float16'" in script and "'float32'" not in script, script
