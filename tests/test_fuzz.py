@@ -244,3 +244,14 @@ def test_a_dtype_not_drawn_or_not_declared_is_one_line_exit_2(tmp_path, capsys):
                    "irtrace: error: --dtypes float16,bfloat16: backend 'onnxruntime' does not declare bfloat16 (it "
                    "declares float32, float16: backends/onnxruntime/declare.py)"], err
     assert not (tmp_path / "f").exists()
+
+
+def test_which_of_tied_elements_topk_names_first_is_a_convention_a_wrong_value_is_not():
+    """TopK's indices among equal values (ties only, and the smallest case untied matches) are the
+    framework's choice; a TopK forward that differs off ties, or an Add forward at ties, is a bug."""
+    bug = {"op": "TopK", "mode": "fwd", "verdict": "DIVERGENT", "off_kinks": 0}
+    assert run.convention(bug)
+    assert not run.convention({**bug, "off_kinks": 1})
+    assert not run.convention({**bug, "op": "Add"})
+    assert not run.convention({**bug, "verdict": "ERROR"})
+    assert run.convention({**bug, "op": "MaxPool", "mode": "vjp"}) and not run.convention({**bug, "op": "MaxPool"})
