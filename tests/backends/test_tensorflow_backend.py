@@ -90,6 +90,47 @@ def test_vjp2_known_answer_matmul_and_the_stated_settings(tmp_path):
         np.testing.assert_allclose(out[name], want, rtol=1e-5, atol=1e-5 * np.abs(want).max(), err_msg=name)
 
 
+def test_bicubic_resize_is_onnx_cubic_only_approximately_and_so_unsupported(tmp_path):
+    """tf.image.resize's bicubic (Keys a = -0.5, half-pixel centres) weighs only the samples inside the
+    image at its border and renormalizes: near ONNX's cubic with exclude_outside=1, computed here
+    independently by onnxruntime (a 1x2 -> 2x3 upsample, where the border is every sample), yet only to
+    ~1e-4; 2 % from exclude_outside=0, the edge clamped, as which the backend once ran it (irtrace fuzz
+    found that). Neither is TensorFlow's exactly: the backend's cubic Resize is UNSUPPORTED, said why."""
+    import onnxruntime
+    from onnx import helper
+    x = np.random.default_rng(5).standard_normal((2, 3, 1, 2)).astype(np.float32)
+    attrs = dict(mode="cubic", coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.5)
+
+    def onnx_resize(exclude):
+        node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], exclude_outside=exclude, **attrs)
+        graph = helper.make_graph([node], "r", [helper.make_tensor_value_info("x", 1, list(x.shape))],
+                                  [helper.make_tensor_value_info("y", 1, None)],
+                                  [helper.make_tensor("sizes", 7, [4], [2, 3, 2, 3])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+        return onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    np.save(tmp_path / "x.npy", x)
+    script = ("import sys, numpy as np, tensorflow as tf\n"
+              "from backends.tensorflow.ops import OPS\n"
+              "x = tf.constant(np.load(sys.argv[1]))\n"
+              "y = tf.image.resize(tf.transpose(x, [0, 2, 3, 1]), [2, 3], method='bicubic')\n"
+              "np.save(sys.argv[2], tf.transpose(y, [0, 3, 1, 2]).numpy())\n"
+              "op = OPS.lookup('', 'Resize', 19).fn\n"
+              "for exclude in (0, 1):\n"
+              "    try:\n"
+              "        op(x, None, None, tf.constant([2, 3, 2, 3]), exclude_outside=exclude,\n"
+              f"           **{attrs!r})\n"
+              "    except Exception as e:\n"
+              "        print(type(e).__name__, e)\n")
+    r = _tf_run(["-c", script, str(tmp_path / "x.npy"), str(tmp_path / "y.npy")], cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    got, excluded, clamped = np.load(tmp_path / "y.npy"), onnx_resize(1), onnx_resize(0)
+    assert 1e-6 < np.abs(got - excluded).max() < 5e-4 * np.abs(excluded).max()
+    assert np.abs(got - clamped).max() > 1e-2
+    said = "Unsupported tf.image.resize's bicubic is ONNX's cubic Resize only approximately (exclude_outside=1, " \
+           "weights within ~1e-4): no exact cubic Resize"
+    assert r.stdout.strip().splitlines()[-2:] == [said, said], r.stdout
+
+
 # --- the example models ---------------------------------------------------------------------------
 
 
