@@ -445,3 +445,24 @@ def test_oneflow_scripts_differentiate_by_hand_and_give_zero_where_no_path_reach
             assert "autograd.grad" not in text
             run = standalone.run_script(info, tmp_path, text, want_got=want)
             assert run.code == 1 and run.same, (check, run.output)  # not the case's expected values: exit 1
+
+
+def test_a_scripts_check_takes_the_same_infinity_or_nan_as_no_difference():
+    """A DIVERGENT script's check: where got and want hold the same infinity (or both NaN), there is no
+    difference (inf - inf is NaN, which made err.max() NaN and the script exit 0: MegEngine's Div double
+    backward of a division by zero fell back to the 356-line harness); a real difference still exits 1."""
+    from types import SimpleNamespace
+
+    from irtrace import compare
+    from irtrace.repro.recipe import _check_lines
+    case = SimpleNamespace(verdict=compare.DIVERGENT, allowed=1e-5, allowance="test", f64=None)
+    code = "\n".join(_check_lines(case, 4))
+
+    def exits(got, want):
+        try:
+            exec(code, {"np": np, "got": np.array(got, np.float32), "want": np.array(want, np.float32)})
+        except SystemExit as e:
+            return e.code
+    assert exits([np.inf, 1.0, np.nan, -np.inf], [np.inf, 1.0, np.nan, -np.inf]) == 0
+    assert exits([np.inf, -1.89, np.nan, 2.0], [np.inf, -1.79, np.nan, 2.0]) == 1
+    assert exits([np.inf, 1.0], [-np.inf, 1.0]) == 1

@@ -316,7 +316,8 @@ def _check_lines(case, size):
                 'print(f"{odd.sum()} of {odd.size} elements are finite on one side only")'] + \
                (['print("got", got.ravel(), "expected", want.ravel())'] if show else []) + \
                ["raise SystemExit(1 if odd.any() else 0)"]
-    lines = ["err = np.abs(got.astype(np.float64) - want)",
+    lines = ["same = (got == want) | (np.isnan(got) & np.isnan(want))  # the same infinity or NaN: no difference",
+             "err = np.abs(np.subtract(got, want, dtype=np.float64, out=np.zeros(np.shape(want)), where=~same))",
              "i = np.unravel_index(np.argmax(err), err.shape)",
              'print(f"max abs difference {err.max():.3g} at {[int(k) for k in i]}: got {got[i].item()!r}, '
              'expected {want[i].item()!r}' + (' (float64 {f64[i].item()!r})")' if case.f64 is not None else '")')]
