@@ -83,12 +83,16 @@ def test_float32_noise_grows_without_a_culprit(tmp_path):
     report, _, run = _run(b, "planted-f64", tmp_path)
     assert not report["findings"]  # every op is right in isolation ...
     iso = [r for n in report["nodes"] for r in n["results"] if r["backend"] == "planted-f64" and r["mode"] == "fwd"]
-    assert len(iso) == 1 + 3 * 8 and all(r["max_abs"] <= 2.4e-7 for r in iso)  # ... to 2 ulp (matmul), 0 (the rest)
-    assert max(r["max_abs"] for r in iso) > 0  # the matmul does round differently: the seed of the drift
+    # ... exactly (the elementwise steps: float32's correctly rounded results), the matmul within its allowance:
+    # it rounds differently from the float64 product rounded once (by 1.8e-7 on one machine, 3.9e-7 on
+    # another: the BLAS kernel's summation order), the seed of the drift
+    assert len(iso) == 1 + 3 * 8 and all(r["max_abs"] == 0 for r in iso if r["node"] != "node_matmul")
+    (matmul,) = [r for r in iso if r["node"] == "node_matmul"]
+    assert 0 < matmul["max_abs"] <= matmul["allowed"], matmul
     values = sorted(run["values"], key=lambda e: e["index"])
     assert len(values) == 1 + 3 * 8
     seed = values[0]["max_abs"]
-    assert values[0]["node"] == "node_matmul" and 0 < seed <= 2.4e-7
+    assert values[0]["node"] == "node_matmul" and 0 < seed <= matmul["allowed"]
     steps = [e["max_abs"] for e in values[3::3]]  # the output of each logistic step
     assert len(steps) == 8
     assert all(b >= 2.5 * a for a, b in zip(steps[1:], steps[2:])), steps  # grows every step (measured 3-4x)
