@@ -131,6 +131,30 @@ def test_bicubic_resize_is_onnx_cubic_only_approximately_and_so_unsupported(tmp_
     assert r.stdout.strip().splitlines()[-2:] == [said, said], r.stdout
 
 
+def test_a_3d_average_pool_gradient_error_gets_a_straight_line_repro(tmp_path):
+    """TensorFlow's gradient of a 3-D average pool over explicitly padded input raises (AttributeError), as
+    irtrace fuzz found; the op's pooling was a closure, which a repro cannot carry, so the repro was the
+    84-line op function. It is a module-level helper now: the repro is straight-line, and reproduces."""
+    from onnx import helper
+
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.report.folder import replay_into
+    from irtrace.repro.make import make_repros
+    x = np.array([0.5, -1.25], np.float32).reshape(1, 1, 2, 1, 1)
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[3, 3, 1], pads=[1, 2, 0, 0, 0, 0])
+    graph = helper.make_graph([node], "ap", [helper.make_tensor_value_info("x", 1, list(x.shape))],
+                              [helper.make_tensor_value_info("y", 1, [1, 1, 1, 1, 1])])
+    bundle = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), {"x": x},
+                              tmp_path / "b.irt", trained=["x"])
+    written = replay_into(bundle.path, ReplayOptions(backends=("tensorflow",), modes=("vjp",)), tmp_path / "replay")
+    ids = [f["id"] for f in written.json["findings"] if f["op_type"] == "AveragePool" and f["verdict"] == "ERROR"]
+    assert len(ids) == 1, written.json["findings"]
+    (folder,) = make_repros(tmp_path / "replay" / "report.json", tmp_path / "repros", finding_ids=ids, shrink_budget=5)
+    script = json.loads((folder / "finding.json").read_text())["script"]
+    assert script["form"] == "straight" and script["reproduces"], script
+    assert "tf.nn.avg_pool(" in (folder / "repro.py").read_text()
+
+
 # --- the example models ---------------------------------------------------------------------------
 
 

@@ -52,16 +52,10 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
     dilations = dilations if dilations is not None else [1] * r
     padding = _padding(x, kernel_shape, dilations, strides, pads, ceil_mode)
     xt = to_nhwc(x)  # NHWC only on CPU
-
-    def pool(t):
-        if all(d == 1 for d in dilations):
-            return tf.nn.avg_pool(t, list(kernel_shape), list(strides), "VALID")
-        return _dilated(t, "AVG", kernel_shape, dilations, strides)
-
     # tf's avg_pool pads only as 'SAME' (and then excludes the pads): pad explicitly with zeros, and
     # divide by the share of window cells ONNX counts (pads too when count_include_pad=1, never
     # ceil_mode's extra cells), the average of that mask over the same windows
-    y = pool(tf.pad(xt, padding))
+    y = _avg(tf.pad(xt, padding), kernel_shape, dilations, strides)
     extra = any(e != pads[i + r] for i, (_, e) in enumerate(padding[1:-1]))
     if count_include_pad and not extra:
         return to_nchw(y)
@@ -69,7 +63,15 @@ def average_pool(x, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dila
     counted = tf.pad(ones, [[0, 0]] + [[pads[i], pads[i + r]] for i in range(r)] + [[0, 0]],
                      constant_values=1.0 if count_include_pad else 0.0)
     counted = tf.pad(counted, [[0, 0]] + [[0, e - pads[i + r]] for i, (_, e) in enumerate(padding[1:-1])] + [[0, 0]])
-    return to_nchw(y / pool(counted))
+    return to_nchw(y / _avg(counted, kernel_shape, dilations, strides))
+
+
+def _avg(t, kernel_shape, dilations, strides):
+    """Average pooling of NHWC `t` over 'VALID' windows (a module-level helper, not a closure: a repro script
+    can carry it, written straight-line)."""
+    if all(d == 1 for d in dilations):
+        return tf.nn.avg_pool(t, list(kernel_shape), list(strides), "VALID")
+    return _dilated(t, "AVG", kernel_shape, dilations, strides)
 
 
 @OPS.register("GlobalAveragePool", since=1)
