@@ -131,28 +131,40 @@ def test_bicubic_resize_is_onnx_cubic_only_approximately_and_so_unsupported(tmp_
     assert r.stdout.strip().splitlines()[-2:] == [said, said], r.stdout
 
 
-def test_a_3d_average_pool_gradient_error_gets_a_straight_line_repro(tmp_path):
-    """TensorFlow's gradient of a 3-D average pool over explicitly padded input raises (AttributeError), as
-    irtrace fuzz found; the op's pooling was a closure, which a repro cannot carry, so the repro was the
-    84-line op function. It is a module-level helper now: the repro is straight-line, and reproduces."""
+_NEAREST = dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+
+
+@pytest.mark.parametrize("op, shape, out, attrs, sizes, mode, call", [
+    # the gradient of a 3-D average pool over explicitly padded input raises (AttributeError); the op's
+    # pooling was a closure, which a repro cannot carry (the repro was the 84-line op function)
+    ("AveragePool", [1, 1, 2, 1, 1], [1, 1, 1, 1, 1], dict(kernel_shape=[3, 3, 1], pads=[1, 2, 0, 0, 0, 0]), None,
+     "vjp", "tf.nn.avg_pool("),
+    # nearest Resize has no second derivative (LookupError); the op read its sizes through TensorFlow's
+    # shape API, which a repro's writer, knowing them as numpy values, could not (a 156-line function script)
+    ("Resize", [2, 3, 1, 1], [2, 3, 19, 2], _NEAREST, [2, 3, 19, 2], "vjp2", "resize_nearest_neighbor("),
+])
+def test_a_fuzzed_error_gets_a_straight_line_repro(tmp_path, op, shape, out, attrs, sizes, mode, call):
+    """Two TensorFlow errors irtrace fuzz found, each once written as the op's whole function, now a
+    straight-line script that reproduces."""
     from onnx import helper
 
     from irtrace.export.onnx_bundle import bundle_from_onnx
     from irtrace.report.folder import replay_into
     from irtrace.repro.make import make_repros
-    x = np.array([0.5, -1.25], np.float32).reshape(1, 1, 2, 1, 1)
-    node = helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[3, 3, 1], pads=[1, 2, 0, 0, 0, 0])
-    graph = helper.make_graph([node], "ap", [helper.make_tensor_value_info("x", 1, list(x.shape))],
-                              [helper.make_tensor_value_info("y", 1, [1, 1, 1, 1, 1])])
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    node = helper.make_node(op, ["x", "", "", "sizes"] if sizes else ["x"], ["y"], name="n", **attrs)
+    inits = [helper.make_tensor("sizes", 7, [len(sizes)], sizes)] if sizes else []
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, shape)],
+                              [helper.make_tensor_value_info("y", 1, out)], inits)
     bundle = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), {"x": x},
                               tmp_path / "b.irt", trained=["x"])
-    written = replay_into(bundle.path, ReplayOptions(backends=("tensorflow",), modes=("vjp",)), tmp_path / "replay")
-    ids = [f["id"] for f in written.json["findings"] if f["op_type"] == "AveragePool" and f["verdict"] == "ERROR"]
+    written = replay_into(bundle.path, ReplayOptions(backends=("tensorflow",), modes=(mode,)), tmp_path / "replay")
+    ids = [f["id"] for f in written.json["findings"] if f["op_type"] == op and f["verdict"] == "ERROR"]
     assert len(ids) == 1, written.json["findings"]
     (folder,) = make_repros(tmp_path / "replay" / "report.json", tmp_path / "repros", finding_ids=ids, shrink_budget=5)
     script = json.loads((folder / "finding.json").read_text())["script"]
     assert script["form"] == "straight" and script["reproduces"], script
-    assert "tf.nn.avg_pool(" in (folder / "repro.py").read_text()
+    assert call in (folder / "repro.py").read_text()
 
 
 # --- the example models ---------------------------------------------------------------------------
