@@ -78,6 +78,9 @@ class _Shape(tuple):
     def as_list(self):
         return list(self)
 
+    def num_elements(self):
+        return int(np.prod(self))
+
 
 class _Size(int):
     """Tensor.size as each framework spells it: the element count (numpy's, Paddle's and MegEngine's

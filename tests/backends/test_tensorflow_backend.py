@@ -134,18 +134,22 @@ def test_bicubic_resize_is_onnx_cubic_only_approximately_and_so_unsupported(tmp_
 _NEAREST = dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
 
 
-@pytest.mark.parametrize("op, shape, out, attrs, sizes, mode, call", [
+@pytest.mark.parametrize("op, shape, out, attrs, sizes, mode, verdict, call", [
     # the gradient of a 3-D average pool over explicitly padded input raises (AttributeError); the op's
     # pooling was a closure, which a repro cannot carry (the repro was the 84-line op function)
     ("AveragePool", [1, 1, 2, 1, 1], [1, 1, 1, 1, 1], dict(kernel_shape=[3, 3, 1], pads=[1, 2, 0, 0, 0, 0]), None,
-     "vjp", "tf.nn.avg_pool("),
-    # nearest Resize has no second derivative (LookupError); the op read its sizes through TensorFlow's
-    # shape API, which a repro's writer, knowing them as numpy values, could not (a 156-line function script)
-    ("Resize", [2, 3, 1, 1], [2, 3, 19, 2], _NEAREST, [2, 3, 19, 2], "vjp2", "resize_nearest_neighbor("),
+     "vjp", "ERROR", "tf.nn.avg_pool("),
+    # nearest Resize has no second derivative (LookupError); the op asks its sizes' TensorShape for
+    # num_elements(), which the repro writer's known shapes did not answer (a 156-line function script)
+    ("Resize", [2, 3, 1, 1], [2, 3, 19, 2], _NEAREST, [2, 3, 19, 2], "vjp2", "ERROR", "resize_nearest_neighbor("),
+    # bilinear Resize's gradient has no gradient with respect to its cotangent (None where torch gives one):
+    # the straight script called .numpy() on None (exit 2) and the 444-line harness was kept; it says so now
+    ("Resize", [1, 2, 1, 1], [1, 2, 6, 4], dict(mode="linear"), [1, 2, 6, 4], "vjp2", "DIVERGENT",
+     "if d_g is None:\n    print('no gradient: d_g is None (PyTorch"),
 ])
-def test_a_fuzzed_error_gets_a_straight_line_repro(tmp_path, op, shape, out, attrs, sizes, mode, call):
-    """Two TensorFlow errors irtrace fuzz found, each once written as the op's whole function, now a
-    straight-line script that reproduces."""
+def test_a_fuzzed_finding_gets_a_straight_line_repro(tmp_path, op, shape, out, attrs, sizes, mode, verdict, call):
+    """Three TensorFlow findings irtrace fuzz made, each once written as the op's whole function or the
+    harness, now a straight-line script that reproduces."""
     from onnx import helper
 
     from irtrace.export.onnx_bundle import bundle_from_onnx
@@ -159,7 +163,7 @@ def test_a_fuzzed_error_gets_a_straight_line_repro(tmp_path, op, shape, out, att
     bundle = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), {"x": x},
                               tmp_path / "b.irt", trained=["x"])
     written = replay_into(bundle.path, ReplayOptions(backends=("tensorflow",), modes=(mode,)), tmp_path / "replay")
-    ids = [f["id"] for f in written.json["findings"] if f["op_type"] == op and f["verdict"] == "ERROR"]
+    ids = [f["id"] for f in written.json["findings"] if f["op_type"] == op and f["verdict"] == verdict]
     assert len(ids) == 1, written.json["findings"]
     (folder,) = make_repros(tmp_path / "replay" / "report.json", tmp_path / "repros", finding_ids=ids, shrink_budget=5)
     script = json.loads((folder / "finding.json").read_text())["script"]

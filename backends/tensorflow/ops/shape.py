@@ -169,11 +169,10 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
                      derives_scale=True)
     if gap:
         raise Unsupported(f"tf.image.resize: {gap}")
-    # sizes and scales by value, as numpy reads them (a repro's straight-line writer knows them as numpy arrays)
-    if sizes is not None and np.size(sizes):
+    if sizes is not None and sizes.shape.num_elements():
         size = ints(sizes)[-2:]
     else:
-        s = ([1.0, 1.0] if axes is not None else []) + [float(v) for v in np.asarray(scales).reshape(-1)]
+        s = ([1.0, 1.0] if axes is not None else []) + [float(v) for v in scales.numpy().reshape(-1)]
         if s[:2] != [1.0, 1.0]:
             raise Unsupported(f"Resize scales {s}: tf.image.resize scales H and W only")
         # tf.image takes sizes and derives its scale from them: ONNX's own scale when in * scale is whole
