@@ -81,8 +81,9 @@ def test_bfloat16_values_are_laid_out_as_safetensors_lays_them_out(tmp_path):
     import torch
     from safetensors.torch import save_file
     rng = np.random.default_rng(3)
-    given = {"b": rng.standard_normal((2, 3)).astype(ml_dtypes.bfloat16), "h": rng.standard_normal(4).astype(np.float16),
-             "f": rng.standard_normal(2).astype(np.float32), "i": np.arange(3, dtype=np.int32)}
+    given = {"b": rng.standard_normal((2, 3)).astype(ml_dtypes.bfloat16),
+             "h": rng.standard_normal(4).astype(np.float16), "f": rng.standard_normal(2).astype(np.float32),
+             "i": np.arange(3, dtype=np.int32)}
     theirs = {k: torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if k == "b" else torch.from_numpy(a)
               for k, a in given.items()}
     save_file(theirs, str(tmp_path / "theirs.safetensors"), metadata={"schema": "test"})

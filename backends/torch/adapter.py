@@ -14,7 +14,8 @@ class TorchAdapter(AutodiffAdapter):
     name = framework = "torch"
     recipe = repro.RECIPE
     autodiff = autodiff
-    missing_kernel = re.compile(r"not implemented for '(Half|BFloat16)'")  # "addmm_impl_cpu_" not implemented for 'Half'
+    # torch's words: "addmm_impl_cpu_" not implemented for 'Half'
+    missing_kernel = re.compile(r"not implemented for '(Half|BFloat16)'")
 
     def __init__(self, table=OPS, dtype=None):
         self.table, self.dtype = table, dtype

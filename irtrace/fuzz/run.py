@@ -72,7 +72,8 @@ def check_dtypes(backends, dtypes):
     the reference that records the cases) does not declare it."""
     for d in dtypes:
         if d not in generate.LOW_PRECISION:
-            raise IrtraceError(f"--dtypes {d!r}: not one of {', '.join(generate.LOW_PRECISION)} (float32 is always drawn)")
+            raise IrtraceError(f"--dtypes {d!r}: not one of {', '.join(generate.LOW_PRECISION)} "
+                               f"(float32 is always drawn)")
     for b in (*backends, *registry.with_role(registry.REFERENCE)):
         missing = [d for d in dtypes if d not in registry.get(b).dtypes]
         if missing:
