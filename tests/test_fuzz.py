@@ -7,6 +7,7 @@ import onnx
 import pytest
 from onnx import shape_inference
 
+from backends._runtime.wire import dtype_of
 from irtrace.cli import main
 from irtrace.fuzz import generate, run
 
@@ -199,7 +200,7 @@ def test_low_precision_cases_on_request_leave_the_float32_ones_as_they_are():
             assert ("ties" in case.styles) == ("ties" in plain.styles or any(
                 np.unique(w).size < np.unique(v).size for v, w in xs)), (op, i)
             assert ("zeros" in case.styles) >= any((w == 0).sum() > (v == 0).sum() for v, w in xs), (op, i)
-            to = generate.numpy_dtype(case.dtype)
+            to = dtype_of(case.dtype)
             for p, c in zip(plain.inputs, case.inputs):
                 if p.value is not None and p.value.dtype.kind == "f":
                     assert c.value.dtype == to and np.array_equal(c.value, p.value.astype(to)), (op, i)

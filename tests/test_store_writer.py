@@ -63,15 +63,21 @@ def test_a_value_not_as_declared_or_of_a_type_the_bundle_cannot_hold_is_refused(
         ValueWriter(tmp_path / "c.safetensors", {"c": (np.complex64, (1,))})
 
 
-def test_it_writes_the_file_safetensors_writes_byte_for_byte(tmp_path):
-    from safetensors.numpy import save_file
-    given = {k: np.ascontiguousarray(a) for k, a in arrays().items()}
-    save_file(given, str(tmp_path / "theirs.safetensors"), metadata={"schema": "test"})
+def _written_as_theirs(tmp_path, given, theirs, save_file):
+    """write_values writes `given` as safetensors' `save_file` writes `theirs` (the same values in its
+    framework's types), byte for byte, and the bundle's reader gives every value back exactly."""
+    save_file(theirs, str(tmp_path / "theirs.safetensors"), metadata={"schema": "test"})
     write_values(tmp_path / "ours.safetensors", given, {"schema": "test"})
     assert (tmp_path / "ours.safetensors").read_bytes() == (tmp_path / "theirs.safetensors").read_bytes()
     back = LazyValues(tmp_path / "ours.safetensors")
     for k, a in given.items():
         assert back[k].dtype == a.dtype and back[k].tobytes() == a.tobytes()
+
+
+def test_it_writes_the_file_safetensors_writes_byte_for_byte(tmp_path):
+    from safetensors.numpy import save_file
+    given = {k: np.ascontiguousarray(a) for k, a in arrays().items()}
+    _written_as_theirs(tmp_path, given, given, save_file)
 
 
 def test_bfloat16_values_are_laid_out_as_safetensors_lays_them_out(tmp_path):
@@ -86,9 +92,4 @@ def test_bfloat16_values_are_laid_out_as_safetensors_lays_them_out(tmp_path):
              "i": np.arange(3, dtype=np.int32)}
     theirs = {k: torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if k == "b" else torch.from_numpy(a)
               for k, a in given.items()}
-    save_file(theirs, str(tmp_path / "theirs.safetensors"), metadata={"schema": "test"})
-    write_values(tmp_path / "ours.safetensors", given, {"schema": "test"})
-    assert (tmp_path / "ours.safetensors").read_bytes() == (tmp_path / "theirs.safetensors").read_bytes()
-    back = LazyValues(tmp_path / "ours.safetensors")
-    for k, a in given.items():
-        assert back[k].dtype == a.dtype and back[k].tobytes() == a.tobytes()
+    _written_as_theirs(tmp_path, given, theirs, save_file)

@@ -13,6 +13,8 @@ import numpy as np
 import onnx
 from onnx import defs, helper, numpy_helper, shape_inference
 
+from backends._runtime.wire import dtype_of
+
 OPSET = 20
 
 
@@ -655,14 +657,6 @@ def draw_case(seed, index, op, extras=(), dtypes=()):
     return case
 
 
-def numpy_dtype(name):
-    """numpy's dtype of a float dtype's name; bfloat16 is ml_dtypes' (imported only for it)."""
-    if name == "bfloat16":
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
-
-
 def _typed(case, dtypes, rng):
     """`case` in float32 or one of `dtypes`, each as likely: every float input (activations, statistics,
     float constants) cast to it, the values drawn as float32 rounded to the nearest; a case whose schema does
@@ -670,7 +664,7 @@ def _typed(case, dtypes, rng):
     dtype = ("float32", *dtypes)[int(rng.integers(len(dtypes) + 1))]
     if dtype == "float32":
         return case
-    to = numpy_dtype(dtype)
+    to = dtype_of(dtype)  # bfloat16: ml_dtypes' numpy type, as the wire names it
     inputs = [Input(i.role, i.value.astype(to)) if i.value is not None and i.value.dtype.kind == "f" else i
               for i in case.inputs]
     typed = _variant(case, inputs, dtype)
