@@ -1,5 +1,6 @@
 """MegEngine adapter: the op table and backends/megengine/autodiff.py (GradManager)."""
 import megengine as mge
+from megengine.core._imperative_rt.common import CompNode
 import numpy as np
 
 from backends._runtime.adapter import AutodiffAdapter
@@ -8,6 +9,11 @@ from backends.megengine.ops import OPS
 from backends.megengine.workarounds import WORKAROUNDS
 
 mge.config.async_level = 0  # MegEngine reports errors asynchronously otherwise
+# Kernels run in the calling thread ("cpu:default", MegEngine's in-place CPU comp node), not queued to the
+# "cpu0" comp node's worker thread and synchronised back: the same kernels, and a node's replay takes about
+# half the CPU (benchmarks/four_backends.py). set_default_device's name check admits only cpuN/cpux/gpuN
+# names, so the comp node's own setter it calls is called directly.
+CompNode._set_default_device("cpu:default")
 
 
 class MegEngineAdapter(AutodiffAdapter):

@@ -1,8 +1,11 @@
 from backends._runtime.declare import Backend, Environment
 
 # OneFlow's wheel is a CUDA build: its libraries come from the nvidia-* wheels of the env (see
-# requirements.txt); on a CPU-only machine it runs on the CPU. Quiet glog, one thread.
-_QUIET = {"GLOG_minloglevel": "2", "ONEFLOW_DEBUG_MODE": "0", "OMP_NUM_THREADS": "1"}
+# requirements.txt); on a CPU-only machine it runs on the CPU. Quiet glog, one thread; kernels run on the
+# VM's scheduler thread, not handed to a worker thread of its own (the same kernels, half the CPU per node:
+# benchmarks/four_backends.py).
+_QUIET = {"GLOG_minloglevel": "2", "ONEFLOW_DEBUG_MODE": "0", "OMP_NUM_THREADS": "1",
+          "ONEFLOW_VM_COMPUTE_ON_WORKER_THREAD": "0"}
 BACKEND = Backend("oneflow", "OneFlow", "OneFlow 0.9 (Python 3.10 env, CUDA wheel run on the CPU), "
                   "fwd/vjp/vjp2 through oneflow.autograd.grad (eager)",
                   module="oneflow", modes=("fwd", "vjp", "vjp2"), chained=True, port=True,
