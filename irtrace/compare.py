@@ -321,15 +321,22 @@ def _model(size, o):
     return size if size.shape == o.shape else None
 
 
-def _sweep(a, r, o, size, policy, eps, close=True):
+def _sweep(a, r, o, size, policy, eps, close=True, shared=None):
     """judge's numbers for a result, in one sweep: a dict of max |a - r| and its max rel, max |r - o|,
     max |a - o|, max |o| (max |r| without an oracle), the rounding bound's maximum and its value where
     |a - o| first peaks (None without the model), and whether |a - r| <= atol + rtol |r| everywhere
     (`close`, allclose's rule, for a result judged without an oracle), and whether a or r has a
     non-finite element (`nonfinite`: their patterns are then compared). Non-finite elements are left out
-    (see above)."""
-    scale_r, r_finite = _finite_abs_max(r)
-    scale, o_finite = (scale_r, True) if o is None else _finite_abs_max(o, None if r_finite else r)
+    (see above). `shared`: a dict kept by the caller for every backend judged on the same r and o: what
+    depends on them alone (their scales, max |r - o|) is computed for the first and read by the rest."""
+    shared = {} if shared is None else shared
+    if "scale" not in shared:
+        scale_r, r_finite = _finite_abs_max(r)
+        shared.update(zip(("scale_r", "r_finite"), (scale_r, r_finite)))
+        shared.update(zip(("scale", "o_finite"), (scale_r, True) if o is None else
+                          _finite_abs_max(o, None if r_finite else r)))
+    scale_r, r_finite, scale, o_finite = (shared[k] for k in ("scale_r", "r_finite", "scale", "o_finite"))
+    ref_known = "ref_err" in shared
     floor_r = max(EPS32 * scale_r, 1e-30)
     atol = policy.atol * (1.0 if policy.fixed else max(scale, 1.0))
     arrays = (a, r) if o is None else (a, r, o) if size is None else (a, r, o, size)
@@ -350,17 +357,21 @@ def _sweep(a, r, o, size, policy, eps, close=True):
             continue
         ob = blocks[2]
         fin = None if r_finite and o_finite else np.isfinite(ob) & np.isfinite(rb)
-        ref_e, b_err = _abs_diff(rb, ob), _abs_diff(ab, ob)
+        b_err = _abs_diff(ab, ob)
         if fin is not None:
-            ref_e, b_err = np.where(fin, ref_e, 0.0), np.where(fin, b_err, 0.0)
+            b_err = np.where(fin, b_err, 0.0)
+        if not ref_known:
+            ref_e = _abs_diff(rb, ob)
+            cols["ref_err"].append(float((ref_e if fin is None else np.where(fin, ref_e, 0.0)).max()))
         k = int(np.argmax(b_err)) if b_err.size else 0  # the rounding bound is reported where |a - o| peaks
-        cols["ref_err"].append(float(ref_e.max()))
         cols["worst_b"].append(float(b_err[k]))
         if size is not None:
             bound = rounding_bound(blocks[3], policy, eps)
             cols["bound_max"].append(float(bound.max()))
             cols["bound_at_worst"].append(float(bound[k]))
     out = {k: float(max(v)) if v else 0.0 for k, v in cols.items() if k not in ("bound_at_worst", "close")}
+    if o is not None:
+        out["ref_err"] = shared.setdefault("ref_err", out["ref_err"])
     out.update(scale=scale, close=all(cols["close"]), model=size, bound_at_worst=None, nonfinite=nonfinite)
     if size is None:
         out["bound_max"] = None
@@ -399,14 +410,14 @@ def _judged(verdict, details, a, r, s, policy, full):
     return verdict, Metrics(s["max_abs"], rel, None, None, None, None, None, None, s["max_abs"], rel), details
 
 
-def judge(actual, ref, oracle=None, policy=Policy(), model=None, spread=None, full=True):
+def judge(actual, ref, oracle=None, policy=Policy(), model=None, spread=None, full=True, shared=None):
     """(verdict, metrics, details dict) for one output. `model`: the rounding-error model's size array
     of an accumulating op's result (see rounding_bound); an element within its bound is NOISE. `spread`: the
     Monte Carlo estimate of float32 rounding in this result (emulated_rounding): an error within
     `noise_factor` times it is NOISE, as one within that many times the reference's own error is.
     Without an oracle (or with policy.fixed), allclose's rule with policy's rtol and atol decides.
     full=False: a result that passes gets only max_abs and max_rel, the other metrics are computed for
-    what fails."""
+    what fails. `shared`: see _sweep (one dict per reference and oracle result, for every backend)."""
     a, r = np.asarray(actual), np.asarray(ref)
     if a.shape != r.shape:
         return SHAPE_MISMATCH, None, {"message": f"shape {list(a.shape)} vs reference {list(r.shape)}"}
@@ -417,7 +428,7 @@ def judge(actual, ref, oracle=None, policy=Policy(), model=None, spread=None, fu
     a, r = _floats(a), _floats(r)
     o = None if oracle is None or policy.fixed or np.shape(oracle) != r.shape else _floats(np.asarray(oracle))
     with np.errstate(invalid="ignore", over="ignore"):
-        s = _sweep(a, r, o, _model(model, o), policy, eps)
+        s = _sweep(a, r, o, _model(model, o), policy, eps, shared=shared)
         if s["nonfinite"] and _nonfinite_pattern_differs(a, r):
             n = _pattern_mismatch(a, r)
             return NAN_MISMATCH, metrics(a.astype(np.float64), r.astype(np.float64)), \

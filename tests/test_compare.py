@@ -266,3 +266,24 @@ def test_a_difference_within_the_subnormal_range_is_a_match():
     assert compare.judge(flushed, ref)[0] == compare.MATCH  # without float64 too
     ref2 = np.array([2.0e-38, 3.0e-38], np.float32)
     assert compare.judge(np.zeros(2, np.float32), ref2, ref2.astype(np.float64))[0] == compare.DIVERGENT
+
+
+def test_backends_judged_on_one_reference_share_its_sweep_and_get_the_same_verdicts():
+    """judge(shared=...) computes what the reference and the oracle alone give (their scales, max |r - o|)
+    for the first backend and reads it for the rest: every verdict, metric and detail is what judging
+    each backend alone gives; max |r - o| is the float64 one computed here directly."""
+    rng = np.random.default_rng(3)
+    for finite in (True, False):
+        o = rng.standard_normal(3 * compare.BLOCK + 17)
+        r = o.astype(np.float32)
+        r[::97] += np.float32(3e-6)
+        if not finite:
+            o[5] = r[5] = np.inf
+            o[7] = r[7] = np.nan
+        backends = [r.copy(), r + np.float32(1e-7), r * np.float32(1.01), np.where(o > 2, np.float32(0), r)]
+        shared = {}
+        for a in backends:
+            alone = compare.judge(a, r, o, full=False)
+            assert compare.judge(a, r, o, full=False, shared=shared) == alone
+        fin = np.isfinite(o)
+        assert shared["ref_err"] == np.max(np.abs(r[fin].astype(np.float64) - o[fin])) > 2e-6

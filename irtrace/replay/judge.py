@@ -115,10 +115,12 @@ def judge_all(call, got, policy, off_path=(), cache=None):
     # the reference's rows are a function of the cached answers only when both were answers
     settled = cache is not None and got.oracle is not None and ref_answer.ok and not got.oracle_failed
     basis = _basis(call, off_path, got.recomputed is not None, got.spread is not None, got.magnitude is not None)
+    shared = {}  # output -> what the reference's and oracle's results alone give (compare._sweep), for every backend
     for backend, answer in got.outs.items():
         keep = settled and backend == REFERENCE
         kept = cache.judged(call, policy, basis) if keep else None
-        rows = kept if kept is not None else _judge_backend(call, got, policy, off_path, backend, answer, kink)
+        rows = kept if kept is not None else \
+            _judge_backend(call, got, policy, off_path, backend, answer, kink, shared)
         if keep and kept is None:
             cache.keep_judged(call, policy, basis, rows)
         results.extend(rows)
@@ -138,8 +140,8 @@ def _at(values, k):
     return values[k] if values is not None and k < len(values) else None
 
 
-def _judge_backend(call, got, policy, off_path, backend, answer, kink):
-    """judge_all's rows of one backend."""
+def _judge_backend(call, got, policy, off_path, backend, answer, kink, shared):
+    """judge_all's rows of one backend (`shared`: see judge_all)."""
     spec, mode = call.spec, call.mode
     reply, out = answer.reply, answer.results
     timing = {"time_s": reply.get("time_s"), "ref_time_s": got.ref_answer.reply.get("time_s")}
@@ -173,7 +175,8 @@ def _judge_backend(call, got, policy, off_path, backend, answer, kink):
                 if why:
                     details["message"] = "; ".join(filter(None, [details.get("message"), why]))
         else:
-            verdict, m, details = compare.judge(a, r, o, policy, mag, spread, full=False)
+            verdict, m, details = compare.judge(a, r, o, policy, mag, spread, full=False,
+                                                shared=shared.setdefault(k, {}))
         tags = (kink(),) if verdict in compare.FAILING and mode != "fwd" and kink() else ()
         # details are named like Result's fields: a new metric of compare.py reaches the report as is
         results.append(compare.Result(node=spec.name, op_type=spec.op_type, backend=backend, mode=mode,
