@@ -26,10 +26,10 @@ this user's key (an answer over its status, reply and every byte of its arrays; 
 text), and an entry whose signature does not verify is computed again. File names carry the key's
 fingerprint, so a cache copied from another bundle, user or machine is never read; the bundle's content
 key hashes every byte of its value store, so an edit that keeps the file's size and modification time
-is another key. Verifying a large answer reads every byte of it (ResNet-50's answers are 1.5 GB): once
-a memory-mapped answer verified, its identity (device, inode, size, modification and change time) is
+is another key. Verifying an answer reads every byte of it (ResNet-50's answers are 1.5 GB): once
+an answer verified, its identity (device, inode, size, modification and change time) is
 remembered, signed, in the user's cache folder (`verified/`), and a later replay that finds the file
-with that identity does not read it twice. Any write to it, and any os.utime after one, sets its change
+with that identity does not verify it again. Any write to it, and any os.utime after one, sets its change
 time to the clock's now, which no user can choose; an answer changed less than 2 s before it was
 verified is verified again next time (a write in the same clock tick keeps its identity).
 """
@@ -378,9 +378,9 @@ class ResultCache:
         if not path.exists():
             return None
         from irtrace.store import LazyValues
-        before = None  # a memory-mapped answer's identity
         try:
-            if path.stat().st_size <= SMALL:  # a copy is cheaper than mapping and validating a small file
+            before = _identity(path)
+            if before[2] <= SMALL:  # a copy is cheaper than mapping and validating a small file
                 from safetensors import safe_open
                 with safe_open(str(path), framework="numpy") as f:
                     metadata = f.metadata()
@@ -388,14 +388,13 @@ class ResultCache:
                     held = set(f.keys())
                     out = [f.get_tensor(str(k)) if str(k) in held else None for k in range(meta["n"])]
             else:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
-                before = _identity(path)
                 f = LazyValues(path)
                 metadata = f.metadata
                 meta = json.loads(metadata["irtrace"])
                 out = [f[str(k)] if str(k) in f else None for k in range(meta["n"])]
-                if self.seen.get(path.name) == before == _identity(path):  # verified before, unchanged since
-                    self.used.add(path.name)
-                    return _answer(meta, out, self.values)
+            if self.seen.get(path.name) == before == _identity(path):  # verified before, unchanged since
+                self.used.add(path.name)
+                return _answer(meta, out, self.values)
             signed = _answer_signer(path.name, metadata["irtrace"], out)
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
             log.info("%s: unreadable cache entry (%s); computing it again", path, e)
@@ -404,7 +403,7 @@ class ResultCache:
             log.info("%s: cache entry not signed by this user's key (edited, or written elsewhere); computing "
                      "it again", path)
             return None
-        if before is not None and _settled(before) and _identity(path) == before:
+        if _settled(before) and _identity(path) == before:
             self.newly[path.name] = before
         self.used.add(path.name)
         return _answer(meta, out, self.values)
