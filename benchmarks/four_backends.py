@@ -3,14 +3,20 @@ EfficientNet-B0, random weights, train mode, 2x3x64x64) replayed in fwd, vjp and
 Paddle, OneFlow and TensorFlow together, through the real CLI (what a user waits for after each change
 of a port): the first replay (nothing cached: torch's answers and the float64 oracle's computed too)
 against its target of 60 s, and the second (the reference's and oracle's answers read from
-BUNDLE.cache/) against 20 s. Also each backend alone, cached, to say where the second replay's time goes.
+BUNDLE.cache/) against 20 s; each with the CPU seconds of every process it ran (host and workers). Also
+each backend alone, cached, to say where the second replay's time goes.
 
-    .venv/bin/python benchmarks/four_backends.py [--jobs 1] [--backends megengine,paddle,oneflow,tensorflow]
+--baseline DIR: the same replays by the irtrace of another checkout (e.g. `git worktree add DIR <commit>`),
+alternating with this one's, each first replay from an empty cache: the ratio of the two side by side.
+
+    .venv/bin/python benchmarks/four_backends.py [--baseline DIR] [--repeat 2] [--jobs 1] [--no-alone]
 """
 import argparse
 import contextlib
 import io
 import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -23,7 +29,7 @@ import torch
 
 import irtrace
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"first": 60.0, "second": 20.0}
 
 
@@ -36,22 +42,64 @@ def efficientnet_b0():
     return model, (torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(0)),)
 
 
-def replay(bundle, backends, out, jobs):
-    """Seconds of one `irtrace replay` in a fresh process, and its summary (the counts per verdict)."""
+def replay(bundle, backends, out, jobs, code=None):
+    """(seconds, CPU seconds of it and its children, summary) of one `irtrace replay` in a fresh process,
+    by the irtrace in `code` (a checkout; default this one)."""
     cmd = [sys.executable, "-m", "irtrace", "replay", str(bundle), "--backend", backends, "--modes", "fwd,vjp,vjp2",
            "-o", str(out), "--jobs", str(jobs), "--format", "json"]
+    # PYTHONPATH comes before the editable install; run from the bundle's folder: `python -m` puts the working
+    # directory first on sys.path, and from a checkout it would import that checkout's irtrace whatever PYTHONPATH says
+    env = dict(os.environ, PYTHONPATH=str(code or ROOT))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=Path(bundle).parent)
     seconds = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
-    return seconds, json.loads(done.stdout).get("summary")
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, cpu, json.loads(done.stdout).get("summary")
+
+
+def start(backend):
+    """(seconds, CPU seconds) of a fresh process of `backend`'s interpreter importing its worker module and
+    making its adapter: what each replay's worker pays before its first node."""
+    from irtrace.replay import backends as registry
+    info = registry.get(backend)
+    paths = [str(p) for p in info.extra_path] + [str(ROOT)]
+    env = dict(os.environ, **info.variables(), PYTHONPATH=os.pathsep.join(paths))
+    env.setdefault("OMP_NUM_THREADS", "1")  # as the worker gets it (irtrace/replay/worker.py)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run([info.interpreter(), "-c", f"import {info.worker} as w; w.make_adapter()"], env=env, check=True,
+                   capture_output=True, cwd=ROOT)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter() - t, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def both(path, args, d):
+    """{(replay, code): (seconds, cpu, summary)}, the fastest of --repeat: the first replay from an empty cache
+    and the second, by the baseline's irtrace (with --baseline) and this one, alternating (their cached answers
+    are keyed by their code; this machine's speed drifts by 20-30 % within minutes)."""
+    # the baseline first: the cache this irtrace filled is the one the replays of each backend alone read after
+    codes = ([("baseline", Path(args.baseline).resolve())] if args.baseline else []) + [("this", None)]
+    got = {}
+    for _ in range(args.repeat):
+        for name, code in codes:
+            shutil.rmtree(f"{path}.cache", ignore_errors=True)
+            for which in ("first", "second"):
+                run = replay(path, args.backends, Path(d) / f"{which}-{name}", args.jobs, code)
+                if (which, name) not in got or run[0] < got[which, name][0]:
+                    got[which, name] = run
+    return {k: got[k] for k in sorted(got, key=lambda k: (k[0] != "first", k[1] != "this"))}
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--backends", default="megengine,paddle,oneflow,tensorflow")
     p.add_argument("--jobs", default="1")
+    p.add_argument("--baseline", metavar="DIR", help="a checkout of another commit, replayed side by side")
+    p.add_argument("--repeat", type=int, default=2, help="runs of each replay (the fastest is shown)")
     p.add_argument("--alone", action=argparse.BooleanOptionalAction, default=True,
                    help="also each backend alone, cached")
     args = p.parse_args()
@@ -63,19 +111,20 @@ def main():
             bundle = irtrace.export(model, inputs, path, train=True)
         print(f"EfficientNet-B0, train, 2x3x64x64: {len(bundle.model.graph.node)} nodes; "
               f"--backend {args.backends} --modes fwd,vjp,vjp2 --jobs {args.jobs}")
-        shutil.rmtree(f"{path}.cache", ignore_errors=True)
-        first, summary = replay(path, args.backends, Path(d) / "first", args.jobs)
-        second, again = replay(path, args.backends, Path(d) / "second", args.jobs)
-        same = "same verdicts" if summary == again else f"verdicts differ: {summary} vs {again}"
-        print(f"{'replay':8} {'seconds':>8} {'target':>7} {'ratio':>6}")
-        for name, s in (("first", first), ("second", second)):
-            print(f"{name:8} {s:8.1f} {TARGETS[name]:7.0f} {s / TARGETS[name]:6.2f}")
-        print(f"({same})")
+        got = both(path, args, d)
+        print(f"{'replay':8} {'code':9} {'seconds':>8} {'CPU s':>6} {'target':>7} {'ratio':>6}"
+              + (f" {'/ baseline':>10}" if args.baseline else ""))
+        for (which, name), (s, cpu, summary) in got.items():
+            versus = f" {s / got[which, 'baseline'][0]:10.2f}" if args.baseline else ""
+            print(f"{which:8} {name:9} {s:8.1f} {cpu:6.1f} {TARGETS[which]:7.0f} {s / TARGETS[which]:6.2f}{versus}")
+        summaries = {json.dumps(v[2], sort_keys=True) for v in got.values()}
+        print("(the same verdicts in every replay)" if len(summaries) == 1 else f"(verdicts differ: {summaries})")
         if args.alone:
-            print("each backend alone, cached:")
+            print("each backend alone, cached (seconds, CPU seconds), and its worker's start alone (importing "
+                  "the framework; seconds, CPU seconds):")
             for b in args.backends.split(","):
-                s, _ = replay(path, b, Path(d) / b, args.jobs)
-                print(f"  {b:11} {s:6.1f} s")
+                s, cpu, _ = replay(path, b, Path(d) / b, args.jobs)
+                print(f"  {b:11} {s:6.1f} {cpu:6.1f}   start {' '.join(f'{v:5.1f}' for v in start(b))}")
 
 
 if __name__ == "__main__":
