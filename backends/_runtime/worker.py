@@ -124,7 +124,9 @@ def graph(adapter, msg, arrays):
     except Unsupported as e:
         return {"status": wire.Status.UNSUPPORTED, "message": str(e)}, []
     except NodeFailed as e:  # the host substitutes this node's recorded value and runs the rest
-        return {"status": wire.Status.ERROR, "node": e.node, "message": e.message}, []
+        why = adapter.no_kernel(e.message)  # as replaying the node alone says it
+        return {"status": wire.Status.UNSUPPORTED if why else wire.Status.ERROR, "node": e.node,
+                "message": why or e.message}, []
     except Exception as e:  # the framework raised somewhere in the chain
         text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()
         return {"status": wire.Status.ERROR, "message": text[:2000]}, []

@@ -342,7 +342,7 @@ class _Chain:
             if name in vals and name in self.ref_vals:
                 run.values.append(self.entry(name, *self.judge("values", name, vals[name]), "fwd"))
             if name in cut and name in self.path:
-                run.grads.append(self.entry(name, compare.ERROR, None,
+                run.grads.append(self.entry(name, _cut_verdict(substituted), None,
                                             {"message": "part of its cotangent flows through a substituted node"},
                                             "bwd"))
             elif self.penalty and name in grads:
@@ -359,7 +359,7 @@ class _Chain:
         for p in self.params:
             if p in cut:
                 nodes = ", ".join(sub["node"] for sub in substituted)
-                run.parameters.append(_entry(p, "", -1, compare.ERROR, None, {
+                run.parameters.append(_entry(p, "", -1, _cut_verdict(substituted), None, {
                     "message": f"not computed: its gradient passes through {nodes}, which failed on "
                                f"{backend} and was replaced by its recorded value"}, "param_grad"))
             elif p in grads and p in self.ref_grads:
@@ -376,14 +376,21 @@ def _run_substituting(pool, backend, bundle, request, timeout, limit=20):
     while True:
         status, reply, vals, grads = run_chain(pool, backend, request, timeout)
         node = reply.get("node")
-        if status != compare.ERROR or not node or len(substituted) >= limit or \
+        if status not in (compare.ERROR, compare.UNSUPPORTED) or not node or len(substituted) >= limit or \
                 node in {sub["node"] for sub in substituted}:
             return status, reply, vals, grads, substituted, request
         outputs = [o for n in bundle.model.graph.node if n.name == node for o in n.output if o]
-        verdict = compare.SHAPE_MISMATCH if "has shape" in reply.get("message", "") else compare.ERROR
+        verdict = compare.UNSUPPORTED if status == compare.UNSUPPORTED else \
+            compare.SHAPE_MISMATCH if "has shape" in reply.get("message", "") else compare.ERROR
         substituted.append({"node": node, "verdict": verdict, "message": reply.get("message", ""), "outputs": outputs})
         log.info("chained %s: %s failed (%s); feeding its recorded value", backend, node, reply.get("message"))
         request = chain_request(bundle, request.loss, [sub["node"] for sub in substituted], request.workarounds)
+
+
+def _cut_verdict(substituted):
+    """The verdict of what substituted nodes cut off (a cotangent, a parameter's gradient): UNSUPPORTED where
+    each of them is (a kernel the framework lacks for these dtypes), else ERROR."""
+    return compare.UNSUPPORTED if all(sub["verdict"] == compare.UNSUPPORTED for sub in substituted) else compare.ERROR
 
 
 def _upstream_values(model, graph, node):

@@ -207,6 +207,36 @@ def test_a_worker_an_error_breaks_ends_and_the_nodes_after_it_are_judged_by_a_fr
                for r in caplog.records), [r.getMessage() for r in caplog.records]
 
 
+def test_a_chained_float16_run_names_the_kernel_paddle_lacks_unsupported_and_judges_the_rest(tmp_path):
+    """Chained, a float16 node whose kernel Paddle's CPU build lacks (`add`) is UNSUPPORTED with Paddle's words,
+    as it is replayed alone, not an ERROR; its recorded value is fed downstream and the rest of the chain is
+    judged: Cast and Mul in float32 of the same numbers as torch's chain, bit for bit (max abs 0); the
+    parameter whose gradient passes only through it is UNSUPPORTED too."""
+    from onnx import TensorProto
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    x = np.array([[0.5, -1.25, 2.0], [3.0, -0.75, 0.125]], np.float16)
+    w = np.array([[1.0, 2.0, -3.0], [0.25, 0.5, 4.0]], np.float16)
+    nodes = [helper.make_node("Cast", ["x"], ["c"], name="widen_x", to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "w"], ["s"], name="add"),
+             helper.make_node("Cast", ["s"], ["cs"], name="widen_s", to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["c", "cs"], ["y"], name="mul")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3])],
+                              [helper.make_empty_tensor_value_info("y")], [numpy_helper.from_array(w, "w")])
+    bundle = bundle_from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), {"x": x},
+                              tmp_path / "b.irt")
+    chain, _ = chained("paddle", bundle, "bundle", tmp_path / "out")
+    assert chain["status"] == "ok", chain["message"]
+    said = ("paddle has no kernel of this op for these dtypes on this device (RuntimeError: (NotFound) The kernel "
+            "with key (CPU, Undefined(AnyLayout), float16) of kernel `add` is not registered")
+    assert [(s["node"], s["verdict"]) for s in chain["substituted"]] == [("add", "UNSUPPORTED")]
+    assert chain["substituted"][0]["message"].startswith(said)
+    values = {v["value"]: v for v in chain["values"]}
+    assert values["s"]["verdict"] == "UNSUPPORTED" and values["s"]["message"].startswith(said)
+    assert values["s"]["message"].endswith("(its recorded value was fed downstream)")
+    assert [(values[k]["verdict"], values[k]["max_abs"]) for k in ("c", "cs", "y")] == [("MATCH", 0.0)] * 3
+    assert [(p["value"], p["verdict"]) for p in chain["parameters"]] == [("w", "UNSUPPORTED")]
+
+
 def test_a_kernel_paddle_lacks_for_float16_on_the_cpu_is_unsupported_not_an_error(tmp_path):
     """Paddle 3.3's CPU build registers no float16 `add` (its words: "The kernel with key (CPU,
     Undefined(AnyLayout), float16) of kernel `add` is not registered", a coverage it documents): the call is
