@@ -241,15 +241,20 @@ def test_a_cache_size_that_is_not_a_size_is_one_line(tmp_path, capsys):
 
 def test_a_replay_keeps_no_answers_past_half_the_free_disk(tmp_path, monkeypatch, caplog):
     """Answers stop being kept once they would take more than half of the disk's free space (as it was at
-    the first): logged once, the report the same, the next replay computes what is missing."""
+    the first): logged once, the report the same, the next replay computes what is missing. The cache's
+    writer thread lags here (as behind a busy replay): an answer put before the one that did not fit, and
+    written after it, is not kept either."""
     import logging
     import os
+    import time
     from types import SimpleNamespace
 
     from irtrace.replay import cache as cache_mod
     b = small(tmp_path / "b.irt")
     replay_into(b.path, ReplayOptions(backends=("torch",), cache=False), tmp_path / "uncached")
     monkeypatch.setattr(cache_mod.os, "statvfs", lambda p: SimpleNamespace(f_bavail=200, f_frsize=1))  # 100 B
+    write = cache_mod.ResultCache._write
+    monkeypatch.setattr(cache_mod.ResultCache, "_write", lambda self, *a: time.sleep(0.2) or write(self, *a))
     with caplog.at_level(logging.WARNING, logger="irtrace.replay.cache"):
         replay_into(b.path, ReplayOptions(backends=("torch",)), tmp_path / "full-disk")
     said = [r.getMessage() for r in caplog.records if "keeping no more answers" in r.getMessage()]
@@ -267,6 +272,7 @@ def test_a_replay_keeps_no_answers_past_half_the_free_disk(tmp_path, monkeypatch
     assert held == [64]
     assert (tmp_path / "full-disk" / "report.json").read_bytes() == (tmp_path / "uncached" / "report.json").read_bytes()
     monkeypatch.setattr(cache_mod.os, "statvfs", os.statvfs)
+    monkeypatch.setattr(cache_mod.ResultCache, "_write", write)
     replay_into(b.path, ReplayOptions(backends=("torch",)), tmp_path / "again")
     assert (tmp_path / "again" / "report.json").read_bytes() == (tmp_path / "uncached" / "report.json").read_bytes()
 

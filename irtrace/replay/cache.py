@@ -461,7 +461,10 @@ class ResultCache:
         """Whether an answer of `nbytes` may be written: a replay's answers take at most half the free space
         of the disk the cache is on, as it was at the first (a large model's answers are several times its
         bundle: about 60 GB for a 1.1B-parameter one). Past it, this replay keeps no more (logged once); the
-        verdicts are the same, the next replay computes what is missing."""
+        verdicts are the same, the next replay computes what is missing. An answer put before the one that did
+        not fit and written after it (the writer thread lags behind a busy replay) is not kept either."""
+        if not self.writable:
+            return False
         if self.room is None:
             try:
                 st = os.statvfs(self.dir.parent)
