@@ -10,6 +10,7 @@ from onnx import shape_inference
 from backends._runtime.wire import dtype_of
 from irtrace.cli import main
 from irtrace.fuzz import generate, run
+from low_precision import recorded_add
 
 SAMPLE = ["Conv", "ConvTranspose", "MaxPool", "AveragePool", "Pad", "ReduceSum", "ReduceMax", "ArgMax", "TopK",
           "Slice", "Gather", "Resize", "LayerNormalization", "Gemm", "MatMul", "Softmax", "Relu", "Clip", "Max",
@@ -214,13 +215,7 @@ def test_low_precision_cases_on_request_leave_the_float32_ones_as_they_are():
 def test_a_float16_case_is_recorded_in_float16_and_judged_in_it(tmp_path):
     """A float16 Add is recorded as float16: the reference's output is the exact sum (float64, exact for two
     float16 values) rounded once to float16, and onnxruntime's float16 result matches it."""
-    case = next(c for c in (generate.draw_case(5, i, "Add", (), ("float16",)) for i in range(20))
-                if c.dtype == "float16")
-    bundle, kept, dropped = run._record(tmp_path, [case], 5)
-    assert kept == [case] and not dropped
-    a, b = (i.value.astype(np.float64) for i in case.inputs)
-    got = bundle.values[case.output_names()[0]]
-    assert got.dtype == np.float16 and np.array_equal(got, (a + b).astype(np.float16))
+    bundle, _ = recorded_add(tmp_path, "float16")
     assert run._replay(bundle, ("onnxruntime",), ("fwd",), 60) == []
 
 
