@@ -28,6 +28,8 @@ from pathlib import Path
 import torch
 
 import irtrace
+import worker_start  # benchmarks/worker_start.py, beside this script
+from irtrace.replay import backends as registry
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"first": 60.0, "second": 20.0}
@@ -62,19 +64,12 @@ def replay(bundle, backends, out, jobs, code=None):
 
 
 def start(backend):
-    """(seconds, CPU seconds) of a fresh process of `backend`'s interpreter importing its worker module and
-    making its adapter: what each replay's worker pays before its first node."""
-    from irtrace.replay import backends as registry
-    info = registry.get(backend)
-    paths = [str(p) for p in info.extra_path] + [str(ROOT)]
-    env = dict(os.environ, **info.variables(), PYTHONPATH=os.pathsep.join(paths))
-    env.setdefault("OMP_NUM_THREADS", "1")  # as the worker gets it (irtrace/replay/worker.py)
+    """(seconds, CPU seconds) of starting `backend`'s worker as a replay does, a plain process importing its
+    framework up to its hello (benchmarks/worker_start.py's start, the one after a first not counted)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    subprocess.run([info.interpreter(), "-c", f"import {info.worker} as w; w.make_adapter()"], env=env, check=True,
-                   capture_output=True, cwd=ROOT)
+    (seconds,), _ = worker_start._starts(registry.get(backend), 1, forked=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.perf_counter() - t, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / 2  # two starts ran
 
 
 def both(path, args, d):
