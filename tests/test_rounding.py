@@ -247,3 +247,37 @@ def test_an_average_is_sized_as_the_sum_of_its_terms_x_over_count(tmp_path):
                                                                       kernel_shape=[2, 2]),
                                   {"x": x.reshape(1, 1, 2, 2)})
     assert reply["status"] == "ok" and size.shape == (1, 1, 1, 1) and size[0, 0, 0, 0] == _up(5.0), (reply, size)
+
+
+def _prod_vjp2(prod, x, g, u, dtype):
+    """ds/dx of s = <d prod(x)/dx^T g, u>, prod over axis 0 of a one-element x."""
+    t = torch.tensor(x, dtype=dtype, requires_grad=True)
+    h, = torch.autograd.grad(prod(t, (0,), False), t, torch.tensor(g, dtype=dtype), create_graph=True)
+    if not h.requires_grad:  # torch's formula for an axis of length 1: grad as it is, no second derivative
+        return np.zeros(np.shape(x))
+    d, = torch.autograd.grad((h * torch.tensor(u, dtype=dtype)).sum(), t)
+    return d.detach().numpy().astype(np.float64)
+
+
+def test_a_prod_over_one_element_rounds_as_a_division_does_in_double_backward():
+    """prod over an axis of length 1: torch's gradient is grad itself (no second derivative: exactly 0), but
+    the formula frameworks also use, grad * y / x, has the second derivative g u (1/x - x/x^2), 0 in float64
+    and a rounding in float32 (OneFlow 0.9: 5.96e-8 at x = 1.948, g = 1, u = 2.04, which irtrace fuzz called
+    DIVERGENT against an allowance of 1e-38). The estimate is the larger formula's: eps/2 |g u / x| per
+    rounding, so that float32 result is NOISE; a gradient off by a term of its size stays DIVERGENT."""
+    from backends.oracle.rounding import _prod_by_division
+    from backends.torch.ops.reduce import _prod
+    x, g, u = np.array([1.9484059], np.float32), np.float32(1.0), np.array([2.040919], np.float32)
+    assert _prod_vjp2(_prod, x, g, u, torch.float64).tolist() == [0.0]
+    assert spread(lambda: [_prod_vjp2(_prod, x, g, u, torch.float64)])[0].tolist() == [0.0]
+    exact = _prod_vjp2(_prod_by_division, x, g, u, torch.float64)
+    assert abs(exact[0]) < 1e-15  # the same derivative in float64: 0 but for float64's own rounding
+    est = spread(lambda: [_prod_vjp2(_prod_by_division, x, g, u, torch.float64)], exact=[np.zeros(1)])[0]
+    scale = float(g * u[0] / x[0])
+    assert scale * 2.0 ** -26 < est[0] < 4 * scale * 2.0 ** -24, est
+    f32 = _prod_vjp2(_prod_by_division, x, g, u, torch.float32)
+    oneflow = np.array([5.960464477539063e-08])
+    for got in (f32, oneflow):
+        assert compare.judge(got, np.zeros(1), np.zeros(1), spread=est)[0] in (compare.MATCH, compare.NOISE), got
+    assert compare.judge(oneflow, np.zeros(1), np.zeros(1))[0] == compare.DIVERGENT  # without the estimate
+    assert compare.judge(np.array([scale]), np.zeros(1), np.zeros(1), spread=est)[0] == compare.DIVERGENT

@@ -10,6 +10,9 @@ The spread of a few such runs around the exact result is what float32 rounding o
 can do at these inputs: the host's verdict allows a multiple of it (docs/report.md). Ops that move
 or select values exactly (views, copies, concatenation, max, where, ...) are not perturbed, nor are
 constants (an op without a float64 tensor operand).
+
+Where frameworks compute an op by another formula as legitimate as torch's, whose float32 rounding
+torch's never shows (FORMULAS), the estimate is the larger of the two formulas' spreads.
 """
 import functools
 
@@ -46,6 +49,53 @@ def _decompositions():
     # norms' backward formulas are core ops there, and their inner cancellation is what matters
     from torch._decomp import decomposition_table
     return dict(decomposition_table)
+
+
+class _ProdByDivision(torch.autograd.Function):
+    """prod over one dim whose gradient is grad * y / x at every length of that dim, differentiable again
+    (double backward through y/x): torch's own formula for a slice without zeros, but for a dim of length 1,
+    where torch returns grad as it is and its second derivative is exactly 0. OneFlow and others divide
+    there too, so their second derivative is the rounding of y/x² against 1/x (eps·|g u / x|)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keep):
+        y = torch.prod(x, dim=dim, keepdim=keep)
+        ctx.save_for_backward(x, y)
+        ctx.dim, ctx.keep = dim, keep
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        if not ctx.keep:
+            g, y = g.unsqueeze(ctx.dim), y.unsqueeze(ctx.dim)
+        return g * (y / x), None, None
+
+
+def _prod_by_division(x, dims, keep):
+    # with a zero in x, torch's (and everyone's) zero-safe formula
+    prod = torch.prod if bool((x == 0).any()) else _ProdByDivision.apply
+    for d in sorted(dims, reverse=True):
+        x = prod(x, d, keep)
+    return x
+
+
+@functools.lru_cache(maxsize=1)
+def _formulas():
+    from backends._ops_common import register_reduce
+    from backends._table import OpTable
+    table = OpTable("rounding")
+    register_reduce(table, "ReduceProd", _prod_by_division)
+    return table
+
+
+def formula(spec):
+    """The other formula of FORMULAS for this node's op (an entry like the torch table's), or None."""
+    from backends._table import Unsupported
+    try:
+        return _formulas().lookup(spec.domain, spec.op_type, spec.opset)
+    except Unsupported:
+        return None
 
 
 class Float32Rounding(TorchDispatchMode):

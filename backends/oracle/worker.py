@@ -267,9 +267,10 @@ class OracleAdapter(NativeAdapter):
             return kinds
         return kinds + [counts]
 
-    def _differentiated(self, c, inputs, cots, us):
-        """c's vjp or vjp2 (c.mode) by torch's op in float64, on these operands: its results in order."""
-        entry = self._torch_entry(c.spec)
+    def _differentiated(self, c, inputs, cots, us, entry=None):
+        """c's vjp or vjp2 (c.mode) by torch's op in float64 (or `entry`, an op table's entry), on these
+        operands: its results in order."""
+        entry = entry or self._torch_entry(c.spec)
         nondiff = self.nondiff(entry, c.spec, c.inputs, c.wrt)
         if c.mode == "vjp":
             return list(self.grad.vjp(entry, inputs, c.spec, cots, nondiff))
@@ -279,15 +280,21 @@ class OracleAdapter(NativeAdapter):
     def rounding(self, c, samples=4):
         """Per result, how far float32 rounding of the op's own formula can move it at these inputs (`c`:
         the call as computed): the largest deviation of `samples` Monte Carlo arithmetic runs of torch in
-        float64 from the exact result (backends/oracle/rounding.py), as one group. None for a result
-        without a float value."""
-        from backends.oracle.rounding import spread
+        float64 from the exact result (backends/oracle/rounding.py), as one group, the larger of torch's
+        formula's and the other formula's where rounding.py knows one. None for a result without a float value."""
+        from backends.oracle.rounding import formula, spread
 
-        def run():
+        def run(entry):
             if c.mode == "fwd":
-                return list(self.grad.fwd(self._torch_entry(c.spec), c.inputs, c.spec))
-            return self._differentiated(c, c.inputs, c.cots, c.us)
-        return [spread(run, int(samples))]
+                return list(self.grad.fwd(entry, c.inputs, c.spec))
+            return self._differentiated(c, c.inputs, c.cots, c.us, entry)
+        torch_entry, other = self._torch_entry(c.spec), formula(c.spec)
+        exact = run(torch_entry)
+        moved = spread(lambda: run(torch_entry), int(samples), exact=exact)
+        if other is not None:
+            also = spread(lambda: run(other), int(samples), exact=exact)
+            moved = [a if a is None or b is None else np.maximum(a, b) for a, b in zip(moved, also)]
+        return [moved]
 
     def chained(self, pairs, feeds, outputs, cots, penalty, shapes=None, leaves=None, progress=None):
         """The float64 chain: torch's op table in float64 (the oracle for chained errors)."""
