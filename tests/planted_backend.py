@@ -8,6 +8,7 @@ bwdcrash: Tanh's backward segfaults the worker (its forward is right)
 fussymm: MatMul's backward segfaults when only its second input requires grad, or when a double
          backward runs it with a cotangent that does not require grad (as MegEngine's batched MatMul)
 hang:   Tanh never returns
+stale:  Tanh off by another number on every call (as a kernel that reads memory it did not write)
 shape:  Conv's output one column short (a wrong-shaped op in the middle of a chain)
 bnbiased:   training BatchNorm updates running_var with the biased variance
 bnmomentum: training BatchNorm applies momentum the other way round
@@ -90,6 +91,10 @@ class _TanhCrashingBackward(torch.autograd.Function):
         ctypes.string_at(0)  # a real segfault, in the backward only
 
 
+def stale_tanh(x):
+    return torch.tanh(x) + (1.0 + int.from_bytes(os.urandom(4), "little"))  # what unwritten memory held this time
+
+
 def hang(x):
     time.sleep(3600)
 
@@ -125,6 +130,7 @@ BUGS = {
     "bwdcrash": ("Tanh", 6, lambda x: _TanhCrashingBackward.apply(x)),
     "fussymm": ("MatMul", 13, lambda a, b: _FussyMatMul.apply(a, b)),
     "hang": ("Tanh", 6, hang),
+    "stale": ("Tanh", 6, stale_tanh),
     "shape": ("Conv", 11, shape_bug),
 }
 if BUG == "f64":

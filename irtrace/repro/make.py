@@ -234,7 +234,8 @@ def _after_forward_shape(finding):
 class _Shrunk:
     """A finding's node, shrunk: the case before and after with the shrinker's stats, the smaller case's
     NodeCall, the backend's Result for the checked result (`label`, index `check` among the mode's
-    results), the arrays of case.npz and the numbers of finding.json."""
+    results), the arrays of case.npz and the numbers of finding.json; `varies`: the backend's result of
+    the smaller case differed between two runs of it."""
     original: Case
     small: Case
     stats: object
@@ -244,6 +245,7 @@ class _Shrunk:
     check: int
     data: dict
     numbers: dict
+    varies: bool = False
 
 
 def _write_repro(bundle, f, pool, out_dir, shrink_budget, timeout, anonymize=True):
@@ -265,7 +267,8 @@ def _write_repro(bundle, f, pool, out_dir, shrink_budget, timeout, anonymize=Tru
     written = standalone.write(standalone.Job(sources[0], case, ctx["title"], who, harness=(ctx, data)),
                                standalone.repro_forms(sources[0], case), backends.get(backend), folder)
     got = data.get("backend_result")
-    ctx.update(form=written.form, output=written.run.output, exit_code=written.run.code, anonymize=anonymize,
+    ctx.update(form=written.form, output=written.run.output, exit_code=written.run.code, varies=shrunk.varies,
+               anonymize=anonymize,
                api=standalone.api_of(written.text), has_data=(folder / "data.npz").exists(),
                workarounds=own_workarounds(pool, backend, call.spec, f.get("workarounds"), timeout),
                all_zero=got is not None and got.size > 0 and not np.any(got) and "reference" in data
@@ -332,7 +335,11 @@ def _shrink_finding(runner, call, f, shrink_budget):
     names = labels(small_call.spec, call.mode)
     k = names.index(label) if label in names else 0
     data = _case_arrays(small_call, got, backend, label, k)
-    return _Shrunk(original, small, stats, small_call, result, label, k, data, _numbers(result, data))
+    again = _case_arrays(small_call, runner.evaluate(small, check=False)[2], backend, label, k) \
+        if "backend_result" in data else {}
+    varies = "backend_result" in again and not np.array_equal(again["backend_result"], data["backend_result"],
+                                                              equal_nan=True)
+    return _Shrunk(original, small, stats, small_call, result, label, k, data, _numbers(result, data), varies)
 
 
 def _case_arrays(call, got, backend, label, k):
@@ -409,7 +416,8 @@ def _script_case(shrunk, ctx):
                       call.cots, call.us, tuple(sorted(nondiff)), ctx["attrs"], want=data.get("reference"),
                       f64=data.get("oracle"), got=data.get("backend_result"), allowed=ctx["allowed"],
                       allowance=f"irtrace's allowance: {ctx['allowance']}", part=call.part,
-                      error=shrunk.result.message if ctx["verdict"] == compare.ERROR else None)
+                      error=shrunk.result.message if ctx["verdict"] == compare.ERROR else None,
+                      varies=shrunk.varies)
 
 
 def _write_files(folder, f, ctx, shrunk, written):
@@ -429,7 +437,8 @@ def _write_files(folder, f, ctx, shrunk, written):
                    "stopped": stats.stopped},
         "environment_python": ctx["environment"]["Python"], "framework": ctx["framework"],
         "script": {"form": written.form, "lines": text.count("\n"), "exit_code": run.code,
-                   "reproduces": run.code == 1, "same_result": run.same}}), indent=1, allow_nan=False,
+                   "reproduces": run.code == 1, "same_result": run.same, "varies": shrunk.varies}}), indent=1,
+        allow_nan=False,
         default=lambda o: None) + "\n")
     said = "reproduces" if run.code == 1 else f"DOES NOT reproduce standalone (exit {run.code})"
     print(f"{f['id']}: {folder} (shrunk {shrunk.original.shapes()} -> {shrunk.small.shapes()} in {stats.calls} "

@@ -107,7 +107,9 @@ class ScriptCase:
     `part` (vjp2): "g" for ds/dg (the cotangents require grad), else ds/dx (the penalty's own graph:
     the cotangents are constants); `want`, `f64`, `got`: the checked result as the reference, float64
     and the backend's worker computed it (None where there is none); `allowed`: irtrace's tolerance,
-    and `allowance` what it is, in words (the comment on the script's check)."""
+    and `allowance` what it is, in words (the comment on the script's check); `varies`: the worker's result
+    differs from one run to the next, so a script shows the problem by reproducing it, not by computing
+    the worker's `got` again."""
     spec: dict
     mode: str
     verdict: str
@@ -124,6 +126,7 @@ class ScriptCase:
     allowance: str = "irtrace's tolerance for this case"
     part: str = None
     error: str = None  # ERROR: the worker's message ("RuntimeError: ..."), whose type the script must raise
+    varies: bool = False
 
 
 @dataclass(frozen=True)

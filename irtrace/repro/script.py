@@ -326,6 +326,10 @@ def render_issue(c, text):
              f"Run {files}; it needs numpy and {md(c['framework_module'])} only and exits 1 while the problem "
              f"reproduces, 0 once it is fixed:", "```python", text.rstrip(), "```", "",
              "Its output:", "```", (c.get("output") or "(nothing)").rstrip()[:1500], "```", ""]
+    if c.get("varies"):
+        lines += ["The wrong values differ from run to run (irtrace ran the same case twice and got two different "
+                  "results, so the script's need not be irtrace's): the result depends on more than the inputs (memory the kernel "
+                  "did not write, or a race).", ""]
     if n.get("max_abs") is not None:
         exp = (f"Expected: the values PyTorch {c['torch_version']} computes for the same op and inputs (`want`)")
         exp += "; `f64` is the same op computed in float64." if n.get("oracle_at_worst") is not None else "."

@@ -281,7 +281,9 @@ def write(job, forms, info, folder):
             continue
         if job.target.data:
             _write_data(folder, npz, keep=last)
-        judged = not last and job.case.verdict not in (compare.ERROR, compare.CRASH, compare.TIMEOUT)
+        # a result that varies from run to run (ScriptCase.varies) is shown by reproducing, not by its values
+        judged = not last and job.case.verdict not in (compare.ERROR, compare.CRASH, compare.TIMEOUT) \
+            and not job.case.varies
         run = run_script(info, folder, text, job.target.name, want_got=job.case.got if judged else None,
                          finite_only=job.case.verdict == compare.NAN_MISMATCH)
         if not last and _error_type(job.case.error) and run.code == 1:  # the framework's error, not the script's
