@@ -57,9 +57,7 @@ def top_k(x, k, *, axis=-1, largest=1, sorted=1):
         perm = [i for i in range(x.ndim) if i != a] + [a]
         x = functional.transpose(x, perm)
     v, i = functional.topk(x, ints(k)[0], descending=bool(largest), no_sort=not sorted)
-    if not last:
-        inv = [0] * x.ndim
-        for j, p in enumerate(perm):
-            inv[p] = j
+    if not last:  # perm's inverse, one comprehension of known ints (a repro script writes it as a literal)
+        inv = [perm.index(j) for j in range(len(perm))]
         v, i = functional.transpose(v, inv), functional.transpose(i, inv)
     return v, i
