@@ -260,16 +260,17 @@ def test_a_replay_keeps_no_answers_past_half_the_free_disk(tmp_path, monkeypatch
     said = [r.getMessage() for r in caplog.records if "keeping no more answers" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith(f"{b.path}.cache: keeping no more answers in this replay: the next "
                                                  f"is ") and said[0].endswith(
-        "bytes and half of the disk's free space is 36 bytes (--cache-size, or --no-cache)")  # 100 less 64 kept
+        "bytes and half of the disk's free space is 60 bytes (--cache-size, or --no-cache)")  # 100 less 40 kept
     answers = list(Path(f"{b.path}.cache").glob("*.safetensors"))
-    # MatMul's answer in float64 fit (8 float64 results, 64 bytes), and torch's answers that are recorded
-    # values bit for bit (named: no bytes); no array after the one that did not
+    # MatMul's float64 answer fit, as the int32 differences of its bits from torch's (8 of them, 32 bytes) and
+    # the one element whose difference does not fit 32 bits in float64 (8 bytes), and torch's answers that
+    # are recorded values bit for bit (named: no bytes); no array after the one that did not
     from safetensors import safe_open
     held = []
     for p in answers:
         with safe_open(str(p), "np") as f:
             held += [f.get_tensor(k).nbytes for k in f.keys()]
-    assert held == [64]
+    assert held == [32, 8], held
     assert (tmp_path / "full-disk" / "report.json").read_bytes() == (tmp_path / "uncached" / "report.json").read_bytes()
     monkeypatch.setattr(cache_mod.os, "statvfs", os.statvfs)
     monkeypatch.setattr(cache_mod.ResultCache, "_write", write)
@@ -316,6 +317,54 @@ def test_an_answer_is_read_back_bit_for_bit_whatever_it_was_kept_as(tmp_path):
             assert have is None
             continue
         assert have.dtype == np.float64 and have.shape == np.shape(want) and have.tobytes() == np.asarray(want).tobytes()
+
+
+def test_the_oracle_is_kept_as_its_bits_less_the_reference_and_read_back_bit_for_bit(tmp_path):
+    """By hand: float64 results within 2^31 float64 steps of torch's float32 results are kept as the int32
+    differences of their bits (half the bytes), the elements past that (a NaN where torch has a number, an
+    infinity, a sign, 1.0 against 1e-30) in float64 beside them, and read back as the same bits, a 0-d result
+    too; a result with half of its elements past that or more is kept in float64 whole. The oracle's
+    entry names the reference's by its signature: torch's entry written again with another answer (another
+    torch) leaves the oracle's unread (computed again), never decoded against the wrong values."""
+    import base64
+
+    from backends._runtime.wire import Status
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.call import bundle_paths
+    from irtrace.replay.execute import Answer
+    from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
+    from safetensors import safe_open
+    b = small(tmp_path / "b.irt")
+    spec = node_specs(b.model)[0]
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    call = mode_calls(b, spec, ("vjp",), bundle_paths(b), proto)[0][0]
+    r = np.concatenate([[1.0, -2.5, 3.0, 0.0, 1e-30], np.arange(27.0) + 7]).astype(np.float32)
+    o = r.astype(np.float64) * (1 + 2.0 ** -30)  # torch within a float32 ULP: 2^22 float64 steps
+    o[[1, 3, 4]] = [np.nan, -0.0, 1.0]  # apart: a NaN for a number, -0.0 for 0.0 (the sign bit), 1.0 for 1e-30
+    o[5] = -o[5]  # apart: the sign
+    scalar_r, scalar_o = np.array(0.1, np.float32), np.array(0.1)
+    most = np.full(8, 5.0 + 1e-12)  # all apart: float64 whole
+    r2 = np.full(8, 1e-20, np.float32)
+    cache = ResultCache(b, [REFERENCE, ORACLE])
+    cache.put(call, REFERENCE, Answer(Status.OK, {"status": "ok"}, [r, scalar_r, r2]))
+    cache.put(call, ORACLE, Answer(Status.OK, {"status": "ok"}, [o, scalar_o, most]))
+    (entry,) = [p for p in Path(f"{b.path}.cache").glob("*.safetensors") if "oracle" in p.read_bytes()[:4096].decode(
+        "latin-1")]
+    with safe_open(str(entry), "np") as f:
+        kept = {k: (str(f.get_tensor(k).dtype), f.get_tensor(k).shape) for k in f.keys()}
+    # o's 32 differences, the scalar's, `most` whole, then o's four elements apart
+    assert kept == {"0": ("int32", (32,)), "1": ("int32", ()), "2": ("float64", (8,)), "3": ("float64", (4,))}, kept
+    got = ResultCache(b, [REFERENCE, ORACLE])
+    assert got.get(call, REFERENCE) is not None
+    back = got.get(call, ORACLE).results
+    for want, have in zip([o, scalar_o, most], back):
+        assert have.dtype == np.float64 and have.shape == want.shape and have.tobytes() == want.tobytes()
+    fresh = ResultCache(b, [REFERENCE, ORACLE])  # the oracle read first: the reference is read for it
+    assert fresh.get(call, ORACLE).results[0].tobytes() == o.tobytes()
+    other = ResultCache(b, [REFERENCE, ORACLE])
+    other.put(call, REFERENCE, Answer(Status.OK, {"status": "ok"}, [r * 2, scalar_r, r2]))
+    assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE) is None
 
 
 def test_entries_written_behind_are_served_while_pending_and_bounded(tmp_path, monkeypatch):

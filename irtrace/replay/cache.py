@@ -10,7 +10,13 @@ else is asked). Only answers are kept (ok, UNSUPPORTED): a crash or a timeout is
 bundle folder that cannot be written next to runs without a cache (logged). A result that is one of the
 bundle's values bit for bit (the reference's forward output is usually the recorded one) is kept as
 that value's name, and a float64 result whose every element is a float32 (the oracle's Relu, MaxPool,
-Reshape and their gradients) in float32: both are read back as they were, the same bits. A replay's
+Reshape and their gradients) in float32: both are read back as they were, the same bits. The oracle's
+float64 result of a call whose reference result is cached too is kept as the int32 difference of their
+bits (float64's bits minus those of the reference's float32 result, widened): the reference is within a
+few float32 ULPs of float64 almost everywhere, and float64's step there is 2^29 times smaller, so the
+difference fits 32 bits; the elements where it does not are kept in float64 beside it. Read back, it is
+the same bits, from the reference's entry as it was when the oracle's was written (its signature is in
+the oracle's). A replay's
 entries are written behind, by a thread of the cache's own, while the replay goes on (at most BEHIND
 bytes of answers wait; an answer put and not yet written is served from memory); the replay's end
 waits for them.
@@ -40,6 +46,7 @@ import json
 import logging
 import os
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from importlib import metadata
@@ -56,6 +63,7 @@ from irtrace.store import grad_name, same_bits
 from irtrace.version import __version__
 
 log = logging.getLogger(__name__)
+REFERENCE_ROLE, ORACLE_ROLE = registry.reference(), registry.oracle()
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = (Status.OK, Status.UNSUPPORTED)  # answers; a crash or a timeout is asked again
 
@@ -114,12 +122,17 @@ def _settled(identity):
     return time.time_ns() - max(identity[3], identity[4]) > _SETTLED_NS
 
 
-def _answer(meta, out, values):
+def _answer(meta, out, values, base=None):
     """The Answer an entry holds: its arrays as they were put, the recorded values it names read from the
-    bundle's `values` and the float64 arrays kept in float32 widened again; None where a value it names
-    is not in the bundle."""
+    bundle's `values`, the float64 arrays kept in float32 widened again and those kept as differences
+    from `base` (the reference's results) computed again; None where a value it names is not in the
+    bundle. `out` holds the `n` results and extras, then the elements the differences keep apart."""
     from irtrace.replay.execute import answer_of
-    out = list(out)
+    out, n = list(out), meta["n"]
+    for k, rest in meta.get("delta", {}).items():
+        k = int(k)
+        out[k] = _undelta(out[k], None if rest is None else out[rest], base[k])
+    out = out[:n]
     for k, name in meta.get("recorded", {}).items():
         if name not in values:
             return None
@@ -127,6 +140,45 @@ def _answer(meta, out, values):
     for k in meta.get("narrowed", []):
         out[k] = out[k].astype(np.float64)
     return answer_of({**meta["reply"], "status": meta["status"]}, out)
+
+
+STEP_MAX = 2**31 - 1  # |the difference of bits| an int32 holds; -2^31 marks an element kept in float64
+
+
+def _delta(o, base):
+    """float64 `o` as (int32 differences of its bits from those of `base`, the float32 result of the same
+    call widened, with -2^31 where one does not fit; those elements in float64, or None when there are
+    none), or None when `base` is not such a result or half of them or more do not fit (4 bytes each and 8
+    for each apart is fewer bytes than float64's 8 each below half: a convolution's outputs near 0 cancel,
+    and a quarter of them are apart, 6 bytes an element). Integers
+    wrap modulo 2^64, so bits(base) + difference is bits(o) for any two values, NaN and infinities too."""
+    base = None if base is None else np.asarray(base)
+    if o.dtype != np.float64 or base is None or base.dtype != np.float32 or base.shape != o.shape:
+        return None
+    with np.errstate(over="ignore"):
+        # np.asarray(order="C"), not np.ascontiguousarray: that makes a 0-d result 1-d
+        d = np.asarray(o, order="C").view(np.int64) - base.astype(np.float64).view(np.int64)
+    fits = (d >= -STEP_MAX) & (d <= STEP_MAX)
+    n_out = int(d.size - np.count_nonzero(fits))
+    if n_out * 2 >= d.size:
+        return None
+    step = np.where(fits, d, -STEP_MAX - 1).astype(np.int32)
+    return step, (np.array(o[~fits], order="C") if n_out else None)
+
+
+def _stored(meta):
+    """How many arrays an entry holds: its `n` results and extras, then the elements kept apart (_delta)."""
+    return meta.get("stored", meta["n"])
+
+
+def _undelta(step, rest, base):
+    """_delta's `o` again, from its differences `step`, the elements kept apart `rest` and `base`."""
+    with np.errstate(over="ignore"):
+        bits = np.asarray(base, np.float32).astype(np.float64).view(np.int64) + step.astype(np.int64)
+    out = bits.view(np.float64)
+    if rest is not None:
+        out[step == -STEP_MAX - 1] = rest
+    return out
 
 
 def _recorded(call, k, a, values):
@@ -159,6 +211,7 @@ class ResultCache:
         # behind=True: entries are written by a thread of their own while the replay goes on (drain, replayed)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="irtrace-cache") if behind else None
         self._pending = {}  # entry name -> the Answer put and not written yet (get serves it)
+        self._refs, self._refs_lock = OrderedDict(), threading.Lock()  # see _remember
         self._held, self._room_cv = 0, threading.Condition()
         self.values = bundle.values  # an answer that is a recorded value bit for bit names it (put)
         self.limit = limit  # bytes the folder may hold after a replay (None: no limit); see trim
@@ -386,27 +439,55 @@ class ResultCache:
                     metadata = f.metadata()
                     meta = json.loads(metadata["irtrace"])
                     held = set(f.keys())
-                    out = [f.get_tensor(str(k)) if str(k) in held else None for k in range(meta["n"])]
+                    out = [f.get_tensor(str(k)) if str(k) in held else None for k in range(_stored(meta))]
             else:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
                 f = LazyValues(path)
                 metadata = f.metadata
                 meta = json.loads(metadata["irtrace"])
-                out = [f[str(k)] if str(k) in f else None for k in range(meta["n"])]
-            if self.seen.get(path.name) == before == _identity(path):  # verified before, unchanged since
-                self.used.add(path.name)
-                return _answer(meta, out, self.values)
-            signed = _answer_signer(path.name, metadata["irtrace"], out)
+                out = [f[str(k)] if str(k) in f else None for k in range(_stored(meta))]
+            known = self.seen.get(path.name) == before == _identity(path)  # verified before, unchanged since
+            signed = None if known else _answer_signer(path.name, metadata["irtrace"], out)
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
             log.info("%s: unreadable cache entry (%s); computing it again", path, e)
             return None
-        if signed is None or not hmac.compare_digest(signed.hexdigest(), str(metadata.get("sig"))):
+        if not known and (signed is None or not hmac.compare_digest(signed.hexdigest(), str(metadata.get("sig")))):
             log.info("%s: cache entry not signed by this user's key (edited, or written elsewhere); computing "
                      "it again", path)
             return None
-        if _settled(before) and _identity(path) == before:
+        base = self._base(call, meta.get("base")) if meta.get("delta") else None
+        if meta.get("delta") and base is None:
+            log.info("%s: the reference's answer it is kept against is gone or changed; computing it again", path)
+            return None
+        if not known and _settled(before) and _identity(path) == before:
             self.newly[path.name] = before
         self.used.add(path.name)
-        return _answer(meta, out, self.values)
+        answer = _answer(meta, out, self.values, base)
+        if role == REFERENCE_ROLE and answer is not None:
+            self._remember(path.name, str(metadata.get("sig")), answer)
+        return answer
+
+    def _remember(self, name, sig, answer):
+        """Keep the reference's answer just read or written (the oracle's of the same call is read or written
+        next, against it): the last few, by entry name, with their signatures."""
+        with self._refs_lock:
+            self._refs[name] = (sig, answer.results)
+            self._refs.move_to_end(name)
+            while len(self._refs) > 8:
+                self._refs.popitem(last=False)
+
+    def _base(self, call, sig):
+        """The reference's results of `call` when its entry's signature is `sig` (None: any), or None."""
+        name = self._path(call, REFERENCE_ROLE).name if REFERENCE_ROLE in self.keys else None
+        if name is None:
+            return None
+        with self._refs_lock:
+            kept = self._refs.get(name)
+        if kept is None or sig is not None and kept[0] != sig:
+            if self.get(call, REFERENCE_ROLE) is None:
+                return None
+            with self._refs_lock:
+                kept = self._refs.get(name)
+        return kept[1] if kept is not None and (sig is None or kept[0] == sig) else None
 
     def put(self, call, role, answer):
         if role not in self.keys or not self.writable or answer.status not in KEPT:
@@ -428,22 +509,33 @@ class ResultCache:
         reply, out = answer.reply, answer.arrays()
         from irtrace.store import write_values  # safetensors' format, written without a copy of each array
         # a result the bundle holds bit for bit is named, not written again; a float64 one whose every
-        # element is a float32 is written in float32 (both read back as they were: _answer)
+        # element is a float32 is written in float32; the oracle's is written as its difference from the
+        # reference's result where that is kept (all read back as they were: _answer)
         recorded = {str(k): name for k, a in enumerate(out[:len(answer.results)]) if a is not None
                     for name in [_recorded(call, k, a, self.values)] if name is not None}
-        tensors, narrowed = {}, []
+        ref = self._reference_kept(call) if role == ORACLE_ROLE else None
+        tensors, narrowed, delta, apart = {}, [], {}, []
         for k, a in enumerate(out):
             if a is None or str(k) in recorded:
                 continue
             low = _narrow(a)
+            steps = _delta(a, ref[1][k]) if low is None and ref is not None and k < min(len(ref[1]), len(
+                answer.results)) else None
             if low is not None:
                 narrowed.append(k)
+            elif steps is not None:
+                low = steps[0]
+                delta[str(k)] = None if steps[1] is None else len(out) + len(apart)
+                apart += [] if steps[1] is None else [steps[1]]
             # np.array, not np.ascontiguousarray: that makes a 0-d result 1-d
             tensors[str(k)] = np.array(a if low is None else low, order="C")
-        meta = json.dumps({"role": role, "status": answer.status.value, "reply": reply, "n": len(out),
-                           "none": [k for k, a in enumerate(out) if a is None], "recorded": recorded,
-                           "narrowed": narrowed})
-        signed = _answer_signer(path.name, meta, [tensors.get(str(k)) for k in range(len(out))])
+        tensors.update({str(len(out) + j): r for j, r in enumerate(apart)})
+        meta = {"role": role, "status": answer.status.value, "reply": reply, "n": len(out),
+                "none": [k for k, a in enumerate(out) if a is None], "recorded": recorded, "narrowed": narrowed}
+        if delta:
+            meta.update(delta=delta, base=ref[0], stored=len(out) + len(apart))
+        meta = json.dumps(meta)
+        signed = _answer_signer(path.name, meta, [tensors.get(str(k)) for k in range(len(out) + len(apart))])
         if signed is None:
             return
         metadata = {"irtrace": meta, "sig": signed.hexdigest()}
@@ -453,9 +545,17 @@ class ResultCache:
         if self._write(path, lambda tmp: write_values(tmp, tensors, metadata)):
             self.used.add(path.name)
             self.room -= nbytes
+            if role == REFERENCE_ROLE and answer.ok:
+                self._remember(path.name, metadata["sig"], answer)
         else:
             self.writable = False
             log.info("%s: not caching the reference and oracle results", self.dir)
+
+    def _reference_kept(self, call):
+        """(signature, results) of the reference's entry of `call` as this replay read or wrote it, or None."""
+        name = self._path(call, REFERENCE_ROLE).name if REFERENCE_ROLE in self.keys else None
+        with self._refs_lock:
+            return self._refs.get(name)
 
     def _fits(self, nbytes):
         """Whether an answer of `nbytes` may be written: a replay's answers take at most half the free space
