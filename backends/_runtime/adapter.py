@@ -23,6 +23,18 @@ class Computed:
     results: list = ()
 
 
+def error_text(e):
+    """`e` as "Type: message", without the C++ backtrace MegEngine appends, and with what it was raised from
+    where it was chained to another: MegEngine's AsyncError says "See above for the actual cause" and holds
+    the actual cause as its __cause__ ("RuntimeError: number of elements do not match in reshape")."""
+    text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()
+    cause = e.__cause__
+    if cause is not None:
+        said = (f"{cause}".split("\nbacktrace:")[0].strip().splitlines() or [""])[0]
+        text += f" (caused by {type(cause).__name__}: {said})"
+    return text
+
+
 class NodeFailed(Exception):
     """A chained run failed at one node: the framework raised there, or gave a wrong-shaped value."""
 
@@ -210,7 +222,7 @@ class AutodiffAdapter(Adapter):
             except Unsupported:
                 raise
             except Exception as e:  # noqa: BLE001 - the framework's own error, named by node
-                raise NodeFailed(spec.name, f"{type(e).__name__}: {e}".split("\nbacktrace:")[0][:1000]) from e
+                raise NodeFailed(spec.name, error_text(e)[:1000]) from e
             for name, y in zip(spec.outputs, outs):
                 want = shapes.get(name)
                 if want is not None and hasattr(y, "shape") and tuple(y.shape) != tuple(want):

@@ -18,7 +18,7 @@ import numpy as np
 
 from backends._runtime import wire
 from backends._runtime.spec import from_json
-from backends._runtime.adapter import Computed, NodeFailed
+from backends._runtime.adapter import Computed, NodeFailed, error_text
 from backends._table import Unsupported
 
 
@@ -128,7 +128,7 @@ def graph(adapter, msg, arrays):
         return {"status": wire.Status.UNSUPPORTED if why else wire.Status.ERROR, "node": e.node,
                 "message": why or e.message}, []
     except Exception as e:  # the framework raised somewhere in the chain
-        text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()
+        text = error_text(e)
         return {"status": wire.Status.ERROR, "message": text[:2000]}, []
     vnames, gnames = sorted(values), sorted(grads)
     return ({"status": wire.Status.OK, "time_s": time.perf_counter() - t, "values": vnames, "grads": gnames},
@@ -221,7 +221,7 @@ def handle(adapter, msg, arrays):
         if type(e).__name__ == "ShapeMismatch":
             return {"status": wire.Status.SHAPE_MISMATCH, "message": str(e)}, []
         last = traceback.extract_tb(e.__traceback__)[-1]
-        text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()  # MegEngine appends C++ backtraces
+        text = error_text(e)  # MegEngine appends C++ backtraces and chains its AsyncError's cause
         return {"status": wire.Status.ERROR, "message": text[:2000],
                 "where": f"{os.path.basename(last.filename)}:{last.lineno}"}, []
     reply = {"status": wire.Status.OK, "time_s": seconds}

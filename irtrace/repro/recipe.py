@@ -273,7 +273,8 @@ def _assemble(sc, case, doc, op, body, tail):
     if case.verdict == compare.ERROR:
         out += ["try:"] + ["    " + x for x in body] + [
             "except Exception as e:  # the framework's own error is the problem",
-            "    print(f\"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\")",
+            *_cause_lines(case),
+            "    print(f\"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}" + _cause_text(case) + "\")",
             "    raise SystemExit(1)",
             'print("no error: does not reproduce")', "raise SystemExit(0)"]
     elif case.verdict in _KILLS:
@@ -281,6 +282,20 @@ def _assemble(sc, case, doc, op, body, tail):
     else:
         out += body + tail
     return "\n".join(out) + "\n"
+
+
+def _cause_lines(case):
+    """The lines of an ERROR script's except block that name what the error was raised from, where the
+    worker's message says (backends/_runtime/adapter.error_text: MegEngine's AsyncError holds the actual
+    error as its __cause__)."""
+    if "(caused by " not in (case.error or ""):
+        return []
+    return ["    cause = e.__cause__",
+            "    said = f\" (caused by {type(cause).__name__}: {(str(cause).splitlines() or [''])[0]})\" if cause else ''"]
+
+
+def _cause_text(case):
+    return "{said}" if _cause_lines(case) else ""
 
 
 def _drop_unused(lines, value, wanted):

@@ -88,7 +88,8 @@ def symptom(verdict, label, numbers, message, role="input"):
         against = "PyTorch and float64" if numbers.get("oracle_at_worst") is not None else "PyTorch"
         return f"{label_words(label, role)} differs from {against} (max abs {numbers['max_abs']:.3g})"
     if verdict == compare.ERROR:
-        return f"raises {safe(message.split(':')[0], 60)}"
+        cause = re.search(r"\(caused by ([A-Za-z_][\w.]*): ", message or "")  # adapter.error_text
+        return f"raises {safe(message.split(':')[0], 60)}" + (f" (caused by {safe(cause.group(1), 60)})" if cause else "")
     if verdict == compare.CRASH:
         return "crashes the process (segfault)"
     if verdict == compare.TIMEOUT:

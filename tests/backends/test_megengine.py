@@ -300,3 +300,28 @@ def test_a_float16_finding_on_a_scalar_gets_a_repro_that_reproduces(tmp_path):
         "# [MegEngine] ReduceMean: raises RuntimeError in backward (vjp) (float16)\n")
     script = (folder / "repro.py").read_text()
     assert "'float16'" in script and "'float32'" not in script, script
+
+
+def test_an_async_error_says_its_actual_cause_in_the_row_and_the_repro(tmp_path):
+    """MegEngine raises AsyncError ("An async error is reported. See above for the actual cause") even with
+    async_level 0, and prints nothing above: the actual error is its __cause__. A MatMul of [1, 2, 1, 1] and
+    [1, 1, 1, 1] (broadcast batch dims; irtrace fuzz found it): the row, the issue's title and the repro's
+    output name it (RuntimeError: number of elements do not match in reshape)."""
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.repro.make import make_repros
+    info = helper.make_tensor_value_info
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], "g",
+        [info("a", TensorProto.FLOAT, [1, 2, 1, 1]), info("b", TensorProto.FLOAT, [1, 1, 1, 1])],
+        [info("y", TensorProto.FLOAT, None)]), opset_imports=[helper.make_opsetid("", 17)])
+    bundle = bundle_from_onnx(model, {"a": np.zeros((1, 2, 1, 1), np.float32), "b": np.ones((1, 1, 1, 1), np.float32)},
+                              tmp_path / "mm.irt")
+    replayed = replay_into(bundle.path, ReplayOptions.parse("megengine", "fwd"), out=tmp_path / "r")
+    (row,) = [r for n in replayed.json["nodes"] for r in n["results"] if r["backend"] == "megengine"]
+    cause = "(caused by RuntimeError: number of elements do not match in reshape: src={1,1,1,1} dest={2,1,1})"
+    assert row["verdict"] == "ERROR" and row["message"].startswith("AsyncError: ") and cause in row["message"], row
+    (folder,) = make_repros(tmp_path / "r" / "report.json", tmp_path / "repros")
+    issue = (folder / "issue.md").read_text()
+    assert issue.startswith("# [MegEngine] MatMul: raises AsyncError (caused by RuntimeError) in forward\n"), issue
+    assert json.loads((folder / "finding.json").read_text())["script"]["reproduces"]
+    assert cause + "\n```" in issue  # the repro's own output
