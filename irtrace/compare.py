@@ -182,20 +182,23 @@ def _ulp_distance(a, b):
     return float(np.max(np.abs(ia - ib)[finite])) if finite.any() else 0.0
 
 
-def metrics(actual, ref, rtol=1e-4, atol=0.0):
+def metrics(actual, ref, rtol=1e-4, atol=0.0, eps=EPS32):
+    """`eps`: the unit roundoff of the compared dtype (eps_of): the relative error is never taken against
+    values below its resolution at the output's scale."""
     with np.errstate(invalid="ignore", over="ignore"):
-        return _metrics(actual, ref, rtol, atol)
+        return _metrics(actual, ref, rtol, atol, eps)
 
 
-def _metrics(actual, ref, rtol, atol):
+def _metrics(actual, ref, rtol, atol, eps=EPS32):
     a, r = np.asarray(actual, np.float64), np.asarray(ref, np.float64)
     if a.size == 0:
         return Metrics(0.0, 0.0, 0.0, 1.0, 0.0, (), 0.0, 0.0, 0.0, 0.0)
     finite = np.isfinite(a) & np.isfinite(r)
     d = np.where(finite, np.abs(a - r), 0.0)
-    # relative to |ref|, but never to values below float32 resolution at the output's scale
+    # relative to |ref|, but never to values below the dtype's resolution at the output's scale (float16's
+    # elements far below its largest showed "MATCH, max rel 354" against float32's)
     scale = float(np.max(np.abs(np.where(finite, r, 0.0)))) if r.size else 0.0
-    rel = np.where(finite, d / np.maximum(np.abs(r), max(EPS32 * scale, 1e-30)), 0.0)
+    rel = np.where(finite, d / np.maximum(np.abs(r), max(eps * scale, 1e-30)), 0.0)
     rel = np.where(d == 0, 0.0, rel)
     worst = np.unravel_index(int(np.argmax(d)), a.shape) if a.ndim else ()
     na, nr = np.linalg.norm(np.where(finite, a, 0)), np.linalg.norm(np.where(finite, r, 0))
@@ -337,7 +340,7 @@ def _sweep(a, r, o, size, policy, eps, close=True, shared=None):
                           _finite_abs_max(o, None if r_finite else r)))
     scale_r, r_finite, scale, o_finite = (shared[k] for k in ("scale_r", "r_finite", "scale", "o_finite"))
     ref_known = "ref_err" in shared
-    floor_r = max(EPS32 * scale_r, 1e-30)
+    floor_r = max(eps * scale_r, 1e-30)  # as metrics() takes it
     atol = policy.atol * (1.0 if policy.fixed else max(scale, 1.0))
     arrays = (a, r) if o is None else (a, r, o) if size is None else (a, r, o, size)
     cols = {k: [] for k in ("max_abs", "max_rel", "ref_err", "worst_b", "bound_max", "bound_at_worst", "close")}
@@ -372,7 +375,7 @@ def _sweep(a, r, o, size, policy, eps, close=True, shared=None):
     out = {k: float(max(v)) if v else 0.0 for k, v in cols.items() if k not in ("bound_at_worst", "close")}
     if o is not None:
         out["ref_err"] = shared.setdefault("ref_err", out["ref_err"])
-    out.update(scale=scale, close=all(cols["close"]), model=size, bound_at_worst=None, nonfinite=nonfinite)
+    out.update(scale=scale, close=all(cols["close"]), model=size, bound_at_worst=None, nonfinite=nonfinite, eps=eps)
     if size is None:
         out["bound_max"] = None
     elif cols["worst_b"]:
@@ -405,7 +408,7 @@ def _judged(verdict, details, a, r, s, policy, full):
     """(verdict, metrics, details): every metric for a failing result (or full=True), max abs and max rel
     only for a passing one (a replay judges thousands of results; most pass)."""
     if full or verdict in _FAILING:
-        return verdict, metrics(a.astype(np.float64), r.astype(np.float64), policy.rtol), details
+        return verdict, metrics(a.astype(np.float64), r.astype(np.float64), policy.rtol, eps=s["eps"]), details
     rel = s["max_rel"] if s["max_abs"] else 0.0
     return verdict, Metrics(s["max_abs"], rel, None, None, None, None, None, None, s["max_abs"], rel), details
 
@@ -431,7 +434,7 @@ def judge(actual, ref, oracle=None, policy=Policy(), model=None, spread=None, fu
         s = _sweep(a, r, o, _model(model, o), policy, eps, shared=shared)
         if s["nonfinite"] and _nonfinite_pattern_differs(a, r):
             n = _pattern_mismatch(a, r)
-            return NAN_MISMATCH, metrics(a.astype(np.float64), r.astype(np.float64)), \
+            return NAN_MISMATCH, metrics(a.astype(np.float64), r.astype(np.float64), eps=eps), \
                 {"message": f"non-finite pattern differs at {n} element{'s' if n != 1 else ''}"}
         if s["max_abs"] == 0.0:
             return _judged(MATCH, {}, a, r, s, policy, full)
@@ -485,7 +488,7 @@ def judge_reference(ref, oracle, policy=Policy(), model=None, spread=None, full=
     with np.errstate(invalid="ignore", over="ignore"):
         s = _sweep(r, o, None, None, policy, eps, close=False)  # |r - o| and its max rel, against float64
         if s["nonfinite"] and _nonfinite_pattern_differs(r, o):
-            return NAN_MISMATCH, metrics(r.astype(np.float64), o.astype(np.float64)), \
+            return NAN_MISMATCH, metrics(r.astype(np.float64), o.astype(np.float64), eps=eps), \
                 {"message": "non-finite pattern differs from float64"}
         worst = s["max_abs"]
         floor = max(policy.match_ulps * eps * max(s["scale"], TINY32), TINY32)

@@ -287,3 +287,18 @@ def test_backends_judged_on_one_reference_share_its_sweep_and_get_the_same_verdi
             assert compare.judge(a, r, o, full=False, shared=shared) == alone
         fin = np.isfinite(o)
         assert shared["ref_err"] == np.max(np.abs(r[fin].astype(np.float64) - o[fin])) > 2e-6
+
+
+def test_relative_error_of_a_float16_result_is_taken_at_float16_resolution():
+    """max rel is relative to |ref|, never to values below the dtype's resolution at the output's scale: a
+    float16 result of scale 1000 whose element 0.01 is 0.5 (0.49 off, under 8 float16 ULPs at that scale:
+    MATCH) has max rel 0.49 / (2^-10 * 1000), not 0.49 / 0.01 = 49 (float32's resolution: a MATCH printed
+    with "max rel 49" reads as a contradiction; a chained float16 run showed 354)."""
+    r = np.array([1000.0, 0.01], np.float16)
+    a = np.array([1000.0, 0.5], np.float16)
+    d = float(a[1]) - float(r[1])
+    for full in (True, False):
+        verdict, m, _ = compare.judge(a, r, r.astype(np.float64), full=full)
+        assert verdict == compare.MATCH and m.max_rel == pytest.approx(d / (2.0 ** -10 * 1000.0)), (full, m)
+    verdict, m, _ = compare.judge(a * np.float16(40), r, r.astype(np.float64))  # past 8 ULPs: every metric
+    assert verdict == compare.DIVERGENT and m.max_rel == pytest.approx((40000.0 - 1000.0) / 1000.0)
