@@ -2,6 +2,7 @@
 starts neither, reads BUNDLE.cache/, and writes the same report.json; anything that could change an
 answer (the bundle's content, the worker that computes it) is another key; a torn entry is computed
 again; --no-cache computes everything."""
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,12 +61,20 @@ def test_second_replay_starts_no_reference_or_oracle_and_reports_the_same(tmp_pa
     assert started == ["onnxruntime"]
     assert sorted(p.name for p in cache.glob("*.safetensors")) == entries
 
-    # a torn entry is computed again, the report the same
-    torn = cache / entries[0]
-    torn.write_bytes(torn.read_bytes()[:40])
-    started.clear()
-    assert replay(b, tmp_path / "torn") == cold
-    assert len(started) == 2 and started[0] == "onnxruntime"  # and the one whose entry was torn
+    # a torn entry is computed again, the report the same: the oracle's, or the reference's that an oracle entry is
+    # kept against as differences (computed again, the same results: the oracle's entry still serves)
+    from safetensors import safe_open
+    roles = {}
+    for name in entries:
+        with safe_open(str(cache / name), "np") as f:
+            meta = json.loads(f.metadata()["irtrace"])
+        roles.setdefault((meta["role"], bool(meta.get("delta") or meta.get("digest"))), name)
+    for role, torn_name in (("oracle", roles["oracle", True]), ("torch", roles["torch", True])):
+        torn = cache / torn_name
+        torn.write_bytes(torn.read_bytes()[:40])
+        started.clear()
+        assert replay(b, tmp_path / f"torn-{role}") == cold
+        assert started == ["onnxruntime", role]  # and the one whose entry was torn
 
     # --no-cache: both start, nothing is read
     started.clear()
@@ -324,8 +333,9 @@ def test_the_oracle_is_kept_as_its_bits_less_the_reference_and_read_back_bit_for
     differences of their bits (half the bytes), the elements past that (a NaN where torch has a number, an
     infinity, a sign, 1.0 against 1e-30) in float64 beside them, and read back as the same bits, a 0-d result
     too; a result with half of its elements past that or more is kept in float64 whole. The oracle's
-    entry names the reference's by its signature: torch's entry written again with another answer (another
-    torch) leaves the oracle's unread (computed again), never decoded against the wrong values."""
+    entry names the reference's results by a digest of them: torch's entry written again with the same results
+    (computed again after it was torn: another reply, its timings) still serves it; written with another
+    answer (another torch), the oracle's is left unread (computed again), never decoded against it."""
     import base64
 
     from backends._runtime.wire import Status
@@ -362,6 +372,9 @@ def test_the_oracle_is_kept_as_its_bits_less_the_reference_and_read_back_bit_for
         assert have.dtype == np.float64 and have.shape == want.shape and have.tobytes() == want.tobytes()
     fresh = ResultCache(b, [REFERENCE, ORACLE])  # the oracle read first: the reference is read for it
     assert fresh.get(call, ORACLE).results[0].tobytes() == o.tobytes()
+    again = ResultCache(b, [REFERENCE, ORACLE])
+    again.put(call, REFERENCE, Answer(Status.OK, {"status": "ok", "time_s": 0.5}, [r.copy(), scalar_r, r2]))
+    assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE).results[0].tobytes() == o.tobytes()
     other = ResultCache(b, [REFERENCE, ORACLE])
     other.put(call, REFERENCE, Answer(Status.OK, {"status": "ok"}, [r * 2, scalar_r, r2]))
     assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE) is None

@@ -15,8 +15,8 @@ float64 result of a call whose reference result is cached too is kept as the int
 bits (float64's bits minus those of the reference's float32 result, widened): the reference is within a
 few float32 ULPs of float64 almost everywhere, and float64's step there is 2^29 times smaller, so the
 difference fits 32 bits; the elements where it does not are kept in float64 beside it. Read back, it is
-the same bits, from the reference's entry as it was when the oracle's was written (its signature is in
-the oracle's). A replay's
+the same bits, from the reference's results as they were when the oracle's was written (a digest of them
+is in both entries). A replay's
 entries are written behind, by a thread of the cache's own, while the replay goes on (at most BEHIND
 bytes of answers wait; an answer put and not yet written is served from memory); the replay's end
 waits for them.
@@ -166,6 +166,21 @@ def _delta(o, base):
     return step, (np.array(o[~fits], order="C") if n_out else None)
 
 
+def _digest(results):
+    """A digest of a reference's results (dtype, shape and bytes of each): what the oracle's entry kept as
+    differences from them names (its "base"), so that the reference computed again, the same bits, still
+    serves it (its entry's signature would not: its reply's timings differ)."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in results:
+        if a is None:
+            h.update(b"none;")
+            continue
+        a = np.asarray(a)
+        h.update(f"{a.dtype.str} {list(a.shape)};".encode())
+        h.update(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+    return h.hexdigest()
+
+
 def _stored(meta):
     """How many arrays an entry holds: its `n` results and extras, then the elements kept apart (_delta)."""
     return meta.get("stored", meta["n"])
@@ -212,6 +227,7 @@ class ResultCache:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="irtrace-cache") if behind else None
         self._pending = {}  # entry name -> the Answer put and not written yet (get serves it)
         self._refs, self._refs_lock = OrderedDict(), threading.Lock()  # see _remember
+        self._waiting = set()  # oracle entries kept against a reference's answer not here when they were read
         self._held, self._room_cv = 0, threading.Condition()
         self.values = bundle.values  # an answer that is a recorded value bit for bit names it (put)
         self.limit = limit  # bytes the folder may hold after a replay (None: no limit); see trim
@@ -456,38 +472,48 @@ class ResultCache:
             return None
         base = self._base(call, meta.get("base")) if meta.get("delta") else None
         if meta.get("delta") and base is None:
-            log.info("%s: the reference's answer it is kept against is gone or changed; computing it again", path)
+            log.info("%s: the reference's answer it is kept against is not here (or another); computing it again "
+                     "unless the reference's, computed now, is that one", path)
+            self._waiting.add(path.name)
             return None
         if not known and _settled(before) and _identity(path) == before:
             self.newly[path.name] = before
         self.used.add(path.name)
         answer = _answer(meta, out, self.values, base)
-        if role == REFERENCE_ROLE and answer is not None:
-            self._remember(path.name, str(metadata.get("sig")), answer)
+        if role == REFERENCE_ROLE and answer is not None and meta.get("digest"):
+            self._remember(path.name, meta["digest"], answer)
         return answer
 
-    def _remember(self, name, sig, answer):
+    def waits(self, call, role):
+        """Whether `role`'s entry of `call` was just found kept against the reference's answer of the call, and
+        that answer is not here: the reference computing it again may give it (a torn or trimmed entry)."""
+        return self._path(call, role).name in self._waiting if role in self.keys else False
+
+    def _remember(self, name, digest, answer):
         """Keep the reference's answer just read or written (the oracle's of the same call is read or written
-        next, against it): the last few, by entry name, with their signatures."""
+        next, against it): the last few, by entry name, with the digest of their results (_digest)."""
         with self._refs_lock:
-            self._refs[name] = (sig, answer.results)
+            self._refs[name] = (digest, answer.results)
             self._refs.move_to_end(name)
             while len(self._refs) > 8:
                 self._refs.popitem(last=False)
 
-    def _base(self, call, sig):
-        """The reference's results of `call` when its entry's signature is `sig` (None: any), or None."""
+    def _base(self, call, digest):
+        """The reference's results of `call` when their digest is `digest` (as remembered, put by this replay
+        and not written yet, or read from its entry), or None."""
         name = self._path(call, REFERENCE_ROLE).name if REFERENCE_ROLE in self.keys else None
         if name is None:
             return None
         with self._refs_lock:
             kept = self._refs.get(name)
-        if kept is None or sig is not None and kept[0] != sig:
-            if self.get(call, REFERENCE_ROLE) is None:
-                return None
-            with self._refs_lock:
-                kept = self._refs.get(name)
-        return kept[1] if kept is not None and (sig is None or kept[0] == sig) else None
+        if kept is None or kept[0] != digest:
+            pending = self._pending.get(name)
+            if pending is not None and pending.ok:  # computed again by this replay (its entry was torn)
+                kept = (_digest(pending.results), pending.results)
+            elif self.get(call, REFERENCE_ROLE) is not None:
+                with self._refs_lock:
+                    kept = self._refs.get(name)
+        return kept[1] if kept is not None and kept[0] == digest else None
 
     def put(self, call, role, answer):
         if role not in self.keys or not self.writable or answer.status not in KEPT:
@@ -534,6 +560,9 @@ class ResultCache:
                 "none": [k for k, a in enumerate(out) if a is None], "recorded": recorded, "narrowed": narrowed}
         if delta:
             meta.update(delta=delta, base=ref[0], stored=len(out) + len(apart))
+        digest = _digest(answer.results) if role == REFERENCE_ROLE and answer.ok else None
+        if digest:
+            meta["digest"] = digest
         meta = json.dumps(meta)
         signed = _answer_signer(path.name, meta, [tensors.get(str(k)) for k in range(len(out) + len(apart))])
         if signed is None:
@@ -545,14 +574,14 @@ class ResultCache:
         if self._write(path, lambda tmp: write_values(tmp, tensors, metadata)):
             self.used.add(path.name)
             self.room -= nbytes
-            if role == REFERENCE_ROLE and answer.ok:
-                self._remember(path.name, metadata["sig"], answer)
+            if digest:
+                self._remember(path.name, digest, answer)
         else:
             self.writable = False
             log.info("%s: not caching the reference and oracle results", self.dir)
 
     def _reference_kept(self, call):
-        """(signature, results) of the reference's entry of `call` as this replay read or wrote it, or None."""
+        """(digest, results) of the reference's entry of `call` as this replay read or wrote it, or None."""
         name = self._path(call, REFERENCE_ROLE).name if REFERENCE_ROLE in self.keys else None
         with self._refs_lock:
             return self._refs.get(name)

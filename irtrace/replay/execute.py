@@ -284,6 +284,9 @@ class LocalExecutor(Executor):
         self.pool.kill()
 
 
+_AFTER_REFERENCE = object()  # a Ticket's handle: the cached answer is read when it is received (Caching)
+
+
 class Caching(Wrapper):
     """The reference's and the oracle's answers kept beside the bundle (a ResultCache) and read from it:
     torch and float64 give the same answers on the same node every time."""
@@ -294,11 +297,18 @@ class Caching(Wrapper):
 
     def send(self, backend, call):
         kept = self.cache.get(call, backend) if backend in (REFERENCE, ORACLE) else None
+        if kept is None and self.cache.waits(call, backend):  # read once the reference it is kept against is
+            return Ticket(backend, call, handle=_AFTER_REFERENCE)
         return Ticket(backend, call, answer=kept) if kept is not None else self.inner.send(backend, call)
 
     def receive(self, ticket):
         if ticket.answer is not None:
             return ticket.answer
+        if ticket.handle is _AFTER_REFERENCE:  # the reference's answer is in now (received before, as gather does)
+            kept = self.cache.get(ticket.call, ticket.backend)
+            if kept is not None:
+                return kept
+            ticket = self.inner.send(ticket.backend, ticket.call)
         answer = self.inner.receive(ticket)
         if ticket.backend in (REFERENCE, ORACLE):
             self.cache.put(ticket.call, ticket.backend, answer)
