@@ -188,9 +188,10 @@ def _stored(meta):
 
 def _undelta(step, rest, base):
     """_delta's `o` again, from its differences `step`, the elements kept apart `rest` and `base`."""
+    out = np.asarray(base, np.float32).astype(np.float64)
+    bits = out.view(np.int64)
     with np.errstate(over="ignore"):
-        bits = np.asarray(base, np.float32).astype(np.float64).view(np.int64) + step.astype(np.int64)
-    out = bits.view(np.float64)
+        np.add(bits, step, out=bits, casting="unsafe")  # in place: no int64 copy of the differences
     if rest is not None:
         out[step == -STEP_MAX - 1] = rest
     return out
