@@ -150,8 +150,8 @@ def _delta(o, base):
     call widened, with -2^31 where one does not fit; those elements in float64, or None when there are
     none), or None when `base` is not such a result or half of them or more do not fit (4 bytes each and 8
     for each apart is fewer bytes than float64's 8 each below half: a convolution's outputs near 0 cancel,
-    and a quarter of them are apart, 6 bytes an element). Integers
-    wrap modulo 2^64, so bits(base) + difference is bits(o) for any two values, NaN and infinities too."""
+    and a quarter of them are apart, 6 bytes an element). Integers wrap modulo 2^64, so bits(base) +
+    difference is bits(o) for any two values, NaN and infinities too."""
     base = None if base is None else np.asarray(base)
     if o.dtype != np.float64 or base is None or base.dtype != np.float32 or base.shape != o.shape:
         return None
