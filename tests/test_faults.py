@@ -234,3 +234,19 @@ def test_a_worker_that_hangs_at_start_up_is_waited_on_as_the_timeout_says(chain,
     verdicts = {r["verdict"] for (op, b, m, o), r in rows(report).items() if b == "faulty"}
     assert verdicts and verdicts <= {"MATCH", "NOISE"} and report["restarts"]["faulty"] == 1
     assert leftover_workers(str(tmp_path)) == []
+
+
+def test_an_error_says_what_it_was_raised_from_without_a_backtrace():
+    """backends/_runtime/adapter.error_text by hand: "Type: message" without the C++ backtrace MegEngine
+    appends, and, for an error raised from another (MegEngine's AsyncError holds the actual error as its
+    __cause__), that one's type and first line; an error raised from nothing is as it was."""
+    from backends._runtime.adapter import error_text
+    try:
+        try:
+            raise RuntimeError("number of elements do not match in reshape\n\nbacktrace:\nlib.so(+0x1) [0x7f]")
+        except RuntimeError as cause:
+            raise ValueError("An async error is reported. See above for the actual cause.\nbacktrace:\nx") from cause
+    except ValueError as e:
+        assert error_text(e) == ("ValueError: An async error is reported. See above for the actual cause. "
+                                 "(caused by RuntimeError: number of elements do not match in reshape)")
+    assert error_text(KeyError("k")) == "KeyError: 'k'"

@@ -27,6 +27,7 @@ import traceback
 import numpy as np
 
 from backends._runtime import wire
+from backends._runtime.adapter import error_text
 
 
 def handle(adapter, kind, msg, arrays):
@@ -48,7 +49,7 @@ def handle(adapter, kind, msg, arrays):
         return {"status": wire.Status.ERROR, "message": str(e), "stage": "outputs"}, []
     except Exception as e:  # noqa: BLE001 - the framework or the user's code raised: its words, one reply
         # the framework's words without its C++ stack (MegEngine's "backtrace:", OneFlow's '  File "...cpp"' lines)
-        said = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].split('\n  File "')[0].strip()
+        said = error_text(e).split('\n  File "')[0].strip()
         lines = [line.strip() for line in said.splitlines() if line.strip()]
         # the framework's first line (Paddle's "[Hint: ...]" and C++ context follow it), with the next where it
         # ends at a colon

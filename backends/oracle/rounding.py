@@ -12,7 +12,8 @@ or select values exactly (views, copies, concatenation, max, where, ...) are not
 constants (an op without a float64 tensor operand).
 
 Where frameworks compute an op by another formula as legitimate as torch's, whose float32 rounding
-torch's never shows (FORMULAS), the estimate is the larger of the two formulas' spreads.
+torch's never shows (`_formulas`: ReduceProd's grad * y / x), the estimate of a gradient is the larger of
+the two formulas' spreads.
 """
 import functools
 
@@ -90,7 +91,7 @@ def _formulas():
 
 
 def formula(spec):
-    """The other formula of FORMULAS for this node's op (an entry like the torch table's), or None."""
+    """The other formula (`_formulas`) of this node's op's gradients (an entry like the torch table's), or None."""
     from backends._table import Unsupported
     try:
         return _formulas().lookup(spec.domain, spec.op_type, spec.opset)

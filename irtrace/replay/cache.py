@@ -502,18 +502,15 @@ class ResultCache:
     def _base(self, call, digest):
         """The reference's results of `call` when their digest is `digest` (as remembered, put by this replay
         and not written yet, or read from its entry), or None."""
-        name = self._path(call, REFERENCE_ROLE).name if REFERENCE_ROLE in self.keys else None
-        if name is None:
+        if REFERENCE_ROLE not in self.keys:
             return None
-        with self._refs_lock:
-            kept = self._refs.get(name)
+        kept = self._reference_kept(call)
         if kept is None or kept[0] != digest:
-            pending = self._pending.get(name)
+            pending = self._pending.get(self._path(call, REFERENCE_ROLE).name)
             if pending is not None and pending.ok:  # computed again by this replay (its entry was torn)
                 kept = (_digest(pending.results), pending.results)
             elif self.get(call, REFERENCE_ROLE) is not None:
-                with self._refs_lock:
-                    kept = self._refs.get(name)
+                kept = self._reference_kept(call)
         return kept[1] if kept is not None and kept[0] == digest else None
 
     def put(self, call, role, answer):

@@ -271,10 +271,11 @@ def _assemble(sc, case, doc, op, body, tail):
         out.append('data = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data.npz"))')
     out += sc.setup
     if case.verdict == compare.ERROR:
+        cause = _cause_lines(case)
         out += ["try:"] + ["    " + x for x in body] + [
-            "except Exception as e:  # the framework's own error is the problem",
-            *_cause_lines(case),
-            "    print(f\"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}" + _cause_text(case) + "\")",
+            "except Exception as e:  # the framework's own error is the problem", *cause,
+            "    print(f\"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}" + ("{said}" if cause else "")
+            + "\")",
             "    raise SystemExit(1)",
             'print("no error: does not reproduce")', "raise SystemExit(0)"]
     elif case.verdict in _KILLS:
@@ -291,11 +292,8 @@ def _cause_lines(case):
     if "(caused by " not in (case.error or ""):
         return []
     return ["    cause = e.__cause__",
-            "    said = f\" (caused by {type(cause).__name__}: {(str(cause).splitlines() or [''])[0]})\" if cause else ''"]
-
-
-def _cause_text(case):
-    return "{said}" if _cause_lines(case) else ""
+            "    said = f\" (caused by {type(cause).__name__}: {(str(cause).splitlines() or [''])[0]})\" "
+            "if cause else ''"]
 
 
 def _drop_unused(lines, value, wanted):

@@ -89,7 +89,8 @@ def symptom(verdict, label, numbers, message, role="input"):
         return f"{label_words(label, role)} differs from {against} (max abs {numbers['max_abs']:.3g})"
     if verdict == compare.ERROR:
         cause = re.search(r"\(caused by ([A-Za-z_][\w.]*): ", message or "")  # adapter.error_text
-        return f"raises {safe(message.split(':')[0], 60)}" + (f" (caused by {safe(cause.group(1), 60)})" if cause else "")
+        said = f" (caused by {safe(cause.group(1), 60)})" if cause else ""
+        return f"raises {safe(message.split(':')[0], 60)}{said}"
     if verdict == compare.CRASH:
         return "crashes the process (segfault)"
     if verdict == compare.TIMEOUT:
@@ -329,8 +330,8 @@ def render_issue(c, text):
              "Its output:", "```", (c.get("output") or "(nothing)").rstrip()[:1500], "```", ""]
     if c.get("varies"):
         lines += ["The wrong values differ from run to run (irtrace ran the same case twice and got two different "
-                  "results, so the script's need not be irtrace's): the result depends on more than the inputs (memory the kernel "
-                  "did not write, or a race).", ""]
+                  "results, so the script's need not be irtrace's): the result depends on more than the inputs "
+                  "(memory the kernel did not write, or a race).", ""]
     if n.get("max_abs") is not None:
         exp = (f"Expected: the values PyTorch {c['torch_version']} computes for the same op and inputs (`want`)")
         exp += "; `f64` is the same op computed in float64." if n.get("oracle_at_worst") is not None else "."

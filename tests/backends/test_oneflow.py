@@ -255,7 +255,8 @@ def test_a_prod_over_one_element_is_rounding_in_double_backward_not_a_divergence
     from irtrace.replay import ReplayOptions, run
     info = helper.make_tensor_value_info
     model = helper.make_model(helper.make_graph(
-        [helper.make_node("ReduceProd", ["x"], ["y"], name="prod", keepdims=0)], "g", [info("x", TensorProto.FLOAT, [1])],
+        [helper.make_node("ReduceProd", ["x"], ["y"], name="prod", keepdims=0)], "g",
+        [info("x", TensorProto.FLOAT, [1])],
         [info("y", TensorProto.FLOAT, [])]), opset_imports=[helper.make_opsetid("", 18)])
     bundle = bundle_from_onnx(model, {"x": np.array([1.9484059], np.float32)}, tmp_path / "prod.irt", seed=2,
                               trained=["x"])
