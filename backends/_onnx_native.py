@@ -9,7 +9,7 @@ import onnx
 from onnx import helper
 
 from backends._runtime.adapter import Adapter
-from backends._runtime.wire import dtype_of
+from backends._runtime.wire import dtype_of, is_float
 from backends._table import OpTable, Unsupported
 
 IRTRACE_DOMAIN = "ai.irtrace"
@@ -114,11 +114,6 @@ _BIT_EXACT = {"BitCast"}
 # ~0.1 MB in onnxruntime, so a 10,000-node replay would keep a GB of sessions it never runs again (a
 # replay asks each node a few times in a row, then never again).
 SESSIONS = 256
-
-
-def is_float(dt):
-    """numpy's floats and ml_dtypes' (bfloat16, float8_*: numpy kind "V")."""
-    return dt.kind == "f" or (dt.kind == "V" and dt.name.startswith(("bfloat", "float")))
 
 
 class NativeAdapter(Adapter):

@@ -250,3 +250,10 @@ def test_an_error_says_what_it_was_raised_from_without_a_backtrace():
         assert error_text(e) == ("ValueError: An async error is reported. See above for the actual cause. "
                                  "(caused by RuntimeError: number of elements do not match in reshape)")
     assert error_text(KeyError("k")) == "KeyError: 'k'"
+    try:  # a cause that repeats the error's words (TensorFlow re-raises its own status so) adds nothing
+        try:
+            raise ValueError("Value for attr 'block_size' of 1 must be at least minimum 2")
+        except ValueError as cause:
+            raise ValueError(f"{cause} [Op:SpaceToDepth]") from cause
+    except ValueError as e:
+        assert error_text(e) == "ValueError: Value for attr 'block_size' of 1 must be at least minimum 2 [Op:SpaceToDepth]"

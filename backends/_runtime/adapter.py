@@ -31,7 +31,8 @@ def error_text(e):
     cause = e.__cause__
     if cause is not None:
         said = (f"{cause}".split("\nbacktrace:")[0].strip().splitlines() or [""])[0]
-        text += f" (caused by {type(cause).__name__}: {said})"
+        if said not in text:  # a cause that repeats the error's own words says nothing more (TensorFlow's)
+            text += f" (caused by {type(cause).__name__}: {said})"
     return text
 
 

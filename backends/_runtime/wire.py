@@ -55,6 +55,12 @@ def dtype_tag(dt):
     return dt.name if dt.kind == "V" else dt.str
 
 
+def is_float(dt):
+    """numpy's floats and ml_dtypes' (bfloat16, float8_*: numpy kind "V", which `dt.kind == "f"` leaves out)."""
+    dt = np.dtype(dt)
+    return dt.kind == "f" or (dt.kind == "V" and dt.name.startswith(("bfloat", "float")))
+
+
 def dtype_of(tag):
     """The dtype a frame names (dtype_tag); ml_dtypes is imported only for its names."""
     try:

@@ -7,6 +7,7 @@ import platform
 import numpy as np
 import onnx
 
+from backends._runtime.wire import is_float
 from irtrace import store
 from irtrace.errors import IrtraceError
 from irtrace.export.record import LOSSES, record
@@ -38,7 +39,7 @@ def bundle_from_onnx(model, inputs, path, seed=0, loss="dot", name=None, bn_esti
     canonical.set_value_info(graph, specs)
     canonical.check(graph)
     sources = sources or {}
-    float_inputs = [n for n in names if np.asarray(inputs[n]).dtype.kind == "f"]
+    float_inputs = [n for n in names if is_float(np.asarray(inputs[n]).dtype)]
     manifest = Manifest(
         schema=SCHEMA, name=name or graph.graph.name,
         source=Source(framework="onnx", model=name or graph.graph.name),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
+from backends._runtime.wire import is_float
 from irtrace import store
 from irtrace.errors import IrtraceError, interrupt_in, strip_ansi
 from irtrace.export import dropout as dropout_mod
@@ -565,7 +566,7 @@ def _manifest(graph, f):
         buffers=[t.name for t in graph.graph.initializer if t.name in f.state and t.name not in f.params] + stat_inputs,
         differentiable=sorted(f.differentiable),
         trained=trained_sources(weights, [n for n in f.graph_inputs
-                                          if f.feeds[n].dtype.kind == "f" and n not in stat_inputs], f.loss),
+                                          if is_float(f.feeds[n].dtype) and n not in stat_inputs], f.loss),
         timings={"torch_onnx_export_s": round(f.t_export, 3)},
         nodes={n.name: {**f.sources.get(n.name, {}), **({"original_attrs": _jsonable(f.original_attrs[n.name])}
                                                         if n.name in f.original_attrs else {})}

@@ -3,6 +3,8 @@ import functools
 
 import numpy as np
 
+from backends._runtime.wire import is_float
+
 # Where an op is not differentiable, frameworks pick different subgradients. A gradient
 # divergence at such a point is a convention, not necessarily a bug: tag it.
 #   zero: kink at input 0 == 0;  tie: max/min selects among equal values;  bounds: clip edges
@@ -42,7 +44,7 @@ def kink_tag(op_type, inputs):
     if kind is None or not inputs or inputs[0] is None:
         return None
     x = np.asarray(inputs[0])
-    if x.dtype.kind != "f" or x.size == 0:
+    if not is_float(x.dtype) or x.size == 0:
         return None
     if kind == "zero":
         n = int(np.sum(x == 0))

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from backends._runtime.wire import Status
+from backends._runtime.wire import Status, is_float
 from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.ir.semantics import nondifferentiable_inputs
@@ -158,7 +158,7 @@ def _plan(bundle, base, backend, mapping, loss, timeout, pool):
     inputs = [np.asarray(bundle.values[i["name"]]) for i in m["inputs"]]
     # a penalty takes the gradient of the float model inputs: with none (token ids), it is the plain loss,
     # and the step is run and judged as one
-    plain = loss == "dot" or not any(a.dtype.kind == "f" for a in inputs)
+    plain = loss == "dot" or not any(is_float(a.dtype) for a in inputs)
     request = chain_request(bundle, "bundle" if plain else "grad-penalty")
     return _Step(loaded, weights, inputs, plain, request, described, values)
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from backends._runtime.wire import dtype_tag
+from backends._runtime.wire import dtype_tag, is_float
 from irtrace.ir.graph import FLOAT_TYPES, gradient_path, gradient_sources, trained_sources
 from irtrace.ir.semantics import nondifferentiable_inputs
 
@@ -61,7 +61,7 @@ class NodeCall:
         """The float input positions whose gradients this call does not take (not in `wrt`)."""
         if self.mode == "fwd" or self.wrt is None:
             return []
-        return [k for k, a in enumerate(self.inputs) if a is not None and np.asarray(a).dtype.kind == "f"
+        return [k for k, a in enumerate(self.inputs) if a is not None and is_float(np.asarray(a).dtype)
                 and k not in self.wrt]
 
     def judges(self, k, n_inputs):
@@ -179,8 +179,8 @@ def differentiated(spec, inputs, path):
     An op whose every float input is NonDifferentiable (Floor, Round) is still differentiated by autograd,
     to zero, and a framework without that rule is a finding: those stay."""
     passive = set(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
-    if all(k in passive for k, a in enumerate(inputs) if a is not None and a.dtype.kind == "f"):
+    if all(k in passive for k, a in enumerate(inputs) if a is not None and is_float(a.dtype)):
         passive = set()
     wrt = tuple(k for k, i in enumerate(spec.inputs)
-                if i and i in path and k not in passive and inputs[k].dtype.kind == "f")
+                if i and i in path and k not in passive and is_float(inputs[k].dtype))
     return wrt, passive

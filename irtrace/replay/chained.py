@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from backends._runtime.wire import Status
+from backends._runtime.wire import Status, is_float
 
 from irtrace import compare
 from irtrace.errors import IrtraceError
@@ -206,7 +206,7 @@ def chain_request(bundle, loss="bundle", substituted=(), workarounds=None):
     cots = [seed(o) for o in outputs]
     if loss == "grad-penalty" or m["loss"].get("kind") == "grad-penalty":
         loss = "grad-penalty"
-        penalty = [i.name for i in model.graph.input if feeds[i.name].dtype.kind == "f"]
+        penalty = [i.name for i in model.graph.input if is_float(feeds[i.name].dtype)]
         if m["loss"].get("kind") == "sum":
             cots = [np.ones_like(c) if c is not None else None for c in cots]
     else:

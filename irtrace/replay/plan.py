@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from backends._runtime.wire import is_float
 from irtrace.errors import IrtraceError, suggest
 from irtrace.ir.graph import shape_arithmetic
 from irtrace.ir.spec import node_specs
@@ -69,7 +70,7 @@ def mode_calls(bundle, spec, modes, paths, proto):
     values = bundle.values
     inputs = [np.asarray(values[i]) if i else None for i in spec.inputs]
     base = from_bundle(bundle, spec, "fwd", proto)
-    floats = [k for k, a in enumerate(inputs) if a is not None and a.dtype.kind == "f"]
+    floats = [k for k, a in enumerate(inputs) if a is not None and is_float(a.dtype)]
     cotangent = any(c is not None for c in base.cots)
     loss = (bundle.manifest.get("loss") or {}).get("kind")
     calls, skipped = [], []

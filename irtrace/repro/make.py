@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from backends._runtime.wire import Status
+from backends._runtime.wire import Status, is_float
 from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
 from irtrace.ir.spec import decode_attrs, node_specs
@@ -75,7 +75,7 @@ class _Runner:
             return None
         cots = []
         for y, g in zip(out, self.call.cots):
-            if y is None or g is None or np.asarray(y).dtype.kind != "f":
+            if y is None or g is None or not is_float(np.asarray(y).dtype):
                 cots.append(None)
             # in the output's dtype (a float16 output's cotangent is float16), and of its rank: a scalar's
             # cotangent stays 0-d (np.ascontiguousarray would make it 1-d)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from backends._runtime.wire import is_float
+
 
 @dataclass(frozen=True)
 class Case:
@@ -50,12 +52,12 @@ def _sizes(v):
 
 def shared_dims(case):
     """Shrink one size value everywhere it occurs (keeps linked dims linked: channels of x and w)."""
-    values = sorted({d for a in case.inputs if a is not None and a.dtype.kind == "f" for d in a.shape if d > 1},
+    values = sorted({d for a in case.inputs if a is not None and is_float(a.dtype) for d in a.shape if d > 1},
                     reverse=True)
     for v in values:
         for n in _sizes(v):
             def cut(a):
-                if a is None or a.dtype.kind != "f":
+                if a is None or not is_float(a.dtype):
                     return a
                 for ax, d in enumerate(a.shape):
                     if d == v:
@@ -93,7 +95,7 @@ def simpler_values(case):
     for transform in (lambda a: np.round(a).astype(a.dtype), lambda a: np.clip(np.round(a), -2, 2).astype(a.dtype),
                       lambda a: np.zeros_like(a)):
         for i, a in enumerate(case.inputs):
-            if a is None or a.dtype.kind != "f":
+            if a is None or not is_float(a.dtype):
                 continue
             b = transform(a)
             if not np.array_equal(a, b):
@@ -106,7 +108,7 @@ def lower_rank(case, floor=1):
     """One size-1 axis fewer in every float input of the highest rank (with its direction u), and its
     entries out of integer inputs that describe each axis (Pad's pads: begin and end per axis, a
     shape: one per axis). Only offered for ops without axis attributes (see shrink())."""
-    floats = [a for a in case.inputs if a is not None and a.dtype.kind == "f"]
+    floats = [a for a in case.inputs if a is not None and is_float(a.dtype)]
     if not floats:
         return
     r = max(a.ndim for a in floats)
@@ -119,7 +121,7 @@ def lower_rank(case, floor=1):
         def cut(a):
             if a is None:
                 return a
-            if a.dtype.kind == "f":
+            if is_float(a.dtype):
                 return np.ascontiguousarray(a.reshape(a.shape[:ax] + a.shape[ax + 1:])) if a.ndim == r else a
             if a.ndim == 1 and a.size == 2 * r:
                 return np.ascontiguousarray(np.delete(a, [ax, ax + r]))
@@ -132,7 +134,7 @@ def lower_rank(case, floor=1):
 def nondegenerate(case):
     """An all-zero per-axis integer input (Pad's pads: a no-op a maintainer might dismiss) made one
     on the last two axes (a one-pixel pad of the spatial dims), kept when the verdict persists."""
-    floats = [a for a in case.inputs if a is not None and a.dtype.kind == "f"]
+    floats = [a for a in case.inputs if a is not None and is_float(a.dtype)]
     if not floats:
         return
     r = max(a.ndim for a in floats)
@@ -184,7 +186,7 @@ def shrink(case, predicate, optional=(), budget=300, seconds=90.0, rank=False, a
     if attrs:
         passes.append(lambda c: simpler_attrs(c, attrs, op_type))
     if rank:  # fewer axes, down to 4 (the NCHW a maintainer reads at a glance) or the original rank
-        floor = min(4, max((a.ndim for a in case.inputs if a is not None and a.dtype.kind == "f"), default=1))
+        floor = min(4, max((a.ndim for a in case.inputs if a is not None and is_float(a.dtype)), default=1))
         passes.insert(2, lambda c: lower_rank(c, floor))
         passes.append(nondegenerate)
     seen = {case.key()}

@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from backends._runtime.wire import Status
+from backends._runtime.wire import Status, is_float
 from irtrace import compare
 from irtrace.repro import recipe as script_recipe, script, straight
 
@@ -112,7 +112,7 @@ def _tensors(names, case, shape_type, numpy_dtype=False):
             out.append(None)
             continue
         a = np.asarray(a)
-        known = a.dtype.kind != "f" or i in case.nondiff
+        known = not is_float(a.dtype) or i in case.nondiff
         out.append(straight.Tensor(n, a.shape, a if known else None, shape_type,
                                    requires_grad=not known and case.mode != "fwd",
                                    dtype=a.dtype if numpy_dtype else None))

@@ -23,6 +23,8 @@ import re
 
 import numpy as np
 
+from backends._runtime.wire import is_float
+
 # names the script itself uses around the op's lines: an op local with one of these is renamed
 RESERVED = {"np", "os", "sys", "subprocess", "gm", "outer", "inner", "t", "s", "got", "want", "f64", "err", "i",
             "here", "data", "y", "ys", "tape", "r", "e"}
@@ -193,6 +195,8 @@ class _Emitted(Tensor):
 def float_text(v, dtype):
     """The shortest text that reads back as exactly this value in `dtype`."""
     v = dtype.type(v)
+    if dtype.kind != "f":  # ml_dtypes' bfloat16: numpy formats none of its scalars; float32 holds it exactly, and
+        v = np.float32(v)  # the text of that float32 reads back as the same bfloat16 value
     if not np.isfinite(v):
         return f"float({str(float(v))!r})"
     m = abs(float(v))  # compared as a Python float: 1e16 is out of float16's range
@@ -205,7 +209,7 @@ def array_text(a, dtype_name=None):
     """np.array(...) source for a small array, exact."""
     a = np.asarray(a)
     dt = np.dtype(dtype_name or a.dtype)
-    if a.dtype.kind == "f":
+    if is_float(a.dtype):
         items = [float_text(v, a.dtype) for v in a.reshape(-1)]
     elif a.dtype.kind == "b":
         items = [str(bool(v)) for v in a.reshape(-1)]
