@@ -14,6 +14,7 @@ import numpy as np
 
 import megengine as mge
 from megengine.autodiff import GradManager
+from megengine.core.tensor.dtype import bfloat16 as BFLOAT16  # MegEngine's own numpy type (numpy kind "V")
 
 
 class ShapeMismatch(ValueError):
@@ -37,11 +38,21 @@ def to_tensor(a):
         if a.size and (a.min() < info.min or a.max() > info.max):
             return a  # e.g. Slice's INT64_MIN "to the end": int32 would wrap it; ops read it with ints()
         a = a.astype(np.int32)  # MegEngine's widest integer; it would convert the same way
+    if a.dtype.name == "bfloat16":  # ml_dtypes' type (irtrace's wire): MegEngine's holds the same values
+        return mge.tensor(a.astype(np.float32), dtype=BFLOAT16)  # (float32 holds each exactly)
     return mge.tensor(a)
 
 
 def to_numpy(t):
-    return t.numpy() if isinstance(t, mge.Tensor) else np.asarray(t)
+    return as_numpy(t.numpy()) if isinstance(t, mge.Tensor) else np.asarray(t)
+
+
+def as_numpy(a):
+    """MegEngine's bfloat16 array as ml_dtypes' (irtrace's wire; the same bits), other arrays as they are."""
+    if a.dtype != BFLOAT16:
+        return a
+    import ml_dtypes
+    return a.view(np.uint16).view(ml_dtypes.bfloat16)
 
 
 def as_tuple(out):
@@ -49,7 +60,7 @@ def as_tuple(out):
 
 
 def is_float(t):
-    return isinstance(t, mge.Tensor) and np.dtype(t.dtype).kind == "f"
+    return isinstance(t, mge.Tensor) and (np.dtype(t.dtype).kind == "f" or t.dtype == BFLOAT16)
 
 
 def differentiable(xs, nondiff=()):
@@ -61,8 +72,9 @@ def fed(xs, diff):
     input unchanged (Identity, astype to the same dtype) would otherwise hand backward the
     attached leaf itself, for which GradManager computes no gradient; in a real network that
     tensor is never a leaf, so the copy puts the op where it would be. The copy is `x * 1.0`
-    (exact, keeps -0.0): F.copy turns a 0-d tensor into shape (1,)."""
-    return [x * 1.0 if d is not None else x for x, d in zip(xs, diff)]
+    (exact, keeps -0.0) by a one of x's dtype (a Python 1.0 is a float32 constant, and the backward of a
+    bfloat16 x times it fails MegEngine's dtype assertion); F.copy turns a 0-d tensor into shape (1,)."""
+    return [x * mge.tensor(1.0, dtype=x.dtype) if d is not None else x for x, d in zip(xs, diff)]
 
 
 def pairs(ys, gs):
@@ -78,7 +90,7 @@ def pairs(ys, gs):
 
 
 def grad_of(t):
-    return None if t is None else (to_numpy(t.grad) if t.grad is not None else np.zeros(t.shape, t.dtype))
+    return None if t is None else (to_numpy(t.grad) if t.grad is not None else as_numpy(np.zeros(t.shape, t.dtype)))
 
 
 def fwd(op, inputs, attrs):

@@ -12,9 +12,14 @@ RECIPE = {
     "tensor": "mge.tensor({})",
     "leaf": "mge.tensor({})",
     "numpy": "{}.numpy()",
+    # bfloat16: written as float32 literals (exact) and made MegEngine's own bfloat16 (numpy has none)
+    "dtypes": {"bfloat16": "float32"},
+    "by_dtype": {"bfloat16": {"tensor": "mge.tensor({}, dtype=mge.core.tensor.dtype.bfloat16)",
+                              "leaf": "mge.tensor({}, dtype=mge.core.tensor.dtype.bfloat16)",
+                              "numpy": "{}.astype('float32').numpy()"}},
     # the form with the copies irtrace's autodiff feeds the op (autodiff.fed): tried when the plain one
     # does not reproduce what the worker saw
-    "fed": "{} * 1.0  # a recorded copy of the leaf, as in a network",
+    "fed": "{0} * mge.tensor(1.0, dtype={0}.dtype)  # a recorded copy of the leaf, as in a network",
     "none_is_zero": True,   # GradManager leaves .grad None where the gradient is zero
     "numpy_dtype": True,    # Tensor.dtype is a numpy dtype: an op's branch on it is written out for the case
     "vjp": ["gm = GradManager().attach([{xs}])",

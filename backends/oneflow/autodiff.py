@@ -55,11 +55,18 @@ def to_tensor(a, dtype=None):
     a = np.array(a, copy=True)
     if dtype is not None and a.dtype.kind == "f":
         a = a.astype(dtype)
+    if a.dtype.name == "bfloat16":  # ml_dtypes' type (irtrace's wire), which flow.tensor does not take:
+        return flow.tensor(a.astype(np.float32)).to(flow.bfloat16)  # through float32, exact both ways
     return flow.tensor(a)
 
 
 def to_numpy(t):
-    return t.numpy() if isinstance(t, flow.Tensor) else np.asarray(t)
+    if not isinstance(t, flow.Tensor):
+        return np.asarray(t)
+    if t.dtype == flow.bfloat16:  # .numpy() of a bfloat16 tensor gives float32: as ml_dtypes' type, exactly
+        import ml_dtypes
+        return t.to(flow.float32).numpy().astype(ml_dtypes.bfloat16)
+    return t.numpy()
 
 
 def as_tuple(out):

@@ -9,7 +9,7 @@ _QUIET = {"GLOG_minloglevel": "2", "ONEFLOW_DEBUG_MODE": "0", "OMP_NUM_THREADS":
 BACKEND = Backend("oneflow", "OneFlow", "OneFlow 0.9 (Python 3.10 env, CUDA wheel run on the CPU), "
                   "fwd/vjp/vjp2 through oneflow.autograd.grad (eager)",
                   module="oneflow", modes=("fwd", "vjp", "vjp2"), chained=True, port=True,
-                  dtypes=("float32", "float16"),  # bfloat16 crosses the wire as ml_dtypes' type: not in this env
+                  dtypes=("float32", "float16", "bfloat16"),  # bfloat16 crosses the wire as ml_dtypes' type
                   environment=Environment("3.10", check="import oneflow, numpy; "
                                           "assert numpy.__version__ < '2', numpy.__version__; "
                                           "x = oneflow.tensor([2.0], requires_grad=True); "

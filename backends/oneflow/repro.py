@@ -11,6 +11,12 @@ RECIPE = {
     "tensor": "flow.tensor({})",
     "leaf": "flow.tensor({}, requires_grad=True)",
     "numpy": "{}.numpy()",
+    # bfloat16: written as float32 literals (exact) and made OneFlow's (numpy has no bfloat16; OneFlow's
+    # .numpy() of a bfloat16 tensor is float32, exact)
+    "dtypes": {"bfloat16": "float32"},
+    "by_dtype": {"bfloat16": {"tensor": "flow.tensor({}, dtype=flow.bfloat16)",
+                              "leaf": "flow.tensor({}, dtype=flow.bfloat16, requires_grad=True)",
+                              "numpy": "{}.to(flow.float32).numpy()"}},
     "none_is_zero": True,
     # backward and .grad, not autograd.grad: that has no allow_unused and raises for an input the outputs
     # do not reach (OneFlow's layer_norm given a weight and no bias leaves the weight out), where .grad

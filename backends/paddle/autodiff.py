@@ -33,11 +33,18 @@ def to_tensor(a, dtype=None):
     a = np.array(a, copy=True)
     if dtype is not None and a.dtype.kind == "f":
         a = a.astype(dtype)
+    if a.dtype.name == "bfloat16":  # ml_dtypes' type (irtrace's wire): Paddle takes bfloat16 as numpy uint16 bits
+        a = a.view(np.uint16)
     return paddle.to_tensor(a)
 
 
 def to_numpy(t):
-    return t.numpy() if isinstance(t, paddle.Tensor) else np.asarray(t)
+    if not isinstance(t, paddle.Tensor):
+        return np.asarray(t)
+    if t.dtype == paddle.bfloat16:  # Paddle gives bfloat16 as numpy uint16 bits: ml_dtypes' type, the same bits
+        import ml_dtypes
+        return t.numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
 
 
 def as_tuple(out):

@@ -6,6 +6,11 @@ RECIPE = {
     "tensor": "paddle.to_tensor({})",
     "leaf": "paddle.to_tensor({}, stop_gradient=False)",
     "numpy": "{}.numpy()",
+    # bfloat16: written as float32 literals (exact) and cast by Paddle (numpy has no bfloat16)
+    "dtypes": {"bfloat16": "float32"},
+    "by_dtype": {"bfloat16": {"tensor": "paddle.to_tensor({}, dtype='bfloat16')",
+                              "leaf": "paddle.to_tensor({}, dtype='bfloat16', stop_gradient=False)",
+                              "numpy": "{}.astype('float32').numpy()"}},
     "shape_type": "list",   # Tensor.shape is a list
     "none_is_zero": True,   # allow_unused=True: None is Paddle's "no path", a zero gradient
     "vjp": ["{op}",

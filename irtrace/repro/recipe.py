@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from backends._runtime.wire import is_float
 from irtrace import compare
 from irtrace.repro.straight import CannotSpecialise, array_text
 
@@ -36,22 +37,28 @@ class Script:
         self.recipe, self.npz, self.setup = recipe, {}, []
         self.budget = INLINE_TOTAL
 
+    def form(self, key, dtype):
+        """The recipe's `key` template ("tensor", "leaf", "numpy") for a value of `dtype`: its own where the
+        recipe has one (recipe["by_dtype"]: a bfloat16 literal written in float32 and cast by the framework,
+        whose tensors do not take ml_dtypes' type), else the recipe's."""
+        return self.recipe.get("by_dtype", {}).get(np.dtype(dtype).name, {}).get(key, self.recipe[key])
+
     def value(self, name, array, wrap, comment=""):
         """`name = <literal or data.npz entry>` (wrapped in the framework's tensor when `wrap`)."""
         a = np.asarray(array)
         dt = self.recipe.get("dtypes", {}).get(a.dtype.name, a.dtype.name)
+        form = self.form(wrap, a.dtype) if wrap else "{}"
         lines = None
         if a.size <= INLINE_ELEMENTS and self.budget >= a.size:
             expr = array_text(a.astype(dt), dt)
-            lines = _wrap(f"{name} = {self.recipe[wrap].format(expr) if wrap else expr}")
+            lines = _wrap(f"{name} = {form.format(expr)}")
             if len(lines) > 2:  # a literal of more than two lines reads worse than data.npz
                 lines = None
             else:
                 self.budget -= a.size
         if lines is None:
             self.npz[name] = a.astype(dt)
-            expr = f"data[{name!r}]"
-            lines = [f"{name} = {self.recipe[wrap].format(expr) if wrap else expr}"]
+            lines = [f"{name} = {form.format(f'data[{name!r}]')}"]
         if comment and len(lines[-1]) + len(comment) + 4 <= 118:
             lines[-1] += f"  # {comment}"
         elif comment:
@@ -148,7 +155,7 @@ class _Names:
 
 def _names(case, names):
     grads = case.mode != "fwd"
-    diff = [a is not None and np.asarray(a).dtype.kind == "f" and i not in case.nondiff
+    diff = [a is not None and is_float(np.asarray(a).dtype) and i not in case.nondiff
             for i, a in enumerate(case.inputs)]
     xs = [i for i in range(len(case.inputs)) if grads and diff[i]]
     if grads and not xs:
@@ -242,7 +249,7 @@ def _checked(case, v):
 
 def _check(sc, case, result, who):
     """The lines that take the checked result as numpy (`got`) and judge it; `want` and `f64` set up."""
-    numpy = sc.recipe["numpy"].format(result)
+    numpy = sc.form("numpy", np.asarray(case.want).dtype).format(result)
     absent = []
     if sc.recipe.get("none_is_zero") and case.mode != "fwd":
         numpy = f"np.zeros({tuple(np.shape(case.want))!r}, 'float32') if {result} is None else {numpy}"

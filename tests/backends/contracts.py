@@ -342,15 +342,15 @@ def chained(name, bundle, loss, out):
     return chain, replayed.out
 
 
-def float16_findings(tmp_path, backend, op, seed=5, rank=None):
-    """(the case, the fwd and vjp findings of `backend`, UNSUPPORTED ones too) of the first float16 case of `op`
+def float16_findings(tmp_path, backend, op, seed=5, rank=None, dtype="float16", modes=("fwd", "vjp")):
+    """(the case, the findings of `backend` in `modes`, UNSUPPORTED ones too) of the first `dtype` case of `op`
     (of that rank, when given) that irtrace fuzz draws for `seed`, recorded beside a float32 case of the op."""
     from irtrace.fuzz import generate
     from irtrace.fuzz import run as fuzz_run
-    half = next(c for c in (generate.draw_case(seed, i, op, (), ("float16",)) for i in range(40))
-                if c.dtype == "float16" and rank in (None, c.inputs[0].value.ndim))
+    half = next(c for c in (generate.draw_case(seed, i, op, (), (dtype,)) for i in range(40))
+                if c.dtype == dtype and rank in (None, c.inputs[0].value.ndim))
     single = generate.draw_case(seed, half.index + 1, op)
     assert single.dtype == "float32" and single.problem is None
     bundle, kept, dropped = fuzz_run._record(tmp_path, [half, single], seed)
     assert len(kept) == 2 and not dropped
-    return half, fuzz_run._replay(bundle, (backend,), ("fwd", "vjp"), 60)
+    return half, fuzz_run._replay(bundle, (backend,), modes, 60)

@@ -325,3 +325,35 @@ def test_an_async_error_says_its_actual_cause_in_the_row_and_the_repro(tmp_path)
     assert issue.startswith("# [MegEngine] MatMul: raises AsyncError (caused by RuntimeError) in forward\n"), issue
     assert json.loads((folder / "finding.json").read_text())["script"]["reproduces"]
     assert cause + "\n```" in issue  # the repro's own output
+
+
+def test_bfloat16_is_megengines_own_and_a_bfloat16_finding_gets_a_straight_repro(tmp_path):
+    """bfloat16 reaches MegEngine as its own numpy bfloat16 (through float32, exact) and comes back as ml_dtypes'
+    (the same bits): its bfloat16 Add is the exact sum rounded once (recorded_add's known answer), its gradients
+    the cotangent and zero: no finding in any mode. Its `where` of bfloat16 values raises ("invalid input, no
+    dtype avaliable"; float32 and float16 are taken): the repro writes the values as float32 literals made
+    MegEngine's bfloat16, straight-line, and reproduces."""
+    from low_precision import recorded_add
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.fuzz import run as fuzz_run
+    from irtrace.repro.make import make_repros
+    import ml_dtypes
+    bundle, _ = recorded_add(tmp_path / "add", "bfloat16")
+    assert fuzz_run._replay(bundle, ("megengine",), ("fwd", "vjp", "vjp2"), 60) == []
+    info = helper.make_tensor_value_info
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Where", ["c", "a", "b"], ["y"], name="where")], "g",
+        [info("c", TensorProto.BOOL, [3]), info("a", TensorProto.BFLOAT16, [3]), info("b", TensorProto.BFLOAT16, [3])],
+        [info("y", TensorProto.BFLOAT16, [3])]), opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"c": np.array([True, False, True]), "a": np.array([1.5, -2.0, 0.25], ml_dtypes.bfloat16),
+             "b": np.array([3.0, 0.5, -1.0], ml_dtypes.bfloat16)}
+    bundle = bundle_from_onnx(model, feeds, tmp_path / "where.irt")
+    replayed = replay_into(bundle.path, ReplayOptions.parse("megengine", "fwd"), out=tmp_path / "r")
+    (row,) = [r for n in replayed.json["nodes"] for r in n["results"] if r["backend"] == "megengine"]
+    assert row["verdict"] == "ERROR" and row["message"].startswith("ValueError: invalid input, no dtype avaliable"), row
+    (folder,) = make_repros(tmp_path / "r" / "report.json", tmp_path / "repros")
+    finding = json.loads((folder / "finding.json").read_text())
+    assert finding["script"]["form"] == "straight" and finding["script"]["reproduces"], finding["script"]
+    assert (folder / "issue.md").read_text().startswith("# [MegEngine] Where: raises ValueError in forward (bfloat16)\n")
+    script = (folder / "repro.py").read_text()
+    assert "x = mge.tensor(np.array([0.0], 'float32'), dtype=mge.core.tensor.dtype.bfloat16)" in script, script

@@ -247,6 +247,22 @@ def test_a_kernel_oneflow_lacks_for_float16_on_the_cpu_is_unsupported_not_an_err
         findings[0].message
 
 
+def test_bfloat16_crosses_to_oneflow_and_back_exactly(tmp_path):
+    """bfloat16 reaches OneFlow as its bfloat16 (through float32: flow.tensor takes no ml_dtypes array) and comes
+    back as ml_dtypes' (its .numpy() of a bfloat16 tensor is float32): its bfloat16 Add is the exact sum rounded
+    once (recorded_add's known answer), its gradient the cotangent: no finding in fwd and vjp (the double
+    backward's sum of products has no bfloat16 kernel: UNSUPPORTED). Its CPU build has a bfloat16 tanh (judged: no finding) and no bfloat16 tanh_grad: UNSUPPORTED with its words."""
+    from low_precision import recorded_add
+    from irtrace.fuzz import run as fuzz_run
+    bundle, _ = recorded_add(tmp_path / "add", "bfloat16")
+    findings = fuzz_run._replay(bundle, ("oneflow",), ("fwd", "vjp", "vjp2"), 60)
+    assert [(f.op_type, f.mode, f.verdict) for f in findings] == [("Add", "vjp2", compare.UNSUPPORTED)]
+    tanh, findings = float16_findings(tmp_path / "tanh", "oneflow", "Tanh", dtype="bfloat16")
+    assert [(f.mode, f.verdict, f.nodes) for f in findings] == [("vjp", compare.UNSUPPORTED, [tanh.id])]
+    assert findings[0].message.startswith("oneflow has no kernel of this op for these dtypes on this device "
+                                          "(Exception: Cannot find the kernel matching"), findings[0].message
+
+
 def test_a_prod_over_one_element_is_rounding_in_double_backward_not_a_divergence(tmp_path):
     """OneFlow's second derivative of a prod over one element (y = x) is the rounding of its grad * y / x
     formula, not torch's exact 0: it was DIVERGENT against a 1e-38 allowance (irtrace fuzz, seed 7), and is

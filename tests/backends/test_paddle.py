@@ -237,6 +237,21 @@ def test_a_chained_float16_run_names_the_kernel_paddle_lacks_unsupported_and_jud
     assert [(p["value"], p["verdict"]) for p in chain["parameters"]] == [("w", "UNSUPPORTED")]
 
 
+def test_bfloat16_crosses_to_paddle_as_its_own_and_a_kernel_it_lacks_is_unsupported(tmp_path):
+    """bfloat16 reaches Paddle as its bfloat16 (Paddle takes numpy uint16 bits for it; irtrace's wire carries
+    ml_dtypes' type) and comes back so: its bfloat16 Neg is -x exactly in fwd and vjp and its vjp2 zero (no
+    finding); its CPU build has no bfloat16 `add` (its words), UNSUPPORTED, not a bug."""
+    from low_precision import recorded_add
+    from irtrace.fuzz import run as fuzz_run
+    neg, findings = float16_findings(tmp_path / "neg", "paddle", "Neg", dtype="bfloat16", modes=("fwd", "vjp", "vjp2"))
+    assert neg.dtype == "bfloat16" and findings == []
+    bundle, add = recorded_add(tmp_path / "add", "bfloat16")
+    findings = fuzz_run._replay(bundle, ("paddle",), ("fwd", "vjp"), 60)
+    assert [(f.op_type, f.mode, f.verdict) for f in findings] == [("Add", "fwd", compare.UNSUPPORTED),
+                                                                 ("Add", "vjp", compare.UNSUPPORTED)]
+    assert "(CPU, Undefined(AnyLayout), bfloat16) of kernel `add` is not registered" in findings[0].message
+
+
 def test_a_kernel_paddle_lacks_for_float16_on_the_cpu_is_unsupported_not_an_error(tmp_path):
     """Paddle 3.3's CPU build registers no float16 `add` (its words: "The kernel with key (CPU,
     Undefined(AnyLayout), float16) of kernel `add` is not registered", a coverage it documents): the call is
