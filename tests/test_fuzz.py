@@ -251,3 +251,21 @@ def test_which_of_tied_elements_topk_names_first_is_a_convention_a_wrong_value_i
     assert not run.convention({**bug, "op": "Add"})
     assert not run.convention({**bug, "verdict": "ERROR"})
     assert run.convention({**bug, "op": "MaxPool", "mode": "vjp"}) and not run.convention({**bug, "op": "MaxPool"})
+
+
+def test_a_low_precision_case_untied_has_no_ties_left_after_its_rounding():
+    """A convention is told from a bug by the smallest case once more with its ties and zeros moved apart
+    (generate.untied): each value moved by a distinct offset, 0.2 / size apart. In bfloat16 (step 0.0078 at 1)
+    those values rounded to one again: a Max of [1], [7, 4] and [6, 7, 4] bfloat16 inputs (seed 1207, case 1037)
+    kept a tie, and TensorFlow's choice among tied maxima was filed as a bug. Untied now, every value of the
+    three inputs is distinct and none is zero; a float32 case is moved as before (offsets in [0.01, 0.21))."""
+    case = generate.draw_case(1207, 1037, "Max", (), ("bfloat16",))
+    assert case.dtype == "bfloat16" and "ties" in case.styles
+    moved = generate.untied(case)
+    values = np.concatenate([i.value.astype(np.float32).ravel() for i in moved.inputs])
+    assert [i.value.dtype.name for i in moved.inputs] == ["bfloat16"] * 3
+    assert values.size == 1 + 28 + 168 and len(set(values.tolist())) == values.size and not np.any(values == 0)
+    single = generate.draw_case(1207, 1037, "Max")
+    assert single.dtype == "float32"
+    offsets = [u.value - i.value for u, i in zip(generate.untied(single).inputs, single.inputs)]
+    assert all(np.all((o > 0.0099) & (o < 0.2101)) for o in offsets)

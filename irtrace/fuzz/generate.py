@@ -730,17 +730,33 @@ def pick_op(seed, index, ops):
 
 def untied(case):
     """A copy of `case` whose float inputs have no ties and no exact zeros: each value moved by a distinct
-    offset in [0.01, 0.21) (ties on a grid of 0.5 stay ordered apart, zeros become positive)."""
+    offset in [0.01, 0.21) (ties on a grid of 0.5 stay ordered apart, zeros become positive). In float16 or
+    bfloat16 the offsets' values can round to one again (bfloat16's step at 1 is 0.0078, the offsets' 0.2 / size):
+    those are moved on to the next value of the dtype that no input holds (_apart)."""
     rng = np.random.default_rng([case.seed, case.index, 2])
-    inputs = []
+    inputs, seen = [], set()
     for inp in case.inputs:
         if inp.role == "x":
             a = inp.value
             offsets = 0.01 + 0.2 * rng.permutation(a.size).reshape(a.shape) / max(a.size, 1)
-            inp = Input("x", np.asarray(a.astype(np.float32) + offsets, np.float32).astype(a.dtype))
+            moved = np.asarray(a.astype(np.float32) + offsets, np.float32).astype(a.dtype)
+            inp = Input("x", _apart(moved, seen) if a.dtype.name in LOW_PRECISION else moved)
         inputs.append(inp)
     return Case(case.seed, case.index, case.op, dict(case.attrs), inputs, case.outputs, case.problem, case.cls,
                 styles=("untied",))
+
+
+def _apart(a, seen):
+    """`a` (float16 or bfloat16) with each value that is zero or already in `seen` (the values of the inputs moved
+    before it, and its own earlier elements) moved up by its dtype's step until it is neither; `seen` grows."""
+    from irtrace.compare import eps_of
+    eps, flat = eps_of(a.dtype), a.astype(np.float32).reshape(-1)
+    for k, v in enumerate(flat):
+        while v == 0 or float(v) in seen:  # v + its step is the next value of the dtype (a power of two's multiple)
+            v = np.float32(v + 2.0 ** np.floor(np.log2(max(abs(float(v)), 2.0 ** -14))) * eps)
+        flat[k] = v
+        seen.add(float(v))
+    return flat.reshape(a.shape).astype(a.dtype)
 
 
 def case_bytes(case):

@@ -291,3 +291,26 @@ def test_a_bfloat16_case_is_recorded_in_bfloat16_and_tensorflow_matches_it(tmp_p
     from low_precision import recorded_add
     bundle, _ = recorded_add(tmp_path, "bfloat16")
     assert fuzz_run._replay(bundle, ("tensorflow",), ("fwd", "vjp", "vjp2"), 60) == []
+
+
+def test_a_block_of_one_tensorflow_documents_no_form_of_is_unsupported_not_an_error(tmp_path):
+    """ONNX's SpaceToDepth and DepthToSpace take blocksize 1 (the identity); tf.nn.space_to_depth and
+    depth_to_space take block_size >= 2, as their documentation says ("must be at least minimum 2"): irtrace
+    fuzz filed it as an ERROR of TensorFlow, which its maintainers would close as documented. It is UNSUPPORTED
+    with the reason; a blocksize of 2 is judged (MATCH)."""
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.report.folder import replay_into
+    from onnx import TensorProto, helper
+    info = helper.make_tensor_value_info
+    nodes = [helper.make_node("SpaceToDepth", ["x"], ["y1"], name="one", blocksize=1),
+             helper.make_node("DepthToSpace", ["x"], ["y2"], name="one_back", blocksize=1),
+             helper.make_node("SpaceToDepth", ["x"], ["y3"], name="two", blocksize=2)]
+    model = helper.make_model(helper.make_graph(nodes, "g", [info("x", TensorProto.FLOAT, [1, 4, 2, 2])],
+                                                [info(y, TensorProto.FLOAT, None) for y in ("y1", "y2", "y3")]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 2, 2)
+    bundle = bundle_from_onnx(model, {"x": x}, tmp_path / "s2d.irt")
+    replayed = replay_into(bundle.path, ReplayOptions.parse("tensorflow", "fwd"), out=tmp_path / "r")
+    rows = {n["name"]: r for n in replayed.json["nodes"] for r in n["results"] if r["backend"] == "tensorflow"}
+    assert [rows[k]["verdict"] for k in ("one", "one_back", "two")] == ["UNSUPPORTED", "UNSUPPORTED", "MATCH"], rows
+    assert rows["one"]["message"] == "tf.nn.space_to_depth takes block_size >= 2 (its documented range), not 1"

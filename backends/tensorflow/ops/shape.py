@@ -131,9 +131,15 @@ def pad(x, pads, constant_value=None, axes=None, *, mode="constant"):
     return tf.pad(x, pad_pairs(p), mode="CONSTANT", constant_values=tf.cast(tf.reshape(value, []), x.dtype))
 
 
+def _block_of_two_or_more(name, blocksize):
+    if blocksize < 2:  # ONNX's blocksize 1 is the identity, which a port writes as such
+        raise Unsupported(f"tf.nn.{name} takes block_size >= 2 (its documented range), not {blocksize}")
+
+
 @OPS.register("DepthToSpace", since=13)
 def depth_to_space(x, *, blocksize, mode="DCR"):
     if mode == "DCR":  # tf.nn.depth_to_space is DCR and NHWC only on CPU: transpose in and out
+        _block_of_two_or_more("depth_to_space", blocksize)
         return to_nchw(tf.nn.depth_to_space(to_nhwc(x), blocksize))
     n, c, h, w = x.shape
     b = blocksize
@@ -145,6 +151,7 @@ def depth_to_space(x, *, blocksize, mode="DCR"):
 @OPS.register("SpaceToDepth", since=13)
 def space_to_depth(x, *, blocksize, mode="DCR"):  # mode: opset 28
     if mode == "DCR":
+        _block_of_two_or_more("space_to_depth", blocksize)
         return to_nchw(tf.nn.space_to_depth(to_nhwc(x), blocksize))  # NHWC only on CPU
     n, c, h, w = x.shape
     b = blocksize
