@@ -21,7 +21,7 @@ OPS.register("Xor", since=7)(lambda a, b: functional.logical_xor(a, b))
 
 @OPS.register("Div", since=7)
 def div(a, b):
-    if np.dtype(a.dtype).kind == "f" or np.dtype(a.dtype).name == "pybfloat16":  # (MegEngine's bfloat16: kind "V")
+    if np.dtype(a.dtype).kind in "fV":  # "V": bfloat16 (MegEngine's own numpy type, and ml_dtypes' in a repro)
         return functional.div(a, b)
     q = functional.floor_div(a, b)  # ONNX integer Div truncates; MegEngine has floor division only
     return functional.where(functional.logical_and(functional.not_equal(functional.mod(a, b), 0), functional.less(functional.mul(a, b), 0)), q + 1, q)
