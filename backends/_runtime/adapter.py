@@ -176,7 +176,7 @@ class AutodiffAdapter(Adapter):
             if own is not None and isinstance(e, own):
                 raise Unsupported(str(e)) from e
             # a chained run's failing node is the worker's to name (it substitutes that node, not the chain)
-            why = None if isinstance(e, NodeFailed) else self.no_kernel(f"{type(e).__name__}: {e}")
+            why = None if isinstance(e, NodeFailed) else self.no_kernel(error_text(e))
             if why:
                 raise Unsupported(why) from e
             raise
@@ -184,9 +184,12 @@ class AutodiffAdapter(Adapter):
     def no_kernel(self, said):
         """UNSUPPORTED's message where the framework's error `said` is its own "no kernel of this op for
         these dtypes on this device" (missing_kernel), else None: a gap the framework documents, not a bug."""
-        if self.missing_kernel is None or not self.missing_kernel.search(said):
+        m = self.missing_kernel.search(said) if self.missing_kernel is not None else None
+        if m is None:
             return None
-        first = said.splitlines()[0][:300]
+        first = said.splitlines()[0]
+        if len(first) > 300:  # the words may be in what it was raised from (MegEngine's AsyncError): kept
+            first = f"{first[:120]} ... {first[max(120, m.start() - 40):][:160]}"
         return f"{self.framework} has no kernel of this op for these dtypes on this device ({first})"
 
     def fwd(self, entry, inputs, spec):

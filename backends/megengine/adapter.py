@@ -1,4 +1,6 @@
 """MegEngine adapter: the op table and backends/megengine/autodiff.py (GradManager)."""
+import re
+
 import megengine as mge
 from megengine.core._imperative_rt.common import CompNode
 import numpy as np
@@ -23,6 +25,8 @@ class MegEngineAdapter(AutodiffAdapter):
     port = "backends.megengine.port"  # runs a user's MegEngine port (irtrace port)
     table = OPS
     autodiff = autodiff
+    # "matmul not support data type of BFloat16 * BFloat16 -> BFloat16" (raised from its AsyncError)
+    missing_kernel = re.compile(r"not support data type of (\w+ \* )?(Float16|BFloat16)\b")
 
     def versions(self):
         return {"megengine": mge.__version__, "numpy": np.__version__}

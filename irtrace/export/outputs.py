@@ -3,6 +3,17 @@
 from irtrace.errors import IrtraceError
 
 
+def numpy_of(t):
+    """A torch tensor's values as numpy (detached, on the CPU): bfloat16, which numpy has no type of and
+    Tensor.numpy() refuses, as ml_dtypes' bfloat16, the same bits."""
+    import torch
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
 def flatten(out, path=""):
     """The model's output as [(path, tensor)], in the order torch.export flattens it: tensors,
     tuples/lists (path `0`, `1`, ...), dicts and ModelOutput-like mappings (by key; None values are

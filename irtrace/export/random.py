@@ -191,13 +191,14 @@ def name_draws(model, draws, sources):
     """Rename the lifted constants that hold recorded draws `<module>.random_<op>` (module: the
     first node that reads it). Returns the new names. A draw torch.export folded into another
     constant keeps its exporter name (its values are still the recorded ones)."""
+    from irtrace.export.outputs import numpy_of
     from irtrace.ir import canonical
     from onnx import numpy_helper
     if not draws:
         return []
     by_bytes = {}
     for op, t in draws:
-        a = t.detach().cpu().numpy()
+        a = numpy_of(t)
         by_bytes.setdefault((a.dtype.str, a.shape, a.tobytes()), op)
     readers = {}
     for n in model.graph.node:

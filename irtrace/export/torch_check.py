@@ -10,7 +10,7 @@ from irtrace.compare import close, metrics
 from irtrace.errors import IrtraceError
 from irtrace.export import dropout as dropout_mod
 from irtrace.export import random as random_mod
-from irtrace.export.outputs import flatten
+from irtrace.export.outputs import flatten, numpy_of
 from irtrace.store import grad_name, seed_name
 
 log = logging.getLogger(__name__)
@@ -44,16 +44,16 @@ def check_outputs(graph, values, outputs, run, sources, state_outputs, model=Non
     if len(ref_out) != len(outputs):
         raise IrtraceError(f"export check: the module returned {len(ref_out)} tensors, the graph has "
                            f"{len(outputs)} outputs")
-    bad = [(o, r) for o, r in zip(outputs, ref_out) if not close(values[o], r.numpy())[0]]
+    bad = [(o, r) for o, r in zip(outputs, ref_out) if not close(values[o], numpy_of(r))[0]]
     bad += [(value, state_after[key]) for key, value in state_outputs.items()
-            if key in state_after and not close(values[value], state_after[key].numpy())[0]]
+            if key in state_after and not close(values[value], numpy_of(state_after[key]))[0]]
     if not bad:
-        log.info("export check passed: %s", ", ".join(f"{o} max abs {_compare(values[o], r.numpy())[0]:.3g}"
+        log.info("export check passed: %s", ", ".join(f"{o} max abs {_compare(values[o], numpy_of(r))[0]:.3g}"
                                                       for o, r in zip(outputs, ref_out)))
         return True
     arbiter = _float64_outputs(model, run, outputs, state_outputs) if model is not None else None
     truth, moved = arbiter or ({}, {})
-    verdicts = {o: _verdict(values[o], r.numpy(), truth[o], rounding=moved[o]) if o in truth else WRONG
+    verdicts = {o: _verdict(values[o], numpy_of(r), truth[o], rounding=moved[o]) if o in truth else WRONG
                 for o, r in bad}
     if UNJUDGED in verdicts.values():
         # torch's own float32 is no answer for some of them: the rounding the model amplifies reaches the rest
@@ -72,7 +72,7 @@ def check_outputs(graph, values, outputs, run, sources, state_outputs, model=Non
 
 def _listed(values, bad, most=3):
     """The `most` worst of `bad` ([(value name, torch tensor)]) with their differences, and how many more."""
-    rows = sorted(((*_compare(values[o], r.numpy()), o) for o, r in bad), key=lambda t: -t[0])
+    rows = sorted(((*_compare(values[o], numpy_of(r)), o) for o, r in bad), key=lambda t: -t[0])
     text = ", ".join(f"{o} (max abs {a:.3g}, max rel {r:.3g})" for a, r, o in rows[:most])
     return text + (f" and {len(rows) - most} more" if len(rows) > most else "")
 
@@ -152,8 +152,8 @@ def _float64_run(twin, run, outputs, state_outputs, jitter):
         with dropout_mod.patched(run.masks, record=False, eager=True), replaying:
             flat = [t for _, t in flatten(twin(*xs))]
     after = twin.state_dict()
-    truth = {o: t.detach().numpy() for o, t in zip(outputs, flat)}
-    truth.update({v: after[k].detach().numpy().copy() for k, v in state_outputs.items() if k in after})
+    truth = {o: numpy_of(t) for o, t in zip(outputs, flat)}
+    truth.update({v: numpy_of(after[k]).copy() for k, v in state_outputs.items() if k in after})
     return truth
 
 
@@ -177,7 +177,7 @@ def check_gradients(model, inputs, masks, draws, values, outputs, loss, graph, g
     suspects, bad = {}, []  # k -> (torch's float32 gradient, err, scale)
 
     def judge(k, g):  # each gradient as the module's backward makes it (they are not all held at once)
-        want = g.detach().cpu().numpy()
+        want = numpy_of(g)
         got = values[grad_name(k)]
         if got.shape != want.shape:
             bad.append((float("inf"), k, float("inf"), 0.0))
@@ -193,7 +193,7 @@ def check_gradients(model, inputs, masks, draws, values, outputs, loss, graph, g
     verdicts = {}
 
     def arbitrate(k, g64):
-        verdicts[k] = _verdict(values[grad_name(k)], suspects[k][0], g64.detach().cpu().numpy(), WRONG_FRACTION)
+        verdicts[k] = _verdict(values[grad_name(k)], suspects[k][0], numpy_of(g64), WRONG_FRACTION)
     if suspects:
         try:
             twin = copy.deepcopy(model).double()
@@ -313,7 +313,7 @@ def _first_bad_module(graph, values, submodule_out, sources):
             m = m.rpartition(".")[0]
     for n in graph.graph.node:
         for m in [m for m in submodule_out if last.get(m) in n.output]:
-            v, ref = values[last[m]], submodule_out[m].numpy()
+            v, ref = values[last[m]], numpy_of(submodule_out[m])
             if v.shape == ref.shape and not close(v, ref)[0]:
                 a, r = _compare(v, ref)
                 return f"{last[m]!r} (module {m}, node {n.name}): max abs {a:.3g}, max rel {r:.3g}"

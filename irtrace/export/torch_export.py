@@ -31,7 +31,7 @@ from irtrace.errors import IrtraceError, interrupt_in, strip_ansi
 from irtrace.export import dropout as dropout_mod
 from irtrace.export import random as random_mod
 from irtrace.export import translations
-from irtrace.export.outputs import flatten, is_container, register_dataclasses
+from irtrace.export.outputs import flatten, is_container, numpy_of, register_dataclasses
 from irtrace.export.record import LOSSES, record
 from irtrace.export.torch_check import check_gradients, check_outputs
 from irtrace.ir import canonical
@@ -483,7 +483,7 @@ def _write(model, path, run, traced, options):
                            f"example inputs")
     feeds = {}
     for name, t, before in zip(graph_inputs, run.inputs, run.given):
-        feeds[name] = before.cpu().numpy()
+        feeds[name] = numpy_of(before)
         if name in state_outputs:  # a running stat passed as an argument: the module updated it in place
             run.state_after[name] = t.detach().clone()
     outputs = [o.name for o in graph.graph.output[:traced.n_returned]]

@@ -357,3 +357,26 @@ def test_bfloat16_is_megengines_own_and_a_bfloat16_finding_gets_a_straight_repro
     assert (folder / "issue.md").read_text().startswith("# [MegEngine] Where: raises ValueError in forward (bfloat16)\n")
     script = (folder / "repro.py").read_text()
     assert "x = mge.tensor(np.array([0.0], 'float32'), dtype=mge.core.tensor.dtype.bfloat16)" in script, script
+
+
+def test_a_bfloat16_matmul_megengine_has_no_kernel_of_is_unsupported_with_its_words(tmp_path):
+    """MegEngine 1.13's CPU matmul refuses bfloat16 ("matmul not support data type of BFloat16 * BFloat16 ->
+    BFloat16", raised from its AsyncError): a kernel the framework lacks for the dtype, UNSUPPORTED with its
+    words (the cause's), not an ERROR irtrace files as a bug. A bfloat16 TransformerEncoderLayer's five attention
+    matmuls and its Gemm were filed as six bugs before."""
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    import ml_dtypes
+    info = helper.make_tensor_value_info
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], "g",
+        [info("a", TensorProto.BFLOAT16, [2, 3]), info("b", TensorProto.BFLOAT16, [3, 2])],
+        [info("y", TensorProto.BFLOAT16, [2, 2])]), opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"a": np.arange(6).reshape(2, 3).astype(ml_dtypes.bfloat16),
+             "b": np.ones((3, 2), ml_dtypes.bfloat16)}
+    bundle = bundle_from_onnx(model, feeds, tmp_path / "mm.irt")
+    replayed = replay_into(bundle.path, ReplayOptions.parse("megengine", "fwd"), out=tmp_path / "r")
+    (row,) = [r for n in replayed.json["nodes"] for r in n["results"] if r["backend"] == "megengine"]
+    assert row["verdict"] == "UNSUPPORTED", row
+    assert row["message"].startswith("megengine has no kernel of this op for these dtypes on this device (AsyncError")
+    assert row["message"].endswith("(caused by RuntimeError: matmul not support data type of BFloat16 * BFloat16 "
+                                   "-> BFloat16))"), row["message"]
