@@ -17,6 +17,7 @@ RECIPE = {
     "by_dtype": {"bfloat16": {"tensor": "mge.tensor({}, dtype=mge.core.tensor.dtype.bfloat16)",
                               "leaf": "mge.tensor({}, dtype=mge.core.tensor.dtype.bfloat16)",
                               "numpy": "{}.astype('float32').numpy()"}},
+    "dtype_text": {"bfloat16": "mge.core.tensor.dtype.bfloat16"},  # a dtype the op's lines name
     # the form with the copies irtrace's autodiff feeds the op (autodiff.fed): tried when the plain one
     # does not reproduce what the worker saw
     "fed": "{0} * mge.tensor(1.0, dtype={0}.dtype)  # a recorded copy of the leaf, as in a network",

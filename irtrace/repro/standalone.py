@@ -247,7 +247,7 @@ def build(job, form):
             shape_type = list if recipe.get("shape_type") == "list" else straight._Shape
             op = straight.specialise(src["op"], src["imports"],
                                      _tensors(names, case, shape_type, recipe.get("numpy_dtype", False)), case.attrs,
-                                     shape_type)
+                                     shape_type, recipe.get("dtype_text"))
         else:
             op = _call_form(src["op"], src["imports"], names, case.inputs, case.attrs)
         if form.first:

@@ -231,9 +231,10 @@ def array_text(a, dtype_name=None):
 class Renderer:
     """Source text of known values; None for a value that has none."""
 
-    def __init__(self, helpers):
+    def __init__(self, helpers, dtypes=None):
         self.helpers = helpers      # name -> function object defined by the op's block
         self.used_helpers = set()
+        self.dtypes = dtypes or {}  # dtype name -> the script's text of it where numpy's is not the framework's
 
     def __call__(self, v, depth=0):
         if depth > 6:
@@ -274,7 +275,7 @@ class Renderer:
         if isinstance(v, np.ndarray) and v.size <= 16 and v.dtype.kind in "fiub":
             return array_text(v)
         if isinstance(v, np.dtype):
-            return f"np.dtype({v.name!r})"
+            return self.dtypes.get(v.name, f"np.dtype({v.name!r})")
         if isinstance(v, type) and issubclass(v, np.generic):
             return f"np.{v.__name__}"
         for name, fn in self.helpers.items():
@@ -570,9 +571,11 @@ def _split_block(block):
     return tree, op_def, helpers_src
 
 
-def specialise(block, imports, inputs, attrs, shape_type=_Shape):
+def specialise(block, imports, inputs, attrs, shape_type=_Shape, dtypes=None):
     """(op lines, the returned expression, helper sources, import lines) for the op of `block` called as
-    op(*inputs, **attrs). `inputs`: Tensor or None per input. Raises CannotSpecialise."""
+    op(*inputs, **attrs). `inputs`: Tensor or None per input. `dtypes`: dtype name -> the script's text of
+    it where numpy's would not do (MegEngine's bfloat16, recipe["dtype_text"]: its root name is one the
+    script imports). Raises CannotSpecialise."""
     tree, op_def, helpers_src = _split_block(block)
     ns = {"__builtins__": builtins}
     for name, line in import_names(imports).items():
@@ -590,13 +593,14 @@ def specialise(block, imports, inputs, attrs, shape_type=_Shape):
         bound = ns.pop("__bind")(*inputs, **attrs)
     except TypeError as e:
         raise CannotSpecialise(f"the op's parameters do not take this call: {e}") from e
-    sp = Specialiser(ns, Renderer(helpers), {t.name for t in inputs if isinstance(t, Tensor)})
+    sp = Specialiser(ns, Renderer(helpers, dtypes), {t.name for t in inputs if isinstance(t, Tensor)})
     sp.inline = _one_expression_helpers(tree)
     sp.locals = set(bound)
     ns.update(bound)
     value = sp.body(op_def.body)
     inputs_named = {t.name for t in inputs if isinstance(t, Tensor)} | {
         t.name for v in bound.values() if isinstance(v, (tuple, list)) for t in v if isinstance(t, Tensor)}
+    inputs_named |= {text.split(".")[0] for text in (dtypes or {}).values()}  # the recipe's imports name them
     srcs, import_lines = _needed(sp, value, inputs_named, helpers_src, imports)
     return sp.lines, value, srcs, import_lines
 

@@ -380,3 +380,26 @@ def test_a_bfloat16_matmul_megengine_has_no_kernel_of_is_unsupported_with_its_wo
     assert row["message"].startswith("megengine has no kernel of this op for these dtypes on this device (AsyncError")
     assert row["message"].endswith("(caused by RuntimeError: matmul not support data type of BFloat16 * BFloat16 "
                                    "-> BFloat16))"), row["message"]
+
+
+def test_a_bfloat16_dtype_the_op_names_is_written_as_megengines_in_a_straight_repro(tmp_path):
+    """The op's lines name a dtype (LayerNormalization without a bias makes zeros of the scale's dtype): in
+    bfloat16 the straight script wrote np.dtype('bfloat16'), which MegEngine does not take ("data type
+    'bfloat16' not understood"), and the repro fell back to the function form; the recipe's dtype_text
+    writes MegEngine's own (its layer_norm of bfloat16 then raises, the finding: straight, reproduces)."""
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.repro.make import make_repros
+    import ml_dtypes
+    info = helper.make_tensor_value_info
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "s"], ["y"], name="ln", axis=0)], "g",
+        [info("x", TensorProto.BFLOAT16, [2]), info("s", TensorProto.BFLOAT16, [2])],
+        [info("y", TensorProto.BFLOAT16, [2])]), opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"x": np.array([1.5, -2.0], ml_dtypes.bfloat16), "s": np.array([3.0, 0.5], ml_dtypes.bfloat16)}
+    bundle = bundle_from_onnx(model, feeds, tmp_path / "ln.irt")
+    replay_into(bundle.path, ReplayOptions.parse("megengine", "fwd"), out=tmp_path / "r")
+    (folder,) = make_repros(tmp_path / "r" / "report.json", tmp_path / "repros")
+    finding = json.loads((folder / "finding.json").read_text())
+    assert finding["script"]["form"] == "straight" and finding["script"]["reproduces"], finding["script"]
+    script = (folder / "repro.py").read_text()
+    assert "dtype=mge.core.tensor.dtype.bfloat16)" in script and "np.dtype('bfloat16')" not in script, script
