@@ -256,4 +256,5 @@ def test_an_error_says_what_it_was_raised_from_without_a_backtrace():
         except ValueError as cause:
             raise ValueError(f"{cause} [Op:SpaceToDepth]") from cause
     except ValueError as e:
-        assert error_text(e) == "ValueError: Value for attr 'block_size' of 1 must be at least minimum 2 [Op:SpaceToDepth]"
+        assert error_text(e) == ("ValueError: Value for attr 'block_size' of 1 must be at least minimum 2 "
+                                 "[Op:SpaceToDepth]")

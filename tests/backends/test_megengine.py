@@ -354,7 +354,8 @@ def test_bfloat16_is_megengines_own_and_a_bfloat16_finding_gets_a_straight_repro
     (folder,) = make_repros(tmp_path / "r" / "report.json", tmp_path / "repros")
     finding = json.loads((folder / "finding.json").read_text())
     assert finding["script"]["form"] == "straight" and finding["script"]["reproduces"], finding["script"]
-    assert (folder / "issue.md").read_text().startswith("# [MegEngine] Where: raises ValueError in forward (bfloat16)\n")
+    assert (folder / "issue.md").read_text().startswith(
+        "# [MegEngine] Where: raises ValueError in forward (bfloat16)\n")
     script = (folder / "repro.py").read_text()
     assert "x = mge.tensor(np.array([0.0], 'float32'), dtype=mge.core.tensor.dtype.bfloat16)" in script, script
 

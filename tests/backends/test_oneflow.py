@@ -251,7 +251,8 @@ def test_bfloat16_crosses_to_oneflow_and_back_exactly(tmp_path):
     """bfloat16 reaches OneFlow as its bfloat16 (through float32: flow.tensor takes no ml_dtypes array) and comes
     back as ml_dtypes' (its .numpy() of a bfloat16 tensor is float32): its bfloat16 Add is the exact sum rounded
     once (recorded_add's known answer), its gradient the cotangent: no finding in fwd and vjp (the double
-    backward's sum of products has no bfloat16 kernel: UNSUPPORTED). Its CPU build has a bfloat16 tanh (judged: no finding) and no bfloat16 tanh_grad: UNSUPPORTED with its words."""
+    backward's sum of products has no bfloat16 kernel: UNSUPPORTED). Its CPU build has a bfloat16 tanh (judged:
+    no finding) and no bfloat16 tanh_grad: UNSUPPORTED with its words."""
     from low_precision import recorded_add
     from irtrace.fuzz import run as fuzz_run
     bundle, _ = recorded_add(tmp_path / "add", "bfloat16")
