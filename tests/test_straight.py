@@ -466,3 +466,18 @@ def test_a_scripts_check_takes_the_same_infinity_or_nan_as_no_difference():
     assert exits([np.inf, 1.0, np.nan, -np.inf], [np.inf, 1.0, np.nan, -np.inf]) == 0
     assert exits([np.inf, -1.89, np.nan, 2.0], [np.inf, -1.79, np.nan, 2.0]) == 1
     assert exits([np.inf, 1.0], [-np.inf, 1.0]) == 1
+
+
+def test_a_script_whose_result_is_bfloat16_is_compared_with_the_worker(tmp_path):
+    """A script's result in ml_dtypes' bfloat16 (TensorFlow's .numpy() of a bfloat16 tensor) was saved as raw
+    bytes ('V2') and reading it back raised ("setting an array element with a sequence"), ending the writing
+    of every repro after it; it is saved in float32 (exact) and compared as any result."""
+    import ml_dtypes
+    from irtrace.replay import backends
+    text = ("import numpy as np\nimport ml_dtypes\n"
+            "got = np.array([1.5, -0.333984375], ml_dtypes.bfloat16)\nraise SystemExit(1)\n")
+    torch_info = backends.get("torch")
+    same = np.array([1.5, -0.333984375], ml_dtypes.bfloat16)
+    assert standalone.run_script(torch_info, tmp_path, text, want_got=same).same is True
+    other = np.array([1.5, -0.3359375], ml_dtypes.bfloat16)  # one bfloat16 step apart
+    assert standalone.run_script(torch_info, tmp_path, text, want_got=other).same is False

@@ -39,7 +39,9 @@ try:
 except SystemExit as e:
     code = e.code if isinstance(e.code, int) else 1
 if isinstance(g.get("got"), np.ndarray) or hasattr(g.get("got"), "shape"):
-    np.save(out, np.asarray(g["got"]))
+    got = np.asarray(g["got"])
+    # ml_dtypes' bfloat16 (TensorFlow's .numpy()) saves as raw bytes ('V2'): float32 holds each value exactly
+    np.save(out, got.astype(np.float32) if got.dtype.kind == "V" else got)
 sys.stdout.flush()
 sys.exit(code)
 """
