@@ -481,3 +481,19 @@ def test_a_script_whose_result_is_bfloat16_is_compared_with_the_worker(tmp_path)
     assert standalone.run_script(torch_info, tmp_path, text, want_got=same).same is True
     other = np.array([1.5, -0.3359375], ml_dtypes.bfloat16)  # one bfloat16 step apart
     assert standalone.run_script(torch_info, tmp_path, text, want_got=other).same is False
+
+
+def test_a_bfloat16_value_in_data_npz_is_kept_in_float32_and_cast_by_the_framework():
+    """data.npz cannot hold ml_dtypes' bfloat16 (np.savez writes raw bytes, 'V2', which np.load gives back as
+    such, and tf.constant refuses them): a recipe that declares it writes bfloat16 values, inline or in data.npz,
+    in float32 (exact) and casts them in the framework (TensorFlow's tf.constant(..., tf.bfloat16))."""
+    import ml_dtypes
+    from backends.tensorflow.repro import RECIPE
+    from irtrace.repro.recipe import INLINE_ELEMENTS, Script
+    sc = Script(RECIPE)
+    big = (np.arange(INLINE_ELEMENTS + 1) / 7).astype(ml_dtypes.bfloat16)
+    sc.value("g", big, "tensor")
+    sc.value("u", big[:2], "tensor")
+    assert sc.setup[0] == "g = tf.constant(data['g'], tf.bfloat16)"
+    assert sc.npz["g"].dtype == np.float32 and np.array_equal(sc.npz["g"], big.astype(np.float32))
+    assert sc.setup[1] == "u = tf.constant(np.array([0.0, 0.14257812], 'float32'), tf.bfloat16)"

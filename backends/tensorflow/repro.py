@@ -5,6 +5,11 @@ RECIPE = {
     "tensor": "tf.constant({})",
     "leaf": "tf.constant({})",
     "numpy": "{}.numpy()",
+    # bfloat16: written as float32 literals (exact) and made bfloat16 by tf.constant (data.npz cannot hold
+    # ml_dtypes' type: it is saved as raw bytes)
+    "dtypes": {"bfloat16": "float32"},
+    "by_dtype": {"bfloat16": {"tensor": "tf.constant({}, tf.bfloat16)", "leaf": "tf.constant({}, tf.bfloat16)",
+                              "numpy": "tf.cast({}, tf.float32).numpy()"}},
     "none_is_zero": False,  # None: TensorFlow computes no gradient (irtrace reports it as such)
     "vjp": ["with tf.GradientTape() as tape:",
             "    tape.watch([{xs}])",

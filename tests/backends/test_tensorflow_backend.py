@@ -314,3 +314,34 @@ def test_a_block_of_one_tensorflow_documents_no_form_of_is_unsupported_not_an_er
     rows = {n["name"]: r for n in replayed.json["nodes"] for r in n["results"] if r["backend"] == "tensorflow"}
     assert [rows[k]["verdict"] for k in ("one", "one_back", "two")] == ["UNSUPPORTED", "UNSUPPORTED", "MATCH"], rows
     assert rows["one"]["message"] == "tf.nn.space_to_depth takes block_size >= 2 (its documented range), not 1"
+
+
+def test_a_bfloat16_bilinear_resize_stays_bfloat16_and_its_repro_is_straight(tmp_path):
+    """tf.image.resize's bilinear returns float32 whatever its input (documented); ONNX's Resize keeps bfloat16,
+    and a port casts back: so does irtrace's op now. Before, its double backward fed the bfloat16 cotangent to
+    a float32 output in the repro script (InvalidArgumentError: ResizeBilinearGrad "expected to be a float
+    tensor but is a bfloat16 tensor") where the worker had cast it, and the repro fell back to the harness,
+    which did not reproduce. Now: fwd and vjp judged (no finding), the double backward's missing gradient of
+    the cotangent (TensorFlow registers none for ResizeBilinearGrad, as in float32) a straight repro."""
+    import ml_dtypes
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    from irtrace.fuzz import run as fuzz_run
+    from irtrace.repro.make import make_repros
+    from irtrace.report.folder import replay_into
+    from onnx import TensorProto, helper
+    info = helper.make_tensor_value_info
+    sizes = helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 1, 4, 6])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="up", mode="linear")], "g",
+        [info("x", TensorProto.BFLOAT16, [1, 1, 2, 3])], [info("y", TensorProto.BFLOAT16, None)], [sizes]),
+        opset_imports=[helper.make_opsetid("", 19)])
+    x = np.array([0.5, -1.25, 2.0, 0.75, 3.5, -0.25], ml_dtypes.bfloat16).reshape(1, 1, 2, 3)
+    bundle = bundle_from_onnx(model, {"x": x}, tmp_path / "up.irt")
+    assert fuzz_run._replay(bundle, ("tensorflow",), ("fwd", "vjp"), 60) == []
+    replayed = replay_into(bundle.path, ReplayOptions.parse("tensorflow", "vjp2"), out=tmp_path / "r")
+    rows = {r["output"]: r for n in replayed.json["nodes"] for r in n["results"] if r["backend"] == "tensorflow"}
+    assert rows["d2x:x"]["verdict"] == "MATCH" and rows["d2g:y"]["verdict"] == "DIVERGENT", rows
+    assert rows["d2g:y"]["message"] == "tensorflow computes no gradient for g:y"
+    (folder,) = make_repros(tmp_path / "r" / "report.json", tmp_path / "repros")
+    finding = json.loads((folder / "finding.json").read_text())
+    assert finding["script"]["form"] == "straight" and finding["script"]["reproduces"], finding["script"]

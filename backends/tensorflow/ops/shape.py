@@ -190,11 +190,13 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
         # TF2's tf.image.resize has half-pixel centers only: the v1 op without them is ONNX's asymmetric/floor
         return to_nchw(tf.compat.v1.image.resize_nearest_neighbor(xt, size, align_corners=False,
                                                                   half_pixel_centers=False))
+    # bilinear resizing returns float32 whatever its input (TensorFlow's documented behaviour): cast back to the
+    # input's dtype, as a port that keeps float16 or bfloat16 does (ONNX's Resize keeps it)
     if mode == "linear" and ct == "align_corners" and not aa:
         # TF2's tf.image.resize has no align_corners: the v1 op has
-        return to_nchw(tf.compat.v1.image.resize_bilinear(xt, size, align_corners=True))
+        return to_nchw(tf.cast(tf.compat.v1.image.resize_bilinear(xt, size, align_corners=True), x.dtype))
     if mode == "linear" and ct in ("half_pixel", "pytorch_half_pixel") and (ct == "half_pixel" or min(size) > 1):
-        return to_nchw(tf.image.resize(xt, size, method="bilinear", antialias=aa))  # half-pixel centers
+        return to_nchw(tf.cast(tf.image.resize(xt, size, method="bilinear", antialias=aa), x.dtype))  # half-pixel
     if mode == "cubic":
         # tf.image.resize's bicubic (Keys a = -0.5, half-pixel centres) weighs only the samples inside the
         # image at its border and renormalizes, ONNX's exclude_outside=1, not the clamped edge of 0 (irtrace
