@@ -250,6 +250,9 @@ def test_an_error_says_what_it_was_raised_from_without_a_backtrace():
         assert error_text(e) == ("ValueError: An async error is reported. See above for the actual cause. "
                                  "(caused by RuntimeError: number of elements do not match in reshape)")
     assert error_text(KeyError("k")) == "KeyError: 'k'"
+    # OneFlow colours "Error" in its messages: the escape bytes are left out
+    coloured = NotImplementedError("\x1b[1m\x1b[38;2;255;000;000mError\x1b[0m: Only support floating types.")
+    assert error_text(coloured) == "NotImplementedError: Error: Only support floating types."
     try:  # a cause that repeats the error's words (TensorFlow re-raises its own status so) adds nothing
         try:
             raise ValueError("Value for attr 'block_size' of 1 must be at least minimum 2")

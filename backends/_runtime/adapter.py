@@ -1,6 +1,7 @@
 """The base every backend adapter extends: lookup through its op table, the shared work of a node
 call (run), shape checks. A backend fills fwd / vjp / vjp2 (and chained); what it can do beyond that
 is declared here, as class attributes, never discovered."""
+import re
 import time
 from dataclasses import dataclass
 
@@ -27,13 +28,22 @@ def error_text(e):
     """`e` as "Type: message", without the C++ backtrace MegEngine appends, and with what it was raised from
     where it was chained to another: MegEngine's AsyncError says "See above for the actual cause" and holds
     the actual cause as its __cause__ ("RuntimeError: number of elements do not match in reshape")."""
-    text = f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip()
+    text = _plain(f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip())
     cause = e.__cause__
     if cause is not None:
-        said = (f"{cause}".split("\nbacktrace:")[0].strip().splitlines() or [""])[0]
+        said = _plain((f"{cause}".split("\nbacktrace:")[0].strip().splitlines() or [""])[0])
         if said not in text:  # a cause that repeats the error's own words says nothing more (TensorFlow's)
             text += f" (caused by {type(cause).__name__}: {said})"
     return text
+
+
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _plain(text):
+    """`text` without terminal colour codes (OneFlow colours "Error" in its messages: a report, an issue's title
+    and a repro's output would carry the escape bytes)."""
+    return _COLOURS.sub("", text)
 
 
 class NodeFailed(Exception):
