@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 import networkx as nx
 import numpy as np
 
+from backends._runtime.wire import is_float
 from irtrace.compare import close
 from irtrace.ir.graph import dag
 from irtrace.ir.spec import node_specs
@@ -53,7 +54,7 @@ def _compute_nodes(bundle):
         src = bundle.node_source(s.name)
         if cls is None or src.get("layout_only") or not s.outputs or s.outputs[0] not in v:
             continue
-        if v.spec(s.outputs[0])[0].kind != "f" or int(np.prod(v.spec(s.outputs[0])[1])) <= 1:
+        if not is_float(v.spec(s.outputs[0])[0]) or int(np.prod(v.spec(s.outputs[0])[1])) <= 1:
             continue
         if cls == "add" and all(i in {t.name for t in bundle.model.graph.initializer} or not i for i in s.inputs[1:]) \
                 and s.inputs[0] in {t.name for t in bundle.model.graph.initializer}:
@@ -286,7 +287,7 @@ def compare_outputs(a_bundle, b_bundle):
             if x is None or x.dtype.kind != va.dtype.kind:
                 entry["values"] = "incomparable"
             else:
-                ok, d = close(x, va) if va.dtype.kind == "f" else (bool(np.array_equal(x, va)), None)
+                ok, d = close(x, va) if is_float(va.dtype) else (bool(np.array_equal(x, va)), None)
                 entry["values"], entry["max_abs"] = ("equal" if ok else "diverge"), d
         out.append(entry)
     return out

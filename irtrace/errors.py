@@ -4,20 +4,12 @@
 Anything else is an internal bug: full traceback.
 """
 import difflib
-import re
+
+from backends._runtime.text import strip_ansi  # noqa: F401 - re-exported: the workers' error text uses it too
 
 
 class IrtraceError(Exception):
     """Bad user input or environment: one line, names what and where, and the fix."""
-
-
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-
-
-def strip_ansi(text):
-    """`text` without terminal colour and control sequences (CSI, OSC): what a framework colours its own
-    messages with (torch.export's) is not part of what irtrace says."""
-    return _ANSI.sub("", str(text))
 
 
 def printable(text):

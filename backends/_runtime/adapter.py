@@ -1,10 +1,10 @@
 """The base every backend adapter extends: lookup through its op table, the shared work of a node
 call (run), shape checks. A backend fills fwd / vjp / vjp2 (and chained); what it can do beyond that
 is declared here, as class attributes, never discovered."""
-import re
 import time
 from dataclasses import dataclass
 
+from backends._runtime.text import strip_ansi
 from backends._table import Unsupported
 
 
@@ -28,22 +28,13 @@ def error_text(e):
     """`e` as "Type: message", without the C++ backtrace MegEngine appends, and with what it was raised from
     where it was chained to another: MegEngine's AsyncError says "See above for the actual cause" and holds
     the actual cause as its __cause__ ("RuntimeError: number of elements do not match in reshape")."""
-    text = _plain(f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip())
+    text = strip_ansi(f"{type(e).__name__}: {e}".split("\nbacktrace:")[0].strip())
     cause = e.__cause__
     if cause is not None:
-        said = _plain((f"{cause}".split("\nbacktrace:")[0].strip().splitlines() or [""])[0])
+        said = strip_ansi((f"{cause}".split("\nbacktrace:")[0].strip().splitlines() or [""])[0])
         if said not in text:  # a cause that repeats the error's own words says nothing more (TensorFlow's)
             text += f" (caused by {type(cause).__name__}: {said})"
     return text
-
-
-_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _plain(text):
-    """`text` without terminal colour codes (OneFlow colours "Error" in its messages: a report, an issue's title
-    and a repro's output would carry the escape bytes)."""
-    return _COLOURS.sub("", text)
 
 
 class NodeFailed(Exception):
@@ -197,10 +188,11 @@ class AutodiffAdapter(Adapter):
         m = self.missing_kernel.search(said) if self.missing_kernel is not None else None
         if m is None:
             return None
-        first = said.splitlines()[0]
-        if len(first) > 300:  # the words may be in what it was raised from (MegEngine's AsyncError): kept
-            first = f"{first[:120]} ... {first[max(120, m.start() - 40):][:160]}"
-        return f"{self.framework} has no kernel of this op for these dtypes on this device ({first})"
+        start = said.rfind("\n", 0, m.start()) + 1
+        line, at = said[start:].split("\n")[0], m.start() - start  # the line the framework's words are on
+        if len(line) > 300:  # they may be in what it was raised from, at its end (MegEngine's AsyncError): kept
+            line = f"{line[:120]} ... {line[max(120, at - 40):][:160]}"
+        return f"{self.framework} has no kernel of this op for these dtypes on this device ({line})"
 
     def fwd(self, entry, inputs, spec):
         return self._run(self.autodiff.fwd, self._op(entry, spec), inputs, spec.attrs)

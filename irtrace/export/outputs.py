@@ -4,14 +4,11 @@ from irtrace.errors import IrtraceError
 
 
 def numpy_of(t):
-    """A torch tensor's values as numpy (detached, on the CPU): bfloat16, which numpy has no type of and
-    Tensor.numpy() refuses, as ml_dtypes' bfloat16, the same bits."""
-    import torch
-    t = t.detach().cpu()
-    if t.dtype == torch.bfloat16:
-        import ml_dtypes
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return t.numpy()
+    """A torch tensor's values as numpy (detached, on the CPU; bfloat16, which Tensor.numpy() refuses, as
+    ml_dtypes' bfloat16, the same bits): the torch backend's own conversion, imported when first needed
+    (importing irtrace does not import torch)."""
+    from backends.torch.autodiff import to_numpy
+    return to_numpy(t)
 
 
 def flatten(out, path=""):

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-from backends._onnx_native import is_float
-from backends._runtime.wire import Status, dtype_tag
+from backends._runtime.wire import Status, dtype_tag, is_float
 from irtrace.errors import IrtraceError
 from irtrace.ir.canonical import canonicalize
 from irtrace.ir.spec import node_specs

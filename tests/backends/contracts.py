@@ -342,7 +342,7 @@ def chained(name, bundle, loss, out):
     return chain, replayed.out
 
 
-def float16_findings(tmp_path, backend, op, seed=5, rank=None, dtype="float16", modes=("fwd", "vjp")):
+def low_precision_findings(tmp_path, backend, op, seed=5, rank=None, dtype="float16", modes=("fwd", "vjp")):
     """(the case, the findings of `backend` in `modes`, UNSUPPORTED ones too) of the first `dtype` case of `op`
     (of that rank, when given) that irtrace fuzz draws for `seed`, recorded beside a float32 case of the op."""
     from irtrace.fuzz import generate

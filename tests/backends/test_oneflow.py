@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 from irtrace import compare
 from irtrace.replay import backends
 
-from contracts import OK, cases_fixture, chained, float16_findings, small_bundle, unavailable_mark, worker_fixture
+from contracts import OK, cases_fixture, chained, low_precision_findings, small_bundle, unavailable_mark, worker_fixture
 
 pytestmark = unavailable_mark("oneflow")
 cases = cases_fixture("oneflow")
@@ -239,7 +239,7 @@ def test_selu_of_large_and_tiny_inputs_matches_in_every_mode(tmp_path):
 def test_a_kernel_oneflow_lacks_for_float16_on_the_cpu_is_unsupported_not_an_error(tmp_path):
     """OneFlow 0.9 has no CPU float16 kernel of tanh ("Cannot find the kernel matching Current OperatorConf
     ... DataType_Name of x_0: kFloat16"): UNSUPPORTED with its words; the float32 Tanh beside it is judged."""
-    half, findings = float16_findings(tmp_path, "oneflow", "Tanh")
+    half, findings = low_precision_findings(tmp_path, "oneflow", "Tanh")
     assert [(f.op_type, f.mode, f.verdict, f.nodes) for f in findings] == [
         ("Tanh", "fwd", compare.UNSUPPORTED, [half.id]), ("Tanh", "vjp", compare.UNSUPPORTED, [half.id])]
     assert findings[0].message.startswith("oneflow has no kernel of this op for these dtypes on this device "
@@ -258,7 +258,7 @@ def test_bfloat16_crosses_to_oneflow_and_back_exactly(tmp_path):
     bundle, _ = recorded_add(tmp_path / "add", "bfloat16")
     findings = fuzz_run._replay(bundle, ("oneflow",), ("fwd", "vjp", "vjp2"), 60)
     assert [(f.op_type, f.mode, f.verdict) for f in findings] == [("Add", "vjp2", compare.UNSUPPORTED)]
-    tanh, findings = float16_findings(tmp_path / "tanh", "oneflow", "Tanh", dtype="bfloat16")
+    tanh, findings = low_precision_findings(tmp_path / "tanh", "oneflow", "Tanh", dtype="bfloat16")
     assert [(f.mode, f.verdict, f.nodes) for f in findings] == [("vjp", compare.UNSUPPORTED, [tanh.id])]
     assert findings[0].message.startswith("oneflow has no kernel of this op for these dtypes on this device "
                                           "(Exception: Cannot find the kernel matching"), findings[0].message

@@ -14,7 +14,7 @@ from irtrace import compare
 from irtrace.ir.spec import node_specs
 from irtrace.replay import backends
 
-from contracts import (CONTRACTS, OK, cases_fixture, chained, float16_findings, small_bundle, unavailable_mark,
+from contracts import (CONTRACTS, OK, cases_fixture, chained, low_precision_findings, small_bundle, unavailable_mark,
                        worker_fixture)
 
 pytestmark = unavailable_mark("paddle")
@@ -243,7 +243,7 @@ def test_bfloat16_crosses_to_paddle_as_its_own_and_a_kernel_it_lacks_is_unsuppor
     finding); its CPU build has no bfloat16 `add` (its words), UNSUPPORTED, not a bug."""
     from low_precision import recorded_add
     from irtrace.fuzz import run as fuzz_run
-    neg, findings = float16_findings(tmp_path / "neg", "paddle", "Neg", dtype="bfloat16", modes=("fwd", "vjp", "vjp2"))
+    neg, findings = low_precision_findings(tmp_path / "neg", "paddle", "Neg", dtype="bfloat16", modes=("fwd", "vjp", "vjp2"))
     assert neg.dtype == "bfloat16" and findings == []
     bundle, add = recorded_add(tmp_path / "add", "bfloat16")
     findings = fuzz_run._replay(bundle, ("paddle",), ("fwd", "vjp"), 60)
@@ -257,7 +257,7 @@ def test_a_kernel_paddle_lacks_for_float16_on_the_cpu_is_unsupported_not_an_erro
     Undefined(AnyLayout), float16) of kernel `add` is not registered", a coverage it documents): the call is
     UNSUPPORTED with those words, counted apart by irtrace fuzz, not a bug; the same op in float32 is judged
     (MATCH: no finding)."""
-    half, findings = float16_findings(tmp_path, "paddle", "Add")
+    half, findings = low_precision_findings(tmp_path, "paddle", "Add")
     assert [(f.op_type, f.mode, f.verdict, f.nodes) for f in findings] == [
         ("Add", "fwd", compare.UNSUPPORTED, [half.id]), ("Add", "vjp", compare.UNSUPPORTED, [half.id])]
     assert findings[0].message.startswith("paddle has no kernel of this op for these dtypes on this device "

@@ -14,7 +14,7 @@ from irtrace import compare
 from irtrace.replay import backends
 from irtrace.replay import ReplayOptions, run
 
-from contracts import CONTRACTS, OK, cases_fixture, float16_findings, observed, unavailable_mark
+from contracts import CONTRACTS, OK, cases_fixture, low_precision_findings, observed, unavailable_mark
 
 TESTS = Path(__file__).parents[1]
 ROOT = TESTS.parent
@@ -274,7 +274,7 @@ def test_a_kernel_tensorflow_lacks_for_float16_on_the_cpu_is_unsupported_not_an_
     """TensorFlow's CPU build has no float16 MaxPool3D ("Could not find device for node: {{node MaxPool3D}} =
     MaxPool3D[T=DT_HALF, ..."): a 3-D MaxPool in float16 is UNSUPPORTED with its words (the float32 case
     beside it is judged: its gradient is TensorFlow's known ceil_mode ERROR, not asserted here)."""
-    half, findings = float16_findings(tmp_path, "tensorflow", "MaxPool", rank=5)
+    half, findings = low_precision_findings(tmp_path, "tensorflow", "MaxPool", rank=5)
     findings = [f for f in findings if f.nodes == [half.id]]
     assert [(f.op_type, f.mode, f.verdict, f.nodes) for f in findings] == [
         ("MaxPool", "fwd", compare.UNSUPPORTED, [half.id]), ("MaxPool", "vjp", compare.UNSUPPORTED, [half.id])]
