@@ -1,9 +1,15 @@
 """The wire's frames give back exactly what was sent, through a stream (write/read) and as header plus
 arrays (split/join, what a Ray task carries): dtype, shape and every byte, for the awkward arrays too."""
+import fcntl
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 from backends._runtime import wire
 
@@ -37,3 +43,31 @@ def test_split_then_join_gives_every_byte_back_without_copying():
     msg, got = wire.join(header, blobs)
     assert msg == {"kind": "run"}
     _same(ARRAYS, got)
+
+
+def test_a_large_array_crosses_a_real_pipe_whole_and_writable():
+    """Read straight into the array's memory, across the many short reads a pipe gives."""
+    child = ("import sys, numpy as np\nfrom backends._runtime import wire\nwire.widen_pipes(sys.stdout.buffer)\n"
+             "wire.write(sys.stdout.buffer, {'n': 1}, [np.arange(3 << 20, dtype=np.float64), None, np.arange(5.)])\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, cwd=str(root))
+    msg, (big, none, small) = wire.read(proc.stdout)
+    assert proc.wait() == 0 and msg == {"n": 1} and none is None
+    assert big.dtype == np.float64 and np.array_equal(big, np.arange(3 << 20)) and np.array_equal(small, np.arange(5.))
+    big[0] = -1.0  # the host's own memory, as it was with a copy
+    assert big[0] == -1.0
+
+
+def test_a_frame_cut_short_is_the_end_of_the_stream():
+    stream = io.BytesIO()
+    wire.write(stream, {"kind": "run"}, [np.arange(1000, dtype=np.float32)])
+    stream = io.BytesIO(stream.getvalue()[:-1])
+    with pytest.raises(EOFError):
+        wire.read(stream)
+
+
+def test_a_widened_pipe_holds_a_megabyte():
+    r, w = os.pipe()
+    with os.fdopen(r, "rb") as rf, os.fdopen(w, "wb") as wf:
+        wire.widen_pipes(rf, wf, io.BytesIO())  # not a pipe: left as it is
+        assert fcntl.fcntl(w, getattr(fcntl, "F_GETPIPE_SZ", 1032)) == 1 << 20

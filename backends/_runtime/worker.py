@@ -24,6 +24,7 @@ from backends._table import Unsupported
 
 def serve(name):
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    wire.widen_pipes(stdin, stdout)
     sys.stdout = sys.stderr  # a stray print in a framework must not corrupt the frames
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     module = f"backends.{name}.worker" if os.path.isdir(os.path.join(here, name)) else name
