@@ -183,6 +183,34 @@ def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_est
     assert cache.judged(call, policy, basis) is None
 
 
+def test_an_entry_is_named_by_its_role_message_and_directions_and_a_changed_call_by_its_own(tmp_path):
+    """The entry's name: a hash of the role's key, then the call's message (sorted keys), then which of its
+    directions are absent, as entries written by earlier irtrace versions are named (made once per call now);
+    a call changed by dataclasses.replace is another call, with its own name."""
+    import base64
+    import hashlib
+
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.call import bundle_paths
+    from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
+    b = small(tmp_path / "b.irt")
+    spec = node_specs(b.model)[0]
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    call = mode_calls(b, spec, ("vjp2",), bundle_paths(b), proto)[0][0]
+    cache = ResultCache(b, [REFERENCE, ORACLE])
+    for role in (REFERENCE, ORACLE):
+        h = cache.keys[role].copy()
+        h.update(json.dumps(call.message(), sort_keys=True, default=str).encode())
+        h.update(repr([u is None for u in call.us]).encode())
+        assert cache._path(call, role).name == f"{h.hexdigest()[:40]}.safetensors" == cache._path(call, role).name
+    assert cache._path(call, REFERENCE) != cache._path(call, ORACLE)
+    part = replace(call, part="g" if call.part != "g" else "x")
+    assert cache._path(part, REFERENCE) != cache._path(call, REFERENCE)
+    assert cache._path(call.with_extra(magnitude=True), ORACLE) != cache._path(call, ORACLE)
+    assert hashlib.sha256(part.key_text.encode()).digest() != hashlib.sha256(call.key_text.encode()).digest()
+
+
 @pytest.mark.parametrize("names", ["torch,oracle", "onnxruntime,oracle", "torch,onnxruntime,oracle"])
 def test_a_cached_replay_is_the_computed_one_byte_for_byte(names, tmp_path):
     """Deterministic reports for every backend list, the oracle named in --backend included (whose

@@ -96,6 +96,21 @@ def test_report_json_takes_numpy_scalars():
                                                              "bad": None, "xs": [2.0]}
 
 
+def test_report_json_cleans_every_kind_of_value_the_same_way():
+    """Python's and numpy's floats, infinities both ways, nested tuples and a float subclass: strict JSON."""
+    import json
+
+    from irtrace.report.json_report import clean
+
+    class Seconds(float):
+        pass
+    value = {"a": (1, [np.float64("-inf"), Seconds("inf"), Seconds(0.5)]), "b": [True, None, "NaN", np.bool_(False)],
+             "c": {"d": float("nan"), "e": np.int32(-7), "f": np.float16(0.25), "g": 2.0 ** -1074}}
+    out = clean(value)
+    assert json.loads(json.dumps(out, allow_nan=False)) == {"a": [1, [None, None, 0.5]], "b": [True, None, "NaN", False],
+                                                             "c": {"d": None, "e": -7, "f": 0.25, "g": 2.0 ** -1074}}
+
+
 def test_rounding_model_accepts_a_different_summation_order_and_nothing_more():
     """Float32 dot products whose terms cancel (outputs tiny next to their terms), summed in two
     orders: the other order is within the rounding-error bound c·eps32·sqrt(n_eff)·max(|y|, ||t||)

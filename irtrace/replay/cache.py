@@ -93,6 +93,12 @@ def _judging_key():
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=16)
+def _policy_text(policy):
+    """A (frozen) policy as the judged rows' key holds it: asked per call, made once."""
+    return json.dumps(asdict(policy), sort_keys=True)
+
+
 def _number(v):
     if isinstance(v, np.generic):
         return v.item()
@@ -349,8 +355,7 @@ class ResultCache:
 
     def _path(self, call, role, h=None, suffix="safetensors"):
         h = self.keys[role].copy() if h is None else h
-        h.update(json.dumps(call.message(), sort_keys=True, default=str).encode())
-        h.update(repr([u is None for u in call.us]).encode())
+        h.update(call.key_text.encode())
         return self.dir / f"{h.hexdigest()[:40]}.{suffix}"
 
     def _judged_path(self, call, policy, basis):
@@ -358,7 +363,7 @@ class ResultCache:
         here. `basis`: {"answers": [(call, role)...] the rows were judged from, and anything else that
         decides them (JSON-able)}; each answer file's size and modification time are in the key, so
         an answer computed again (a torn entry) is judged again."""
-        h = hashlib.sha256(f"judged {_judging_key()} {json.dumps(asdict(policy), sort_keys=True)}".encode())
+        h = hashlib.sha256(f"judged {_judging_key()} {_policy_text(policy)}".encode())
         for c, role in basis["answers"]:
             answer = self._path(c, role)
             try:

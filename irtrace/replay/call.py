@@ -2,6 +2,7 @@
 function (engine, repro shrinking and conformance all send this)."""
 import base64
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -39,6 +40,14 @@ class NodeCall:
         if self.mode == "vjp2" and self.part is not None:
             grads["part"] = self.part
         return {"kind": "run", "mode": self.mode, "spec": spec, **grads, **self.extra}
+
+    @cached_property
+    def key_text(self):
+        """The call as the cache names its entries: the message (sorted keys) and which directions are in s;
+        made once per call (a replay names each call's entries several times; a call is never changed, a
+        changed one is another: dataclasses.replace)."""
+        import json
+        return json.dumps(self.message(), sort_keys=True, default=str) + repr([u is None for u in self.us])
 
     def arrays(self):
         """The arrays sent with the message: inputs, then cotangents (vjp, vjp2), then directions (vjp2)."""

@@ -33,11 +33,24 @@ def speed(replay, top=5):
     return {b: sorted(v, key=lambda e: -e["median_ratio"])[:top] for b, v in out.items()}
 
 
+_AS_IS = {str, int, bool, type(None)}
+
+
 def clean(v):
     """Strict JSON: numpy scalars become Python numbers, non-finite floats null (a browser's
-    JSON.parse rejects NaN)."""
+    JSON.parse rejects NaN). The common types tested by identity first: a report's rows are a
+    few hundred thousand values."""
+    t = type(v)
+    if t is float:
+        return v if math.isfinite(v) else None
+    if t is dict:
+        return {k: clean(x) for k, x in v.items()}
+    if t is list or t is tuple:
+        return [clean(x) for x in v]
+    if t in _AS_IS:
+        return v
     if isinstance(v, np.generic):  # e.g. an np.float32 tolerance: json cannot write numpy scalars
-        v = v.item()
+        return clean(v.item())
     if isinstance(v, float):
         return v if math.isfinite(v) else None
     if isinstance(v, dict):
