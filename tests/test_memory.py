@@ -164,10 +164,14 @@ def test_jobs_auto_starts_more_workers_only_where_they_repay_and_fit(example_bun
     assert api.auto_jobs(bundle, ("torch",), cache=False) == 1
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", str(10 * CALL_HOLDS * largest))
     monkeypatch.setattr(api.os, "cpu_count", lambda: 2)
-    for jobs in ("auto", "1"):
+    picked, auto_jobs = [], api.auto_jobs
+    monkeypatch.setattr(api, "auto_jobs", lambda *a, **k: picked.append(auto_jobs(*a, **k)) or picked[-1])
+    for jobs in ("auto", "1", None):  # None: --jobs left out, auto by default
         assert main(["replay", str(bundle.path), "--backend", "torch", "--modes", "fwd,vjp", "--no-cache",
-                     "--jobs", jobs, "-o", str(tmp_path / jobs)]) in (0, 1)
-    assert (tmp_path / "auto" / "report.json").read_bytes() == (tmp_path / "1" / "report.json").read_bytes()
+                     *(["--jobs", jobs] if jobs else []), "-o", str(tmp_path / str(jobs))]) in (0, 1)
+    assert picked == [2, 2]  # auto's pick, asked for and by default; --jobs 1 asks none
+    assert (tmp_path / "auto" / "report.json").read_bytes() == (tmp_path / "1" / "report.json").read_bytes() == \
+        (tmp_path / "None" / "report.json").read_bytes()
     # the reference's and oracle's answers cached (a copy's: the session's bundle is shared): nothing much to
     # spread, one worker set
     import shutil

@@ -80,9 +80,9 @@ def _add_replay(sub):
                         "against the float64 oracle, which arbitrates every comparison); see `irtrace backends`")
     r.add_argument("--modes", default="fwd,vjp,vjp2", help="fwd, vjp, vjp2 (default all three)")
     r.add_argument("-o", "--out", help="output folder for report.json / report.html (default BUNDLE.replay)")
-    r.add_argument("--jobs", type=jobs, default=1,
-                   help="parallel workers per backend (default 1; at most 4 per CPU); auto: one per CPU where "
-                        "the bundle's values are large enough to repay starting them and memory allows")
+    r.add_argument("--jobs", type=jobs, default="auto",
+                   help="parallel workers per backend, at most 4 per CPU (default auto: one per CPU where "
+                        "the bundle's values are large enough to repay starting them and memory allows, else 1)")
     r.add_argument("--executor", default="local", choices=["local", "ray"],
                    help="ray: run the nodes on Ray workers (pip install 'irtrace[ray]'): a cluster at --address, "
                         "else one started on this machine; see docs/scale.md")

@@ -16,15 +16,16 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ReplayOptions:
     """What to replay and how. Defaults: the reference (itself judged against the float64 oracle, which
-    arbitrates whenever it is available) and onnxruntime; all three modes;
-    every node; one worker set; 60 s per node and backend; verdicts from the float64 oracle
-    (atol/rtol set: fixed tolerances instead); no chained run; each backend's alternative formulations
-    tried on the nodes where its op failed (verify_workarounds); chained runs without them."""
+    arbitrates whenever it is available) and onnxruntime; all three modes; every node; as many worker
+    sets as --jobs auto picks (one for a small bundle or a cached replay); 60 s per node and backend;
+    verdicts from the float64 oracle (atol/rtol set: fixed tolerances instead); no chained run; each
+    backend's alternative formulations tried on the nodes where its op failed (verify_workarounds);
+    chained runs without them."""
     backends: tuple = ("torch", "onnxruntime")
     modes: tuple = ("fwd", "vjp", "vjp2")
     nodes: str = None              # regex on node names
     ops: tuple = None              # op types
-    jobs: int = 1                  # or AUTO: auto_jobs decides for the bundle
+    jobs: object = "auto"          # AUTO: auto_jobs decides for the bundle (1 unless a large first replay); or N
     timeout: float = 60.0
     atol: float = None
     rtol: float = None
