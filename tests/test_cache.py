@@ -356,6 +356,55 @@ def test_an_answer_is_read_back_bit_for_bit_whatever_it_was_kept_as(tmp_path):
         assert have.dtype == np.float64 and have.shape == np.shape(want) and have.tobytes() == np.asarray(want).tobytes()
 
 
+def test_an_entry_verified_before_is_read_in_one_go_the_same_bits_and_an_edit_is_verified_again(tmp_path, monkeypatch):
+    """An entry whose every byte a replay verified (and whose identity it remembered) is read whole and parsed
+    without safetensors' checks: the same dtypes, shapes and bits as the verifying read (a NaN, -0.0, a 0-d and
+    an empty result, a bfloat16 extra); edited in place with its modification time put back, its change time
+    moved: read the slow way, its signature fails, it is computed again (None)."""
+    import base64
+    import os
+
+    import ml_dtypes
+
+    from backends._runtime.wire import Status
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay import cache as cache_module
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.call import bundle_paths
+    from irtrace.replay.execute import Answer
+    from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
+    monkeypatch.setattr(cache_module, "_SETTLED_NS", 0)  # an entry just written counts as settled
+    b = small(tmp_path / "b.irt")
+    spec = node_specs(b.model)[0]
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    call = mode_calls(b, spec, ("fwd",), bundle_paths(b), proto)[0][0]
+    results = [np.array([[np.nan, -0.0, 1.0 / 3.0, np.inf]])]
+    extra = [np.float64(0.25), np.zeros((0, 3), np.float32), np.array([1.5, -2.0], ml_dtypes.bfloat16)]
+    ResultCache(b, [REFERENCE, ORACLE]).put(call, ORACLE, Answer(Status.OK, {"status": "ok", "extra": {"m": [3]}},
+                                                                 results, {"m": [extra]}))
+    fast = []
+    read_known = cache_module._read_known
+    monkeypatch.setattr(cache_module, "_read_known", lambda *a: fast.append(read_known(*a)) or fast[-1])
+    first = ResultCache(b, [REFERENCE, ORACLE])
+    slow = first.get(call, ORACLE)
+    first._keep_index()  # as a replay's end does: this entry verified, by its identity
+    again = ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE)
+    assert [k is not None for k in fast] == [False, True]  # verified the first time, read in one go the second
+    for want, a, c in zip(results + extra, slow.results + slow.extra["m"][0], again.results + again.extra["m"][0]):
+        want = np.asarray(want)
+        assert a.dtype == c.dtype == want.dtype and a.shape == c.shape == want.shape
+        assert a.tobytes() == c.tobytes() == want.tobytes()
+    entry = next(Path(f"{b.path}.cache").glob("*.safetensors"))
+    import time
+    time.sleep(0.05)  # past the clock tick it was written in (the 2 s a real replay waits, _SETTLED_NS, is 0 here)
+    st, data = entry.stat(), bytearray(entry.read_bytes())
+    data[-1] ^= 1
+    entry.write_bytes(bytes(data))
+    os.utime(entry, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert entry.stat().st_size == st.st_size and entry.stat().st_mtime_ns == st.st_mtime_ns
+    assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE) is None and fast[-1] is None
+
+
 def test_the_oracle_is_kept_as_its_bits_less_the_reference_and_read_back_bit_for_bit(tmp_path):
     """By hand: float64 results within 2^31 float64 steps of torch's float32 results are kept as the int32
     differences of their bits (half the bytes), the elements past that (a NaN where torch has a number, an
