@@ -71,16 +71,19 @@ def _unique_keys(pairs):
 
 
 def _depth(value):
-    """Nesting depth of parsed JSON, iteratively (no recursion on hostile input)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        deepest = max(deepest, d)
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v)
-    return deepest
+    """Nesting depth of parsed JSON, level by level (no recursion on hostile input; each level's
+    containers opened by list.extend: a header of thousands of tensors is walked in milliseconds)."""
+    depth, level = 0, [value]
+    while level:
+        depth += 1
+        below = []
+        for v in level:
+            if isinstance(v, dict):
+                below.extend(v.values())
+            elif isinstance(v, list):
+                below.extend(v)
+        level = below
+    return depth
 
 
 def parse_json(data, where):
@@ -460,8 +463,7 @@ def check_external(where, t, at, values):
 def _check_message(where, msg, at, values=None, external_ok=False):
     """Walk string, bytes-attribute and message fields only (never copying tensor data). External
     data is accepted only on the main graph's initializers (`external_ok`), checked against `values`."""
-    from google.protobuf.descriptor import FieldDescriptor as FD
-    from onnx import AttributeProto, GraphProto, ModelProto, TensorProto
+    FD, AttributeProto, GraphProto, ModelProto, TensorProto = _protos()
     if isinstance(msg, TensorProto) and (msg.data_location == TensorProto.EXTERNAL or len(msg.external_data)):
         if not external_ok:
             location = next((e.value for e in msg.external_data if e.key == "location"), "?")
@@ -469,14 +471,12 @@ def _check_message(where, msg, at, values=None, external_ok=False):
                                f"(external data {quote(location)}); only the graph's initializers may be "
                                f"stored in values.safetensors")
         check_external(where, msg, at, values)
-    for fd in msg.DESCRIPTOR.fields:
+    for fd, values_ in msg.ListFields():  # the fields set (an unset one is empty: nothing to check)
         if fd.type == FD.TYPE_STRING:
-            values_ = getattr(msg, fd.name)
             for v in (values_ if _repeated(fd) else [values_]):
                 if not isinstance(v, str):
                     raise IrtraceError(f"{where}: {at}.{fd.name} {quote(v)} is not UTF-8")
         elif fd.type == FD.TYPE_BYTES and isinstance(msg, AttributeProto) and fd.name in ("s", "strings"):
-            values_ = getattr(msg, fd.name)
             for v in (values_ if _repeated(fd) else [values_]):
                 try:
                     v.decode("utf-8")
@@ -488,12 +488,20 @@ def _check_message(where, msg, at, values=None, external_ok=False):
             main = (isinstance(msg, ModelProto) and fd.name == "graph") or \
                    (external_ok and isinstance(msg, GraphProto) and fd.name == "initializer")
             if _repeated(fd):
-                for k, sub in enumerate(getattr(msg, fd.name)):
+                for k, sub in enumerate(values_):
                     _check_message(where, sub, f"{at}.{fd.name}[{k}]" if not getattr(sub, "name", "") or
                                    not isinstance(sub.name, str) else f"{at}.{fd.name}[{quote(sub.name)}]",
                                    values, main)
-            elif msg.HasField(fd.name):
-                _check_message(where, getattr(msg, fd.name), f"{at}.{fd.name}", values, main)
+            else:
+                _check_message(where, values_, f"{at}.{fd.name}", values, main)
+
+
+@functools.cache
+def _protos():
+    """(FieldDescriptor, AttributeProto, GraphProto, ModelProto, TensorProto): imported once, not per message."""
+    from google.protobuf.descriptor import FieldDescriptor
+    from onnx import AttributeProto, GraphProto, ModelProto, TensorProto
+    return FieldDescriptor, AttributeProto, GraphProto, ModelProto, TensorProto
 
 
 def _repeated(fd):
