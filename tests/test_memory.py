@@ -141,9 +141,10 @@ def test_the_onnxruntime_worker_gives_back_what_each_node_ran_with():
 
 
 def test_jobs_auto_starts_more_workers_only_where_they_repay_and_fit(example_bundle, tmp_path, monkeypatch, capsys):
-    """--jobs auto: 1 for a bundle whose values are small for the worker sets a job starts (one, and one
-    per backend under test), or whose reference and oracle answers are cached; else one per CPU, as many
-    as the available memory holds at CALL_HOLDS times the largest value; the report is --jobs 1's."""
+    """--jobs auto (the default): 1 for a bundle whose values are small for the worker sets a job starts (one,
+    and one per backend under test), whose reference and oracle answers are cached, or for a replay without
+    vjp2; else one per CPU, as many as the available memory holds at CALL_HOLDS times the largest value; the
+    report is --jobs 1's."""
     from irtrace.cli import main
     from irtrace.replay import api
     from irtrace.replay.execute import CALL_HOLDS
@@ -158,6 +159,7 @@ def test_jobs_auto_starts_more_workers_only_where_they_repay_and_fit(example_bun
     assert api.auto_jobs(bundle, ("torch",), cache=False) == 4  # the CPUs bound it
     assert api.auto_jobs(bundle, ("torch", "onnxruntime"), cache=False) == 4
     assert api.auto_jobs(bundle, ("torch", "onnxruntime", "onnxref"), cache=False) == 1  # 3 sets: not repaid
+    assert api.auto_jobs(bundle, ("torch",), cache=False, modes=("fwd", "vjp")) == 1  # no double backward to spread
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", str(3 * CALL_HOLDS * largest - 1))
     assert api.auto_jobs(bundle, ("torch",), cache=False) == 2  # the memory does
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", "1")
@@ -167,9 +169,11 @@ def test_jobs_auto_starts_more_workers_only_where_they_repay_and_fit(example_bun
     picked, auto_jobs = [], api.auto_jobs
     monkeypatch.setattr(api, "auto_jobs", lambda *a, **k: picked.append(auto_jobs(*a, **k)) or picked[-1])
     for jobs in ("auto", "1", None):  # None: --jobs left out, auto by default
-        assert main(["replay", str(bundle.path), "--backend", "torch", "--modes", "fwd,vjp", "--no-cache",
+        assert main(["replay", str(bundle.path), "--backend", "torch", "--modes", "fwd,vjp2", "--no-cache",
                      *(["--jobs", jobs] if jobs else []), "-o", str(tmp_path / str(jobs))]) in (0, 1)
     assert picked == [2, 2]  # auto's pick, asked for and by default; --jobs 1 asks none
+    assert main(["replay", str(bundle.path), "--backend", "torch", "--modes", "fwd,vjp", "--no-cache",
+                 "-o", str(tmp_path / "fwd,vjp")]) in (0, 1) and picked == [2, 2, 1]
     assert (tmp_path / "auto" / "report.json").read_bytes() == (tmp_path / "1" / "report.json").read_bytes() == \
         (tmp_path / "None" / "report.json").read_bytes()
     # the reference's and oracle's answers cached (a copy's: the session's bundle is shared): nothing much to

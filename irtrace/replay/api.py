@@ -114,18 +114,21 @@ AUTO = "auto"  # --jobs auto: auto_jobs decides
 AUTO_MIN_BYTES = 64e6
 
 
-def auto_jobs(bundle, backends=(), cache=True):
-    """--jobs auto for `bundle` replayed on `backends`: 1 where the reference's and oracle's answers are
-    cached and `cache` reads them (little compute left to spread) or the values are under AUTO_MIN_BYTES per set of workers (one,
-    and one per backend under test); else one job per CPU, as many as the available memory holds (a job's
-    workers need about CALL_HOLDS times its largest value: the oracle's float64 copies)."""
+def auto_jobs(bundle, backends=(), cache=True, modes=("fwd", "vjp", "vjp2")):
+    """--jobs auto for `bundle` replayed on `backends` in `modes`: 1 where the reference's and oracle's answers
+    are cached and `cache` reads them (little compute left to spread), where vjp2 is not among the modes (the
+    float64 oracle's double backward is what a second worker set repays: ResNet-50's first replay on
+    onnxruntime in fwd took 6.5 s with one and 8.5-9.0 s with two, on torch in fwd,vjp 14.7 s and 15.1 s, in
+    vjp2 18.7 s and 16.8 s), or where the values are under AUTO_MIN_BYTES per set of workers (one, and one per
+    backend under test); else one job per CPU, as many as the available memory holds (a job's workers need
+    about CALL_HOLDS times its largest value: the oracle's float64 copies)."""
     from irtrace.envs.machine import available_bytes
     from irtrace.replay.cache import ResultCache
     from irtrace.replay.execute import CALL_HOLDS
     sizes = [bundle.values.extent(n)[1] for n in bundle.values.keys()]
     cpus = os.cpu_count() or 1
     under_test = [b for b in backends if registry.get(b).role == registry.UNDER_TEST]
-    if cpus <= 1 or sum(sizes) < AUTO_MIN_BYTES * (1 + len(under_test)):
+    if cpus <= 1 or "vjp2" not in modes or sum(sizes) < AUTO_MIN_BYTES * (1 + len(under_test)):
         return 1
     if cache and ResultCache(bundle, ()).warm():
         return 1
@@ -186,7 +189,7 @@ def run(bundle, options, progress=None, done=None, on_node=None):
             from irtrace.store import load
             bundle = load(bundle)
         if options.jobs == AUTO:
-            options = replace(options, jobs=auto_jobs(bundle, options.backends, options.cache))
+            options = replace(options, jobs=auto_jobs(bundle, options.backends, options.cache, options.modes))
             log.info("--jobs auto: %d", options.jobs)
         return _run(bundle, options, progress, done, on_node)
     finally:
