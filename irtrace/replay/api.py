@@ -117,9 +117,7 @@ AUTO_MIN_BYTES = 64e6
 def auto_jobs(bundle, backends=(), cache=True, modes=("fwd", "vjp", "vjp2")):
     """--jobs auto for `bundle` replayed on `backends` in `modes`: 1 where the reference's and oracle's answers
     are cached and `cache` reads them (little compute left to spread), where vjp2 is not among the modes (the
-    float64 oracle's double backward is what a second worker set repays: ResNet-50's first replay on
-    onnxruntime in fwd took 6.5 s with one and 8.5-9.0 s with two, on torch in fwd,vjp 14.7 s and 15.1 s, in
-    vjp2 18.7 s and 16.8 s), or where the values are under AUTO_MIN_BYTES per set of workers (one, and one per
+    float64 oracle's double backward is what a second worker set repays: docs/options.md, --jobs), or where the values are under AUTO_MIN_BYTES per set of workers (one, and one per
     backend under test); else one job per CPU, as many as the available memory holds (a job's workers need
     about CALL_HOLDS times its largest value: the oracle's float64 copies)."""
     from irtrace.envs.machine import available_bytes
