@@ -117,9 +117,10 @@ AUTO_MIN_BYTES = 64e6
 def auto_jobs(bundle, backends=(), cache=True, modes=("fwd", "vjp", "vjp2")):
     """--jobs auto for `bundle` replayed on `backends` in `modes`: 1 where the reference's and oracle's answers
     are cached and `cache` reads them (little compute left to spread), where vjp2 is not among the modes (the
-    float64 oracle's double backward is what a second worker set repays: docs/options.md, --jobs), or where the values are under AUTO_MIN_BYTES per set of workers (one, and one per
-    backend under test); else one job per CPU, as many as the available memory holds (a job's workers need
-    about CALL_HOLDS times its largest value: the oracle's float64 copies)."""
+    float64 oracle's double backward is what a second worker set repays: docs/options.md, --jobs), or where
+    the values are under AUTO_MIN_BYTES per set of workers (one, and one per backend under test); else one
+    job per CPU, as many as the available memory holds (a job's workers need about CALL_HOLDS times its
+    largest value: the oracle's float64 copies)."""
     from irtrace.envs.machine import available_bytes
     from irtrace.replay.cache import ResultCache
     from irtrace.replay.execute import CALL_HOLDS
