@@ -183,6 +183,36 @@ def test_judged_rows_come_back_as_they_were_and_a_finding_needs_its_rounding_est
     assert cache.judged(call, policy, basis) is None
 
 
+def test_an_oracle_gradient_that_fails_its_check_is_a_row_and_nothing_is_kept(tmp_path):
+    """The float64 oracle's vjp failing its finite-difference check used to leave the reference's rows out
+    without a word (judge._judge_backend has nothing to judge them against): now an ERROR row of the oracle
+    says so, with the check's numbers, and no judged rows are kept for a replay to read back."""
+    import base64
+
+    from backends._runtime.wire import Status
+    from irtrace import compare
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.call import bundle_paths
+    from irtrace.replay.execute import Answer
+    from irtrace.replay.judge import Gathered, _basis, judge_all
+    from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
+    b = small(tmp_path / "b.irt")
+    spec = node_specs(b.model)[0]
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    call = mode_calls(b, spec, ("vjp",), bundle_paths(b), proto)[0][0]
+    ref = Answer(Status.OK, {"status": "ok", "time_s": 0.1}, [np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)])
+    got = Gathered(ref, ref.results, None, {REFERENCE: ref}, unverified={"verified": False, "fd": 1.5, "autograd": 2.0})
+    cache = ResultCache(b, [REFERENCE, ORACLE])
+    rows = judge_all(call, got, compare.Policy(), call.off(), cache)
+    assert [(r.backend, r.mode, r.output, r.verdict) for r in rows] == [(ORACLE, "vjp", "*", compare.ERROR)]
+    assert rows[0].message == ("the float64 oracle's vjp failed its finite-difference check at two step sizes (along "
+                               "a random direction, autograd 2, finite differences 1.5); the vjp results of this "
+                               "node are judged without it, torch's not at all")
+    cache.drain()
+    assert cache.judged(call, compare.Policy(), _basis(call, call.off(), False, False, False)) is None
+
+
 def test_an_entry_is_named_by_its_role_message_and_directions_and_a_changed_call_by_its_own(tmp_path):
     """The entry's name: a hash of the role's key, then the call's message (sorted keys), then which of its
     directions are absent, as entries written by earlier irtrace versions are named (made once per call now);

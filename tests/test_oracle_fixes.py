@@ -178,6 +178,46 @@ def test_finite_differences_move_only_differentiable_inputs(oracle, op, inputs, 
     assert oracle.last_check["verified"] is True, oracle.last_check
 
 
+def _relu_at_zeros():
+    x = RNG.standard_normal((4, 50))
+    x[:, ::3] = 0.0  # a third of the elements exactly on Relu's kink
+    return _spec("Relu", 1), [x]
+
+
+def _max_pool_with_ties():
+    x = np.maximum(RNG.standard_normal((2, 3, 8, 8)), 0.0)  # Relu's zeros: windows whose maxima tie at 0
+    return _spec("MaxPool", 1, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], dilations=[1, 1], ceil_mode=0), [x]
+
+
+@pytest.mark.parametrize("case", [_relu_at_zeros, _max_pool_with_ties])
+def test_the_gradient_check_moves_no_input_on_a_kink(oracle, case):
+    """Relu at exact zeros and MaxPool over windows tied at 0 (ResNet's stem: a Relu, then a MaxPool): a
+    difference quotient across the kink measures no one-sided gradient, so the check failed on torch's right
+    one at both steps, the oracle did not arbitrate, and replay dropped torch's vjp and vjp2 rows of the node
+    without a word. The check leaves those elements where they are: verified, in vjp and in vjp2's J u."""
+    spec, inputs = case()
+    y = oracle.fwd(oracle.lookup(spec), inputs, spec)[0]
+    g = RNG.standard_normal(np.shape(y))
+    oracle.vjp(oracle.lookup(spec), inputs, spec, [g])
+    assert oracle.last_check["verified"] is True, oracle.last_check
+    oracle.vjp2(oracle.lookup(spec), inputs, spec, [g], [RNG.standard_normal(np.shape(inputs[0]))], part="g")
+    assert oracle.last_check["verified"] is True, oracle.last_check
+
+
+def test_the_gradient_check_is_the_same_whatever_was_asked_before(oracle):
+    """Its random direction comes from the node, not from the worker's history: a replay with two worker
+    sets (--jobs auto), another order or --nodes gives every node the same check (it dropped a different
+    Relu's rows from run to run before)."""
+    spec, (x,) = _relu_at_zeros()
+    g = RNG.standard_normal(x.shape)
+    oracle.vjp(oracle.lookup(spec), [x], spec, [g])
+    first = dict(oracle.last_check)
+    other, (z,) = _max_pool_with_ties()
+    oracle.vjp(oracle.lookup(other), [z], other, [np.ones_like(oracle.fwd(oracle.lookup(other), [z], other)[0])])
+    oracle.vjp(oracle.lookup(spec), [x], spec, [g])
+    assert oracle.last_check == first and first["verified"] is True
+
+
 def test_max_pool_indices(oracle):
     """MaxPool's Indices: onnx.reference gave 0 where a 1x1 window's index is (n C + c) H W + h W + w
     (torch.onnx's max_pool2d_with_indices uses such a node for each plane's offset). By hand: kernel 1,

@@ -3,15 +3,11 @@ import functools
 
 import numpy as np
 
+# Where an op is not differentiable (KINKS), frameworks pick different subgradients. A gradient
+# divergence at such a point is a convention, not necessarily a bug: tag it (the table is the workers' too:
+# the oracle's finite-difference check moves no input on such a point).
+from backends._runtime.kinks import KINKS
 from backends._runtime.wire import is_float
-
-# Where an op is not differentiable, frameworks pick different subgradients. A gradient
-# divergence at such a point is a convention, not necessarily a bug: tag it.
-#   zero: kink at input 0 == 0;  tie: max/min selects among equal values;  bounds: clip edges
-KINKS = {"Relu": "zero", "LeakyRelu": "zero", "PRelu": "zero", "Abs": "zero", "Sign": "zero",
-         "Max": "tie", "Min": "tie", "MaxPool": "tie", "ReduceMax": "tie", "ReduceMin": "tie",
-         "GlobalMaxPool": "tie", "TopK": "tie", "ArgMax": "tie", "Clip": "bounds", "HardSigmoid": "bounds",
-         "HardSwish": "bounds", "Sqrt": "zero"}
 
 
 # Ops whose outputs are sums of many terms: their float32 result depends on the summation order,

@@ -30,6 +30,7 @@ class Gathered:
     magnitude: list = None
     spread: list = None    # per result, the oracle's Monte Carlo estimate of float32 rounding (on request)
     oracle_failed: object = None  # the oracle's Answer when it crashed, hung or raised
+    unverified: dict = None       # the oracle's finite-difference check when its gradients failed it
     recomputed: list = None      # fwd: what the reference computes now from the recorded inputs
 
 
@@ -106,6 +107,10 @@ def judge_all(call, got, policy, off_path=(), cache=None):
         results.append(failure(call, ORACLE, compare.Verdict.of(dead.status),
                                f"the float64 oracle failed: {dead.reply.get('message', '')}; the {call.mode} "
                                f"results of this node are judged without it"))
+    if got.unverified is not None:  # so is one whose gradients failed their check: the reference's are not judged
+        results.append(failure(call, ORACLE, compare.ERROR, f"the float64 oracle's {call.mode} failed its finite-"
+                               f"difference check at two step sizes ({_check_text(got.unverified)}); the {call.mode} "
+                               f"results of this node are judged without it, {REFERENCE}'s not at all"))
     tag = []  # computed on the first failing gradient only: it scans the input
 
     def kink():
@@ -125,6 +130,15 @@ def judge_all(call, got, policy, off_path=(), cache=None):
             cache.keep_judged(call, policy, basis, rows)
         results.extend(rows)
     return results
+
+
+def _check_text(check):
+    """The oracle's finite-difference check in words: vjp's directional derivatives, vjp2's largest difference."""
+    if "fd" in check and "autograd" in check:
+        return f"along a random direction, autograd {check['autograd']:.6g}, finite differences {check['fd']:.6g}"
+    if "fd_max_abs" in check:
+        return f"along u, max abs difference {check['fd_max_abs']:.3g}"
+    return str(check)
 
 
 def _basis(call, off_path, recorded, spread, model):
@@ -262,16 +276,15 @@ def gather(executor, call, ref_fwd, backends, use_oracle, forms=None):
     ref_answer = executor.receive(sent_ref)
     recorded = mode == "fwd" and ref_fwd is not None
     ref = ref_fwd if recorded else (ref_answer.results if ref_answer.ok else None)
-    oracle, oracle_failed = None, None
+    oracle, oracle_failed, unverified = None, None, None
     if use_oracle:
         o_answer = executor.receive(sent_oracle)
         if ref is not None and o_answer.ok:
             check = o_answer.reply.get("check") or {}
             if check.get("verified") is not False:
                 oracle = o_answer.results
-            else:
-                log.info("%s %s: oracle gradient failed its finite-difference check (%s); not arbitrating",
-                         call.spec.name, mode, check)
+            else:  # a row of its own (judge_all): the reference's results are not judged
+                unverified = check
         elif ref is not None and o_answer.status != Status.UNSUPPORTED:
             oracle_failed = o_answer
     received = {backend: executor.receive(ticket) for backend, ticket in sent.items()}
@@ -282,6 +295,6 @@ def gather(executor, call, ref_fwd, backends, use_oracle, forms=None):
                 outs[backend] = replace(ref_answer, results=list(ref_fwd)) if recorded else ref_answer
             elif backend in received:
                 outs[backend] = received[backend]
-    return Gathered(ref_answer, ref, oracle, outs, oracle_failed=oracle_failed,
+    return Gathered(ref_answer, ref, oracle, outs, oracle_failed=oracle_failed, unverified=unverified,
                     recomputed=ref_answer.results if recorded and ref_answer.ok else None)
 
