@@ -5,7 +5,10 @@ Forward: onnx.reference on the node cast to float64, with overrides where onnx.r
 autograd in float64, cross-checked against central finite differences of the reference
 forward along random directions, so the oracle does not silently share torch's bugs: a
 gradient that fails the check is returned with `verified: false` and the host does not
-arbitrate with it.
+arbitrate with it (it says so in a row of the oracle's). The direction is drawn from the node
+(the same check in any worker, in any order), moves no input on a kink of the op (where any
+one-sided gradient is right and a difference quotient measures none), and a failing check is
+tried again at a hundredth of the step (near a kink, a hundredth as many elements cross it).
 """
 import zlib
 
