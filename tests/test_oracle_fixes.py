@@ -178,6 +178,51 @@ def test_finite_differences_move_only_differentiable_inputs(oracle, op, inputs, 
     assert oracle.last_check["verified"] is True, oracle.last_check
 
 
+def test_erf_is_float64_and_its_gradient_passes_the_check(oracle):
+    """onnx.reference's Erf rounds to float32 (np.vectorize(math.erf, otypes=["f"])): the oracle's Erf had float32
+    error, its gradient check's difference quotient was that error over a 1e-6 step, and torch's Erf (and GELU)
+    gradients were never judged. Now math.erf of each element, in float64, and the check passes."""
+    import math
+    spec, x = _spec("Erf", 1, opset=13), RNG.standard_normal((3, 4)) * 2
+    y = oracle.fwd(oracle.lookup(spec), [x], spec)[0]
+    assert y.dtype == np.float64 and y.tolist() == [[math.erf(v) for v in row] for row in x.tolist()]
+    oracle.vjp(oracle.lookup(spec), [x], spec, [RNG.standard_normal(x.shape)])
+    assert oracle.last_check["verified"] is True, oracle.last_check
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_is_float64_and_its_gradient_passes_the_check(oracle, approximate):
+    """Gelu is a function op: onnx.reference ran its body with its own float32 Erf (8e-9 off), and the check
+    failed on torch's right gradient (a GPT's every GELU unjudged). Now ONNX's formula in float64."""
+    import math
+    spec, x = _spec("Gelu", 1, opset=20, approximate=approximate), RNG.standard_normal((3, 4)) * 2
+    y = oracle.fwd(oracle.lookup(spec), [x], spec)[0]
+    if approximate == "none":
+        want = [[0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in row] for row in x.tolist()]
+    else:
+        want = [[0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))) for v in row]
+                for row in x.tolist()]
+    np.testing.assert_allclose(y, want, rtol=1e-13, atol=1e-15)  # float64 both: ulps, 1 + erf(x) cancels for x < 0
+    oracle.vjp(oracle.lookup(spec), [x], spec, [RNG.standard_normal(x.shape)])
+    assert oracle.last_check["verified"] is True, oracle.last_check
+
+
+def test_a_masked_softmax_passes_the_check(oracle):
+    """A causal mask's -inf (masked_fill, then Softmax): the step was 1e-6 of the largest magnitude, infinite,
+    and an output that stays -inf at both ends gave inf - inf: the check failed, torch's rows unjudged. Now the
+    step comes from the finite magnitudes and an output that does not move contributes 0."""
+    x = RNG.standard_normal((2, 4, 4))
+    x[:, np.triu_indices(4, 1)[0], np.triu_indices(4, 1)[1]] = -np.inf
+    spec = _spec("Softmax", 1, axis=-1)
+    oracle.vjp(oracle.lookup(spec), [x], spec, [RNG.standard_normal(x.shape)])
+    assert oracle.last_check["verified"] is True, oracle.last_check
+    where = _spec("Where", 3)
+    mask = np.tril(np.ones((4, 4), bool))
+    oracle.vjp(oracle.lookup(where), [mask, RNG.standard_normal((4, 4)), np.array(-np.inf)], where,
+               [RNG.standard_normal((4, 4))])
+    assert oracle.last_check["verified"] is True, oracle.last_check
+
+
 def _relu_at_zeros():
     x = RNG.standard_normal((4, 50))
     x[:, ::3] = 0.0  # a third of the elements exactly on Relu's kink

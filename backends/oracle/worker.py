@@ -140,6 +140,17 @@ def _off_kinks(spec, inputs, direction):
             for v, m in zip(direction, list(masks) + [None] * (len(direction) - len(masks)))]
 
 
+def _finite_moves(direction, inputs):
+    """`direction` with no move of an infinite input element (a mask's -inf): no step moves it, so its
+    gradient cannot be checked by one."""
+    out = []
+    for v, a in zip(direction, inputs):
+        if v is not None and a is not None and np.asarray(a).dtype.kind == "f":
+            v = np.where(np.isfinite(np.broadcast_to(a, np.shape(v))), v, 0.0)
+        out.append(v)
+    return out
+
+
 def _reshaped(results, fd):
     return any(a is not None and b is not None and np.shape(a) != np.shape(b) for a, b in zip(results, fd))
 
@@ -192,12 +203,18 @@ class OracleAdapter(NativeAdapter):
                   for a, v in zip(inputs, direction)]
             return self.fwd(None, xs, spec)
         plus, minus = shifted(1.0), shifted(-1.0)
-        return [None if p is None or np.asarray(p).dtype.kind != "f" else (np.asarray(p, np.float64) - m) / (2 * eps)
-                for p, m in zip(plus, minus)]
+
+        def quotient(p, m):  # an output the same at both ends (an infinity a mask writes) does not move: 0
+            p, m = np.asarray(p, np.float64), np.asarray(m, np.float64)
+            with np.errstate(invalid="ignore"):
+                return np.where(p == m, 0.0, (p - m) / (2 * eps))
+        return [None if p is None or np.asarray(p).dtype.kind != "f" else quotient(p, m) for p, m in zip(plus, minus)]
 
     @staticmethod
     def _eps(inputs, direction):
-        scale = max([float(np.max(np.abs(a))) for a, v in zip(inputs, direction) if v is not None and np.size(a)] + [1.0])
+        # the largest finite magnitude (a mask's -inf would make the step infinite)
+        scale = max([float(np.max(np.abs(a), initial=0.0, where=np.isfinite(a))) for a, v in zip(inputs, direction)
+                     if v is not None and np.size(a)] + [1.0])
         return 1e-6 * scale
 
     def differentiated_entry(self, entry, spec):
@@ -213,7 +230,7 @@ class OracleAdapter(NativeAdapter):
         rng = np.random.default_rng(zlib.crc32(f"{spec.name} {spec.op_type} {list(spec.inputs)}".encode()))
         direction = [rng.standard_normal(np.shape(g)) if g is not None and k not in fixed else None
                      for k, g in enumerate(grads)]
-        direction = _off_kinks(spec, inputs, direction) or direction
+        direction = _finite_moves(_off_kinks(spec, inputs, direction) or direction, inputs)
         for shrink in FD_SHRINKS:
             try:
                 fd = self._directional(spec, inputs, direction, self._eps(inputs, direction) * shrink)

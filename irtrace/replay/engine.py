@@ -13,7 +13,7 @@ from irtrace.replay import backends as registry
 from irtrace.replay.batch import Batches
 from irtrace.replay.cache import ResultCache, cache_limit
 from irtrace.replay.execute import Batching, Caching, Executor, LocalExecutor, MemoryBound
-from irtrace.replay.judge import gather, judge_node, judged_before
+from irtrace.replay.judge import gather, judge_node, judged_before, unjudged
 from irtrace.replay.plan import MODES, ORACLE, REFERENCE, parse_modes, plan, recorded_outputs  # noqa: F401
 
 
@@ -181,6 +181,7 @@ def _run_node(planned, executor, policy, use_oracle, cache, progress, item):
                 if spec.name in planned.originals else None
             got = gather(executor, call, recorded, on, use_oracle, forms)
             rows = judge_node(executor, call, got, policy, off_path=off, cache=cache)
+            node.skipped += [s for s in [unjudged(call, got)] if s]
         node.results.extend(rows)
     planned.forget(spec)
     if progress:
