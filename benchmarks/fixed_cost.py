@@ -77,8 +77,8 @@ def main():
             per = {name: (best[name, args.nodes] - best[name, 1]) / (args.nodes - 1) * 1000 for name, _ in codes}
             for name, _ in codes:
                 verdict = "met" if per[name] <= TARGET_MS else f"missed by {per[name] / TARGET_MS:.1f}x"
-                print(f"  {b:12s} {name:8s} {best[name, args.nodes]:6.2f} s for {args.nodes} nodes, {best[name, 1]:5.2f} s "
-                      f"for 1: {per[name]:.3f} ms per node ({verdict})")
+                print(f"  {b:12s} {name:8s} {best[name, args.nodes]:6.2f} s for {args.nodes} nodes, "
+                      f"{best[name, 1]:5.2f} s for 1: {per[name]:.3f} ms per node ({verdict})")
             if args.baseline:
                 print(f"  {b:12s} this / baseline: {per['this'] / per['baseline']:.2f}")
 

@@ -108,7 +108,8 @@ def test_report_json_cleans_every_kind_of_value_the_same_way():
              "c": {"d": float("nan"), "e": np.int32(-7), "f": np.float16(0.25), "g": 2.0 ** -1074}}
     out = clean(value)
     assert json.loads(json.dumps(out, allow_nan=False)) == {"a": [1, [None, None, 0.5]], "b": [True, None, "NaN", False],
-                                                             "c": {"d": None, "e": -7, "f": 0.25, "g": 2.0 ** -1074}}
+                                                             "c": {"d": None, "e": -7, "f": 0.25,
+                                                                   "g": 2.0 ** -1074}}
 
 
 def test_rounding_model_accepts_a_different_summation_order_and_nothing_more():

@@ -231,7 +231,8 @@ def _relu_at_zeros():
 
 def _max_pool_with_ties():
     x = np.maximum(RNG.standard_normal((2, 3, 8, 8)), 0.0)  # Relu's zeros: windows whose maxima tie at 0
-    return _spec("MaxPool", 1, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], dilations=[1, 1], ceil_mode=0), [x]
+    spec = _spec("MaxPool", 1, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], dilations=[1, 1], ceil_mode=0)
+    return spec, [x]
 
 
 @pytest.mark.parametrize("case", [_relu_at_zeros, _max_pool_with_ties])
