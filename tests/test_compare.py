@@ -67,6 +67,29 @@ def test_nans_are_not_ties():
         "non-differentiable point: 2 repeated values in input 0 (possible ties)"
 
 
+def test_the_kinks_each_op_has_element_by_element():
+    """backends/_runtime/kinks.kinked, by hand: Relu's exact zeros; MaxPool's repeated values (NaN no tie);
+    Max's elements equal to another input's under broadcasting, folded onto each input; Clip's bounds; none."""
+    import ml_dtypes
+
+    from backends._runtime.kinks import kinked
+    (m,) = kinked("Relu", [np.array([0.0, 1.0, -0.0, -2.0])])
+    assert m.tolist() == [True, False, True, False]
+    (m,) = kinked("MaxPool", [np.array([[1.0, 2.0, 2.0, np.nan, np.nan, 3.0]])])
+    assert m.tolist() == [[False, True, True, False, False, False]]
+    a, b, c = kinked("Max", [np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([2.0, 2.0], ml_dtypes.bfloat16), None])
+    assert a.tolist() == [[False, True], [False, False]] and b.tolist() == [False, True] and c is None
+    m, lo, hi = kinked("Clip", [np.array([0.0, 1.0, 2.0]), np.array(0.0), np.array(2.0)])
+    assert m.tolist() == [True, False, True] and lo is None and hi is None
+    assert kinked("Relu", [np.ones(3)]) is None and kinked("Conv", [np.zeros(3)]) is None
+
+
+def test_the_json_depth_counts_every_level_leaves_included():
+    from irtrace.store.check import _depth
+    assert [_depth(v) for v in (5, [], {}, [1], {"a": [1, {"b": 2}]}, [[[[]]]], {"a": 1, "b": {"c": {}}})] == \
+        [1, 1, 1, 2, 4, 4, 3]
+
+
 def test_integers_must_be_exact_and_empty_and_scalar():
     assert compare.judge(np.array([1, 2]), np.array([1, 3]))[0] == compare.DIVERGENT
     assert compare.judge(np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32))[0] == compare.MATCH

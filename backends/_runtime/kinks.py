@@ -4,6 +4,8 @@ check moves no input that sits on such a point: every one-sided choice is a vali
 difference quotient across it measures none of them). Workers cannot import irtrace: the table lives here."""
 import numpy as np
 
+from backends._runtime.wire import is_float
+
 # zero: a kink at input 0 == 0;  tie: max/min selects among equal values;  bounds: clip edges
 KINKS = {"Relu": "zero", "LeakyRelu": "zero", "PRelu": "zero", "Abs": "zero", "Sign": "zero",
          "Max": "tie", "Min": "tie", "MaxPool": "tie", "ReduceMax": "tie", "ReduceMin": "tie",
@@ -24,7 +26,7 @@ def kinked(op_type, inputs):
     if kind == "zero":
         masks[0] = x == 0
     elif kind == "tie" and op_type in ("Max", "Min"):
-        floats = [k for k, a in enumerate(xs) if a is not None and a.dtype.kind == "f"]
+        floats = [k for k, a in enumerate(xs) if a is not None and is_float(a.dtype)]
         for k in floats:
             masks[k] = np.zeros(xs[k].shape, bool)
             for j in floats:

@@ -15,6 +15,7 @@ import zlib
 import numpy as np
 
 from backends._onnx_native import IRTRACE_DOMAIN, NativeAdapter
+from backends._runtime.kinks import kinked
 from backends._table import Unsupported
 from backends.onnxref.worker import ReferenceRunner, reference_ops
 
@@ -132,12 +133,32 @@ class _Unchecked(Exception):
 def _off_kinks(spec, inputs, direction):
     """`direction` with no move of an element on a non-differentiable point of the op (backends/_runtime/
     kinks.py), or None where it moves none."""
-    from backends._runtime.kinks import kinked
     masks = kinked(spec.op_type, inputs)
     if masks is None or not any(m is not None and v is not None and np.any(m) for m, v in zip(masks, direction)):
         return None
     return [v if v is None or m is None else np.where(np.broadcast_to(m, np.shape(v)), 0.0, v)
             for v, m in zip(direction, list(masks) + [None] * (len(direction) - len(masks)))]
+
+
+def _agrees_with(dg):
+    """vjp2's test of J u = `dg` against finite differences, per element, with its largest difference."""
+    def agrees(fd):
+        ok, worst = True, 0.0
+        for a, b in zip(dg, fd):
+            if a is not None and b is not None and np.size(a):
+                err = float(np.max(np.abs(a - b)))
+                worst = max(worst, err)
+                ok &= err <= 1e-4 * max(float(np.max(np.abs(b))), 1e-6)
+        return ok, {"fd_max_abs": worst}
+    return agrees
+
+
+def _checkable(spec, inputs, direction):
+    """`direction` without the moves a step cannot check (an input on a kink of the op, or infinite), or None
+    where it has none."""
+    moved = _finite_moves(_off_kinks(spec, inputs, direction) or direction, inputs)
+    same = all((v is None) == (w is None) and (v is None or np.array_equal(v, w)) for v, w in zip(moved, direction))
+    return None if same else moved
 
 
 def _finite_moves(direction, inputs):
@@ -230,23 +251,19 @@ class OracleAdapter(NativeAdapter):
         rng = np.random.default_rng(zlib.crc32(f"{spec.name} {spec.op_type} {list(spec.inputs)}".encode()))
         direction = [rng.standard_normal(np.shape(g)) if g is not None and k not in fixed else None
                      for k, g in enumerate(grads)]
-        direction = _finite_moves(_off_kinks(spec, inputs, direction) or direction, inputs)
-        for shrink in FD_SHRINKS:
-            try:
-                fd = self._directional(spec, inputs, direction, self._eps(inputs, direction) * shrink)
-            except Exception as e:  # the reference forward cannot run this node in float64
-                self.last_check = {"verified": None, "why": f"{type(e).__name__}: {e}"[:200]}
-                return grads
-            if _reshaped(cots, fd):
-                self.last_check = {"verified": None, "why": _RESHAPED}
-                return grads
+        direction = _checkable(spec, inputs, direction) or direction
+
+        def agrees(fd):  # <g, v> against <cotangent, (f(x + eps v) - f(x - eps v)) / 2 eps>
             lhs = sum(float(np.sum(g * v)) for g, v in zip(grads, direction) if g is not None and v is not None)
             rhs = sum(float(np.sum(np.asarray(c, np.float64) * d)) for c, d in zip(cots, fd)
                       if c is not None and d is not None)
-            self.last_check = {"verified": bool(abs(lhs - rhs) <= FD_RTOL * max(abs(lhs), abs(rhs), 1e-12) + 1e-9),
-                               "fd": rhs, "autograd": lhs}
-            if self.last_check["verified"]:
-                break
+            return abs(lhs - rhs) <= FD_RTOL * max(abs(lhs), abs(rhs), 1e-12) + 1e-9, {"fd": rhs, "autograd": lhs}
+        try:
+            ok, details = self._check_along(spec, inputs, direction, cots, agrees)
+        except _Unchecked as e:
+            self.last_check = {"verified": None, "why": str(e)}
+            return grads
+        self.last_check = {"verified": bool(ok), **details}
         return grads
 
     def vjp2(self, entry, inputs, spec, cots, us, nondiff=None, part=None):
@@ -255,40 +272,39 @@ class OracleAdapter(NativeAdapter):
         own = self._torch_entry(spec).flags.get("nondiff", ()) if nondiff is None else nondiff
         direction = [np.asarray(u, np.float64) if u is not None and k not in own and np.asarray(a).dtype.kind == "f"
                      else None for k, (u, a) in enumerate(zip(us, inputs))]
-        ok, worst = True, 0.0
+        details = {"fd_max_abs": 0.0}
         if part != "x" and any(v is not None for v in direction):
             try:
-                ok, worst = self._check_along(spec, inputs, direction, dg)
-                off = _off_kinks(spec, inputs, direction) if not ok else None
-                if off is not None:  # u moves inputs that sit on a kink: J u checked along u without those moves
+                ok, details = self._check_along(spec, inputs, direction, dg, _agrees_with(dg))
+                off = _checkable(spec, inputs, direction) if not ok else None
+                if off is not None:  # u moves inputs on a kink or infinite: J u checked along u without those moves
                     own_dg = self.grad.vjp2(self._torch_entry(spec), inputs, spec, cots, off, nondiff, "g")[1]
-                    ok, worst = self._check_along(spec, inputs, off, own_dg)
+                    ok, details = self._check_along(spec, inputs, off, own_dg, _agrees_with(own_dg))
             except _Unchecked as e:
                 self.last_check = {"verified": None, "why": str(e)}
                 return dx, dg
-        self.last_check = {"verified": bool(ok), "fd_max_abs": worst}
+            self.last_check = {"verified": bool(ok), **details}
+        else:
+            self.last_check = {"verified": True, **details}
         return dx, dg
 
-    def _check_along(self, spec, inputs, direction, dg):
-        """(whether J u = `dg` agrees with finite differences along `direction` at one of FD_SHRINKS' steps, the
-        largest difference at the last step tried); _Unchecked where no finite difference can be taken."""
-        ok, worst = True, 0.0
+    def _check_along(self, spec, inputs, direction, shaped, agrees):
+        """(ok, details) of `agrees(fd)` on the finite differences `fd` along `direction` (one per output), at
+        FD_SHRINKS' steps until one agrees (the last one's details); _Unchecked where none can be taken: the
+        reference forward cannot run the node, or an output's shape is not that of `shaped` (the cotangents or
+        the results it is compared with)."""
+        ok, details = True, {}
         for shrink in FD_SHRINKS:
             try:
                 fd = self._directional(spec, inputs, direction, self._eps(inputs, direction) * shrink)
             except Exception as e:  # the reference forward cannot run this node in float64
                 raise _Unchecked(f"{type(e).__name__}: {e}"[:200]) from e
-            if _reshaped(dg, fd):
+            if _reshaped(shaped, fd):
                 raise _Unchecked(_RESHAPED)
-            ok, worst = True, 0.0
-            for a, b in zip(dg, fd):
-                if a is not None and b is not None and np.size(a):
-                    err = float(np.max(np.abs(a - b)))
-                    worst = max(worst, err)
-                    ok &= err <= 1e-4 * max(float(np.max(np.abs(b))), 1e-6)
+            ok, details = agrees(fd)
             if ok:
                 break
-        return ok, worst
+        return ok, details
 
     def extras(self):
         return {"magnitude": self.magnitude, "rounding": self.rounding}

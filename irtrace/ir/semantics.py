@@ -6,7 +6,7 @@ import numpy as np
 # Where an op is not differentiable (KINKS), frameworks pick different subgradients. A gradient
 # divergence at such a point is a convention, not necessarily a bug: tag it (the table is the workers' too:
 # the oracle's finite-difference check moves no input on such a point).
-from backends._runtime.kinks import KINKS
+from backends._runtime.kinks import KINKS, kinked
 from backends._runtime.wire import is_float
 
 
@@ -35,31 +35,21 @@ def accumulates(op_type, mode, input_sizes, output_sizes):
 
 
 def kink_tag(op_type, inputs):
-    """A short description of the non-differentiable points in `inputs`, or None."""
-    kind = KINKS.get(op_type)
-    if kind is None or not inputs or inputs[0] is None:
+    """A short description of the non-differentiable points in `inputs` (backends/_runtime/kinks.kinked), or None."""
+    x = None if not inputs or inputs[0] is None else np.asarray(inputs[0])
+    if x is None or not is_float(x.dtype):
         return None
-    x = np.asarray(inputs[0])
-    if not is_float(x.dtype) or x.size == 0:
+    masks = kinked(op_type, inputs)
+    if masks is None or masks[0] is None or not masks[0].any():
         return None
+    n, kind = int(np.sum(masks[0])), KINKS[op_type]
     if kind == "zero":
-        n = int(np.sum(x == 0))
-        return f"non-differentiable point: {n} exact zeros in input 0" if n else None
-    if kind == "tie":
-        if op_type in ("Max", "Min") and len(inputs) > 1 and inputs[1] is not None:
-            try:
-                n = int(np.sum(np.broadcast_arrays(x, np.asarray(inputs[1]))[0] == np.asarray(inputs[1])))
-            except ValueError:
-                n = 0
-            return f"non-differentiable point: {n} ties between inputs" if n else None
-        x = x[~np.isnan(x)]  # NaNs are no ties (np.unique would count them as one repeated value)
-        n = x.size - np.unique(x).size
-        return f"non-differentiable point: {n} repeated values in input 0 (possible ties)" if n else None
+        return f"non-differentiable point: {n} exact zeros in input 0"
     if kind == "bounds":
-        bounds = [np.asarray(b) for b in inputs[1:3] if b is not None and np.size(b)]
-        n = int(sum(np.sum(x == b) for b in bounds)) if bounds else 0
-        return f"non-differentiable point: {n} elements exactly at a clip bound" if n else None
-    return None
+        return f"non-differentiable point: {n} elements exactly at a clip bound"
+    if op_type in ("Max", "Min"):
+        return f"non-differentiable point: {n} elements of input 0 tie another input"
+    return f"non-differentiable point: {n - np.unique(x[masks[0]]).size} repeated values in input 0 (possible ties)"
 
 
 @functools.lru_cache(maxsize=None)  # asked once per node, mode and backend: the schema lookup is cached

@@ -13,6 +13,9 @@ from irtrace.replay import backends as registry
 log = logging.getLogger(__name__)
 
 
+AUTO = "auto"  # --jobs auto: auto_jobs decides
+
+
 @dataclass(frozen=True)
 class ReplayOptions:
     """What to replay and how. Defaults: the reference (itself judged against the float64 oracle, which
@@ -25,7 +28,7 @@ class ReplayOptions:
     modes: tuple = ("fwd", "vjp", "vjp2")
     nodes: str = None              # regex on node names
     ops: tuple = None              # op types
-    jobs: object = "auto"          # AUTO: auto_jobs decides for the bundle (1 unless a large first replay); or N
+    jobs: object = AUTO            # auto_jobs decides for the bundle (1 unless a large first replay in vjp2); or N
     timeout: float = 60.0
     atol: float = None
     rtol: float = None
@@ -104,7 +107,6 @@ class ReplayOptions:
 MAX_JOBS_PER_CPU = 4
 
 
-AUTO = "auto"  # --jobs auto: auto_jobs decides
 # --jobs auto starts a second set of workers only for a bundle whose values are at least this large per
 # set of workers a job starts (the reference and oracle, and each backend under test): the oracle's compute
 # grows with the values, and each extra job starts every backend again (MegEngine's, Paddle's, OneFlow's,
