@@ -6,12 +6,13 @@ measured in a fresh process of its own (the model built and a small export of th
 so that imports and registries are not counted; the peak is the process's VmHWM, the whole process's
 as a user sees it, and above the RSS it had before the export).
 
-    .venv/bin/python benchmarks/export.py [--parts examples,resnet50]
+    .venv/bin/python benchmarks/export.py [--parts examples,resnet50] [--repeat 3] [--baseline DIR]
 """
 import argparse
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,7 @@ def status(key):
     return next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith(key + ":"))
 
 def run(kind, model, inputs, out):
-    if kind == "irtrace":
+    if kind != "torch.onnx":
         irtrace.export(model, inputs, out, force=True)
         return
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
@@ -81,23 +82,34 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "peak": status("VmHWM"), 
 """
 
 
-def resnet50_targets():
-    """ResNet-50's export against torch.onnx.export's, time and peak RSS, each in a fresh process."""
+def resnet50_targets(repeat, baseline=None):
+    """ResNet-50's export against torch.onnx.export's, time and peak RSS, each in a fresh process, the kinds
+    alternated `repeat` times: the best time and the lowest peak of each (this machine's load moves a
+    single run's time by 10-30 %). `baseline`: another checkout's irtrace too, side by side."""
     here = str(Path(__file__).resolve().parent)
-    got = {}
+    runs = {"torch.onnx": [], "irtrace": [], **({"baseline": []} if baseline else {})}
     with tempfile.TemporaryDirectory() as d:
-        for kind in ("torch.onnx", "irtrace"):
-            done = subprocess.run([sys.executable, "-c", CHILD.format(here=here), kind, d], capture_output=True,
-                                  text=True)
-            if done.returncode:
-                raise SystemExit(f"{kind} export failed:\n{done.stderr[-3000:]}")
-            got[kind] = json.loads(done.stdout.strip().splitlines()[-1])
+        for _ in range(repeat):
+            for kind, done in runs.items():
+                env = {**os.environ, "PYTHONPATH": str(Path(baseline).resolve())} if kind == "baseline" else None
+                child = subprocess.run([sys.executable, "-c", CHILD.format(here=here), kind, d], capture_output=True,
+                                       text=True, env=env, cwd=d)  # not this folder: `-c` imports from the cwd
+                if child.returncode:
+                    raise SystemExit(f"{kind} export failed:\n{child.stderr[-3000:]}")
+                done.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    got = {kind: {k: min(r[k] for r in done) for k in ("seconds", "peak", "before")} for kind, done in runs.items()}
     a, b = got["torch.onnx"], got["irtrace"]
     gb = 1e9
-    print("ResNet-50 (torchvision, eval, 2x3x112x112), each in a fresh process:")
-    print(f"  {'':12} {'seconds':>8} {'peak RSS GB':>12} {'above start GB':>15}")
+    print(f"ResNet-50 (torchvision, eval, 2x3x112x112), each in a fresh process, best of {repeat}:")
+    print(f"  {'':12} {'seconds':>8} {'peak RSS GB':>12} {'above start GB':>15}   seconds of each run")
     for kind, r in got.items():
-        print(f"  {kind:12} {r['seconds']:8.1f} {r['peak'] / gb:12.2f} {(r['peak'] - r['before']) / gb:15.2f}")
+        each = " ".join(f"{x['seconds']:.2f}" for x in runs[kind])
+        print(f"  {kind:12} {r['seconds']:8.2f} {r['peak'] / gb:12.2f} {(r['peak'] - r['before']) / gb:15.2f}   {each}")
+    if baseline:
+        c = got["baseline"]
+        print(f"  baseline {baseline}: {c['seconds'] / a['seconds']:.2f}x torch.onnx.export's time, "
+              f"{c['peak'] / a['peak']:.2f}x its peak; this irtrace / the baseline's: "
+              f"{b['seconds'] / c['seconds']:.2f}")
     t_ratio, m_ratio = b["seconds"] / a["seconds"], b["peak"] / a["peak"]
     print(f"  time {t_ratio:.2f}x torch.onnx.export's (target <= 1.3x: {'met' if t_ratio <= 1.3 else 'missed'}); "
           f"peak RSS {m_ratio:.2f}x (target <= 1.5x: {'met' if m_ratio <= 1.5 else 'missed'}); above the start "
@@ -126,11 +138,14 @@ def examples():
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--parts", default="examples,resnet50")
-    parts = p.parse_args().parts.split(",")
+    p.add_argument("--repeat", type=int, default=3, help="fresh-process exports of each kind, alternated")
+    p.add_argument("--baseline", help="another checkout (git worktree add DIR <commit>): its export too")
+    args = p.parse_args()
+    parts = args.parts.split(",")
     if "examples" in parts:
         examples()
     if "resnet50" in parts:
-        resnet50_targets()
+        resnet50_targets(args.repeat, args.baseline)
 
 
 if __name__ == "__main__":
