@@ -203,3 +203,13 @@ def test_the_export_checks_gradients_a_chunk_at_a_time_with_the_exact_answer(mon
     assert np.isnan(torch_check._max_abs(c, b)) and np.isnan(torch_check._max_abs(c))
     tiny = np.float32(1e-45)                                 # float32's smallest subnormal, exact in float64
     assert torch_check._max_abs(np.array([tiny, 0], np.float32), np.zeros(2, np.float32)) == float(tiny)
+    # float32 arrays are compared in float32 unless the difference overflows: 3e38 - -3e38 in float64
+    big = np.array([3e38, 1.0], np.float32)
+    assert torch_check._max_abs(big, -big) == 2 * float(np.float32(3e38))
+    assert torch_check._max_abs(np.array([np.inf, 0], np.float32), np.zeros(2, np.float32)) == float("inf")
+    # the float32 difference is float64's rounded once: 1 - (1 - 2**-24) is exact in both
+    assert torch_check._max_abs(np.float32([1.0]), np.float32([1 - 2.0 ** -24])) == 2.0 ** -24
+    d = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    e = (d + np.float32(1e-3) * np.random.default_rng(1).standard_normal(1000).astype(np.float32))
+    want = float(np.max(np.abs(d.astype(np.float64) - e)))
+    assert abs(torch_check._max_abs(d, e) - want) <= 2.0 ** -24 * want

@@ -53,9 +53,11 @@ def record(model, inputs, outputs, loss="dot", seed=0, sources=None, weights=Non
     sink = _Values() if into is None else into(specs)
     for name, t in env.items():
         sink[name] = _array(t)
-    urng = np.random.default_rng(seed + 2)
+    # the vjp2 directions, as many elements as the model has values: drawn by torch in each value's own dtype
+    # (ResNet-50's 44.7 M: numpy's float64 draws cast to float32 0.57-0.70 s, torch's float32 draws 0.20-0.22 s)
+    urng = torch.Generator().manual_seed(seed + 2)
     for name in differentiable:
-        sink[u_name(name)] = urng.standard_normal(env[name].shape).astype(specs[name][0])
+        sink[u_name(name)] = _array(torch.randn(env[name].shape, dtype=env[name].dtype, generator=urng))
     for name, c in seeds.items():
         sink[name] = c
     _backward(env, differentiable, seeds, inputs, loss, sink)

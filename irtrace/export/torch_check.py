@@ -220,12 +220,22 @@ _CHUNK = 1 << 20  # elements compared at a time: a float64 copy of a whole weigh
 
 
 def _max_abs(a, b=None):
-    """max |a - b| (max |a| without `b`; NaN if any is) in float64, a chunk of the flattened arrays at a time."""
+    """max |a - b| (max |a| without `b`; NaN if any is), a chunk of the flattened arrays at a time: in float32
+    where both are (the difference rounded to a relative 2**-24 of itself; the checks' thresholds are 1e-3 and
+    wider), in float64 where either is not or float32's difference overflows."""
     a = np.asarray(a).reshape(-1)
     b = None if b is None else np.asarray(b).reshape(-1)
+    if a.dtype == np.float32 and (b is None or b.dtype == np.float32):
+        worst = _max_abs_in(a, b, np.float32)
+        if worst != float("inf") or not np.isfinite(a).all() or (b is not None and not np.isfinite(b).all()):
+            return worst
+    return _max_abs_in(a, b, np.float64)
+
+
+def _max_abs_in(a, b, dtype):
     worst = 0.0
     for i in range(0, a.size, _CHUNK):
-        x = a[i:i + _CHUNK].astype(np.float64)
+        x = a[i:i + _CHUNK].astype(dtype)
         if b is not None:
             x -= b[i:i + _CHUNK]
         m = float(np.max(np.abs(x)))
