@@ -438,6 +438,18 @@ def test_an_entry_verified_before_is_read_in_one_go_the_same_bits_and_an_edit_is
     assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE) is None and fast[-1] is None
 
 
+def _vjp_call(b):
+    """The vjp call of bundle `b`'s first node."""
+    import base64
+
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.call import bundle_paths
+    from irtrace.replay.plan import mode_calls
+    spec = node_specs(b.model)[0]
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    return mode_calls(b, spec, ("vjp",), bundle_paths(b), proto)[0][0]
+
+
 def test_the_oracle_is_kept_as_its_bits_less_the_reference_and_read_back_bit_for_bit(tmp_path):
     """By hand: float64 results within 2^31 float64 steps of torch's float32 results are kept as the int32
     differences of their bits (half the bytes), the elements past that (a NaN where torch has a number, an
@@ -446,19 +458,13 @@ def test_the_oracle_is_kept_as_its_bits_less_the_reference_and_read_back_bit_for
     entry names the reference's results by a digest of them: torch's entry written again with the same results
     (computed again after it was torn: another reply, its timings) still serves it; written with another
     answer (another torch), the oracle's is left unread (computed again), never decoded against it."""
-    import base64
-
     from backends._runtime.wire import Status
-    from irtrace.ir.spec import node_specs
     from irtrace.replay.cache import ResultCache
-    from irtrace.replay.call import bundle_paths
     from irtrace.replay.execute import Answer
-    from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
+    from irtrace.replay.plan import ORACLE, REFERENCE
     from safetensors import safe_open
     b = small(tmp_path / "b.irt")
-    spec = node_specs(b.model)[0]
-    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
-    call = mode_calls(b, spec, ("vjp",), bundle_paths(b), proto)[0][0]
+    call = _vjp_call(b)
     r = np.concatenate([[1.0, -2.5, 3.0, 0.0, 1e-30], np.arange(27.0) + 7]).astype(np.float32)
     o = r.astype(np.float64) * (1 + 2.0 ** -30)  # torch within a float32 ULP: 2^22 float64 steps
     o[[1, 3, 4]] = [np.nan, -0.0, 1.0]  # apart: a NaN for a number, -0.0 for 0.0 (the sign bit), 1.0 for 1e-30
@@ -487,6 +493,47 @@ def test_the_oracle_is_kept_as_its_bits_less_the_reference_and_read_back_bit_for
     assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE).results[0].tobytes() == o.tobytes()
     other = ResultCache(b, [REFERENCE, ORACLE])
     other.put(call, REFERENCE, Answer(Status.OK, {"status": "ok"}, [r * 2, scalar_r, r2]))
+    assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE) is None
+
+
+def test_an_oracle_result_that_is_the_references_is_named_and_read_back_bit_for_bit(tmp_path):
+    """By hand: an oracle result whose every element is the reference's float32 result (a Relu's, a MaxPool's,
+    their gradients') is not written at all, only named ("same"); one that is a float32 but not the
+    reference's is written in float32, and one beside them as differences. Read back: the same bits
+    (-0.0, infinities, a subnormal, a 0-d result), the reference read for it when the oracle is read first;
+    with the reference's entry written with another answer the oracle's is computed again, never widened from it."""
+    from backends._runtime.wire import Status
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.execute import Answer
+    from irtrace.replay.plan import ORACLE, REFERENCE
+    from safetensors import safe_open
+    b = small(tmp_path / "b.irt")
+    call = _vjp_call(b)
+    r = np.array([1.0, -0.0, np.inf, -np.inf, 3.5e-42, 2.0 ** 100], np.float32)  # a subnormal too
+    o = r.astype(np.float64)                                   # the same numbers: named
+    scalar_r, scalar_o = np.array(0.25, np.float32), np.array(0.25)  # 0-d: named
+    r2, o2 = np.full(3, 1.5, np.float32), np.full(3, 2.5)      # a float32, not the reference's: float32
+    r3 = np.full(4, 0.1, np.float32)
+    o3 = r3.astype(np.float64) * (1 + 2.0 ** -30)              # not a float32: differences
+    cache = ResultCache(b, [REFERENCE, ORACLE])
+    cache.put(call, REFERENCE, Answer(Status.OK, {"status": "ok"}, [r, scalar_r, r2, r3]))
+    cache.put(call, ORACLE, Answer(Status.OK, {"status": "ok"}, [o, scalar_o, o2, o3]))
+    (entry,) = [p for p in Path(f"{b.path}.cache").glob("*.safetensors") if "oracle" in p.read_bytes()[:4096].decode(
+        "latin-1")]
+    with safe_open(str(entry), "np") as f:
+        kept = {k: (str(f.get_tensor(k).dtype), f.get_tensor(k).shape) for k in f.keys()}
+        meta = json.loads(f.metadata()["irtrace"])
+    assert kept == {"2": ("float32", (3,)), "3": ("int32", (4,))}, kept
+    assert meta["same"] == [0, 1] and meta["narrowed"] == [2] and list(meta["delta"]) == ["3"]
+    for fresh in (True, False):  # the oracle read first (the reference read for it), or after the reference
+        got = ResultCache(b, [REFERENCE, ORACLE])
+        if not fresh:
+            assert got.get(call, REFERENCE) is not None
+        back = got.get(call, ORACLE).results
+        for want, have in zip([o, scalar_o, o2, o3], back):
+            assert have.dtype == np.float64 and have.shape == want.shape and have.tobytes() == want.tobytes()
+    other = ResultCache(b, [REFERENCE, ORACLE])
+    other.put(call, REFERENCE, Answer(Status.OK, {"status": "ok"}, [r * 2, scalar_r, r2, r3]))
     assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE) is None
 
 

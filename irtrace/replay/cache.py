@@ -111,6 +111,9 @@ def _worker_key(name):
                        [str(p) for p in info.extra_path]])
 
 
+# how entries are written: in their names, so that an irtrace that writes (or reads) them otherwise never reads
+# these (2: an oracle's result that is the reference's float32 result widened is named "same", not written)
+ENTRIES = "2"
 SMALL = 1 << 20  # bytes: a cache entry up to this size is read whole, not memory-mapped
 BEHIND = 256 << 20  # bytes of answers put and not yet written that a replay holds at most (behind=True)
 USES = "uses.json"  # in the cache folder: each entry's last replay (a count), for ResultCache.trim
@@ -131,13 +134,15 @@ def _settled(identity):
 def _answer(meta, out, values, base=None):
     """The Answer an entry holds: its arrays as they were put, the recorded values it names read from the
     bundle's `values`, the float64 arrays kept in float32 widened again and those kept as differences
-    from `base` (the reference's results) computed again; None where a value it names is not in the
-    bundle. `out` holds the `n` results and extras, then the elements the differences keep apart."""
+    from `base` (the reference's results) or as the same numbers ("same") computed again; None where a value
+    it names is not in the bundle. `out` holds the `n` results and extras, then the elements the differences keep apart."""
     from irtrace.replay.execute import answer_of
     out, n = list(out), meta["n"]
     for k, rest in meta.get("delta", {}).items():
         k = int(k)
         out[k] = _undelta(out[k], None if rest is None else out[rest], base[k])
+    for k in meta.get("same", []):
+        out[k] = np.asarray(base[k], np.float32).astype(np.float64)
     out = out[:n]
     for k, name in meta.get("recorded", {}).items():
         if name not in values:
@@ -269,7 +274,7 @@ class ResultCache:
         self.room = None    # bytes this replay may still write (put: half the disk's free space at its first)
         # without a key nothing can be verified: nothing is read or kept
         self.usable = trust.available()
-        base = hashlib.sha256((bundle.content_key + _code_key() + trust.fingerprint()).encode())
+        base = hashlib.sha256((bundle.content_key + _code_key() + trust.fingerprint() + ENTRIES).encode())
         self.marker = self.dir / f"{base.hexdigest()[:40]}.replayed"
         self.keys = {}
         for role in roles:
@@ -517,8 +522,9 @@ class ResultCache:
 
     def _answer_of(self, call, role, path, meta, out, known, before):
         """The Answer of an entry read (its `meta` and arrays `out`), verified or `known` (verified before)."""
-        base = self._base(call, meta.get("base")) if meta.get("delta") else None
-        if meta.get("delta") and base is None:
+        based = bool(meta.get("delta") or meta.get("same"))
+        base = self._base(call, meta.get("base")) if based else None
+        if based and base is None:
             log.info("%s: the reference's answer it is kept against is not here (or another); computing it again "
                      "unless the reference's, computed now, is that one", path)
             self._waiting.add(path.name)
@@ -579,18 +585,23 @@ class ResultCache:
         reply, out = answer.reply, answer.arrays()
         from irtrace.store import write_values  # safetensors' format, written without a copy of each array
         # a result the bundle holds bit for bit is named, not written again; a float64 one whose every
-        # element is a float32 is written in float32; the oracle's is written as its difference from the
-        # reference's result where that is kept (all read back as they were: _answer)
+        # element is a float32 is written in float32, or not at all where it is the reference's result (a
+        # selection, a move: ResNet-50's Relu, MaxPool and their gradients, 0.33x its bundle); the oracle's is
+        # written as its difference from the reference's result where that is kept (all read back as they
+        # were: _answer)
         recorded = {str(k): name for k, a in enumerate(out[:len(answer.results)]) if a is not None
                     for name in [_recorded(call, k, a, self.values)] if name is not None}
         ref = self._reference_kept(call) if role == ORACLE_ROLE else None
-        tensors, narrowed, delta, apart = {}, [], {}, []
+        tensors, narrowed, delta, apart, same = {}, [], {}, [], []
         for k, a in enumerate(out):
             if a is None or str(k) in recorded:
                 continue
             low = _narrow(a)
-            steps = _delta(a, ref[1][k]) if low is None and ref is not None and k < min(len(ref[1]), len(
-                answer.results)) else None
+            based = ref is not None and k < min(len(ref[1]), len(answer.results)) and ref[1][k] is not None
+            if low is not None and based and same_bits(low, np.asarray(ref[1][k])):
+                same.append(k)  # the reference's float32 result, widened: nothing to write
+                continue
+            steps = _delta(a, ref[1][k]) if low is None and based else None
             if low is not None:
                 narrowed.append(k)
             elif steps is not None:
@@ -602,8 +613,8 @@ class ResultCache:
         tensors.update({str(len(out) + j): r for j, r in enumerate(apart)})
         meta = {"role": role, "status": answer.status.value, "reply": reply, "n": len(out),
                 "none": [k for k, a in enumerate(out) if a is None], "recorded": recorded, "narrowed": narrowed}
-        if delta:
-            meta.update(delta=delta, base=ref[0], stored=len(out) + len(apart))
+        if delta or same:
+            meta.update(delta=delta, same=same, base=ref[0], stored=len(out) + len(apart))
         digest = _digest(answer.results) if role == REFERENCE_ROLE and answer.ok else None
         if digest:
             meta["digest"] = digest
