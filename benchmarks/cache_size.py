@@ -2,7 +2,8 @@
 and every judged row kept), against the bundle's own size (issue 33's target: <= 1.5x), on ResNet-50
 (torchvision, random weights, 2x3x112x112) and the StyleGAN2 example. Splits the cache into the
 reference's answers (a result that is a recorded value bit for bit is kept as its name), the oracle's
-float64 results (in float32 where every element is one, else as the int32 differences of their bits from
+float64 results (named where every element is the reference's float32 result, in float32 where every
+element is a float32, else as the int32 differences of their bits from
 the reference's, the elements whose difference does not fit kept in float64 apart), the rounding model's
 sizes and the judged rows.
 
