@@ -227,9 +227,14 @@ def _max_abs(a, b=None):
     b = None if b is None else np.asarray(b).reshape(-1)
     if a.dtype == np.float32 and (b is None or b.dtype == np.float32):
         worst = _max_abs_in(a, b, np.float32)
-        if worst != float("inf") or not np.isfinite(a).all() or (b is not None and not np.isfinite(b).all()):
+        if worst != float("inf") or not _finite(a) or (b is not None and not _finite(b)):
             return worst
     return _max_abs_in(a, b, np.float64)
+
+
+def _finite(a):
+    """Whether every element of the flat array `a` is finite, a chunk at a time."""
+    return all(np.isfinite(a[i:i + _CHUNK]).all() for i in range(0, a.size, _CHUNK))
 
 
 def _max_abs_in(a, b, dtype):

@@ -135,7 +135,8 @@ def _answer(meta, out, values, base=None):
     """The Answer an entry holds: its arrays as they were put, the recorded values it names read from the
     bundle's `values`, the float64 arrays kept in float32 widened again and those kept as differences
     from `base` (the reference's results) or as the same numbers ("same") computed again; None where a value
-    it names is not in the bundle. `out` holds the `n` results and extras, then the elements the differences keep apart."""
+    it names is not in the bundle. `out` holds the `n` results and extras, then the elements the differences
+    keep apart."""
     from irtrace.replay.execute import answer_of
     out, n = list(out), meta["n"]
     for k, rest in meta.get("delta", {}).items():

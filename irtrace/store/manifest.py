@@ -57,7 +57,7 @@ class Manifest(TypedDict):
     source: Source
     versions: dict[str, str]                # package -> version of what exported it (irtrace, torch, onnx, ...)
     mode: Literal["train", "eval"]
-    seed: int  # seeds masks, output cotangents (seed + 1), vjp2 directions (torch.Generator, seed + 2)
+    seed: int                               # seeds masks, cotangents (seed + 1), vjp2 directions (torch, seed + 2)
     loss: Loss
     inputs: list[InputSpec]
     outputs: list[str]                      # the model's outputs; the loss is over these
