@@ -195,8 +195,8 @@ class OracleRunner(ReferenceRunner):
                 and spec.opset >= getattr(c, "oracle_since", 1)]
 
     def versions(self):
-        from importlib import metadata  # not torch itself: a forward replay's oracle does not import it
-        return {"onnx": self.onnx.__version__, "torch": metadata.version("torch"), "dtype": "float64"}
+        import torch
+        return {"onnx": self.onnx.__version__, "torch": torch.__version__, "dtype": "float64"}
 
 
 class OracleAdapter(NativeAdapter):
@@ -204,21 +204,12 @@ class OracleAdapter(NativeAdapter):
     script = None  # the arbiter, not a backend under test: it writes no repro scripts
 
     def __init__(self):
+        import torch
+
+        from backends.oracle.gradients import TABLE
+        from backends.torch.adapter import TorchAdapter
         super().__init__(OracleRunner())
-        self._grad = None
-
-    @property
-    def grad(self):
-        """torch's op table in float64 (the gradients, the rounding model's runs), imported at its first use: a
-        forward replay's oracle never imports torch (a second torch import, 1-1.5 s of a 2-core machine's
-        first onnxruntime replay, beside the reference's)."""
-        if self._grad is None:
-            import torch
-
-            from backends.oracle.gradients import TABLE
-            from backends.torch.adapter import TorchAdapter
-            self._grad = TorchAdapter(TABLE, dtype=torch.float64)
-        return self._grad
+        self.grad = TorchAdapter(TABLE, dtype=torch.float64)
 
     def _torch_entry(self, spec):
         try:

@@ -226,7 +226,8 @@ def _max_abs(a, b=None):
     a = np.asarray(a).reshape(-1)
     b = None if b is None else np.asarray(b).reshape(-1)
     if a.dtype == np.float32 and (b is None or b.dtype == np.float32):
-        worst = _max_abs_in(a, b, np.float32)
+        with np.errstate(over="ignore"):  # an overflow is measured again in float64
+            worst = _max_abs_in(a, b, np.float32)
         if worst != float("inf") or not _finite(a) or (b is not None and not _finite(b)):
             return worst
     return _max_abs_in(a, b, np.float64)
