@@ -91,7 +91,8 @@ def resnet50_targets(repeat, baseline=None):
     with tempfile.TemporaryDirectory() as d:
         for _ in range(repeat):
             for kind, done in runs.items():
-                env = {**os.environ, "PYTHONPATH": str(Path(baseline).resolve())} if kind == "baseline" else None
+                code = Path(baseline).resolve() if kind == "baseline" else Path(here).parent  # which irtrace
+                env = {**os.environ, "PYTHONPATH": str(code)}
                 child = subprocess.run([sys.executable, "-c", CHILD.format(here=here), kind, d], capture_output=True,
                                        text=True, env=env, cwd=d)  # not this folder: `-c` imports from the cwd
                 if child.returncode:
