@@ -64,7 +64,7 @@ def check_outputs(graph, values, outputs, run, sources, state_outputs, model=Non
     if WRONG not in verdicts.values():
         _warn_excused("outputs and running stats", verdicts, _listed(values, bad))
         return True
-    first = _first_bad_module(graph, values, run.submodule_out, sources)
+    first = _first_bad_module(graph, values, submodule_outputs(model, run) if model is not None else {}, sources)
     where = f"; the first value that disagrees is {first}" if first else ""
     raise IrtraceError(f"export check failed: the graph's outputs differ from the module's: "
                        f"{_listed(values, bad)}{where}")
@@ -316,6 +316,35 @@ def _backward_each(total, named, each):
     for k, p in named:
         if k not in seen:
             each(k, torch.zeros_like(p))
+
+
+def submodule_outputs(model, run):
+    """{module path: its first tensor output, in call order} of `model` run again as the export's reference
+    run ran it (its state before the run, the same inputs, dropout masks and random draws); the state put
+    back after. {} where the module cannot run again."""
+    import torch
+    captured, hooks = {}, []
+    for path, mod in model.named_modules():
+        if path:
+            def hook(m, args, out, path=path):
+                if isinstance(out, torch.Tensor):  # a copy: a later in-place op (ReLU(inplace=True)) changes it
+                    captured.setdefault(path, out.detach().clone())
+            hooks.append(mod.register_forward_hook(hook))
+    xs = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in run.given]
+    replaying = random_mod.recorded(list(run.draws), record=False) if run.draws else contextlib.nullcontext()
+    try:
+        model.load_state_dict(run.state)
+        with torch.no_grad(), dropout_mod.patched(run.masks, record=False, eager=True), replaying:
+            model(*xs)
+    except Exception as e:  # noqa: BLE001 - the diagnosis is the extra: the check's own error is raised anyway
+        log.info("export check: the module did not run again to name the first differing module (%s: %s)",
+                 type(e).__name__, e)
+        return {}
+    finally:
+        for h in hooks:
+            h.remove()
+        model.load_state_dict(run.state)
+    return captured
 
 
 def _first_bad_module(graph, values, submodule_out, sources):

@@ -185,30 +185,19 @@ def _quiet():
 
 
 def _module_outputs(model, inputs, masks, draws):
-    """Eager reference run: outputs, submodule outputs (path -> tensor, in call order), and the
-    state after the run (for train mode: updated running stats)."""
+    """Eager reference run: outputs and the state after the run (for train mode: updated running stats).
+    The submodules' outputs are not kept: only a failing export check names the first that differs, and it
+    runs the module again for them (torch_check.submodule_outputs)."""
     import torch
-    captured = {}
-    hooks = []
-    for path, mod in model.named_modules():
-        if path:
-            def hook(m, args, out, path=path):
-                if isinstance(out, torch.Tensor):
-                    captured.setdefault(path, out.detach().clone())
-            hooks.append(mod.register_forward_hook(hook))
-    try:
-        with torch.no_grad(), dropout_mod.patched(masks, record=True), random_mod.recorded(draws, record=True):
-            out = model(*inputs)
-    finally:
-        for h in hooks:
-            h.remove()
+    with torch.no_grad(), dropout_mod.patched(masks, record=True), random_mod.recorded(draws, record=True):
+        out = model(*inputs)
     flat = flatten(out)
     register_dataclasses(out)
     names = [p for p, _ in flat] if is_container(out) else None
     # the state after the run, for its running statistics: the parameters a forward does not change are
     # not copied (a copy would hold the weights once more)
     params = {k for k, _ in model.named_parameters()}
-    return ([t.detach().clone() for _, t in flat], captured,
+    return ([t.detach().clone() for _, t in flat],
             {k: v.detach().clone() for k, v in model.state_dict().items() if k not in params}, names)
 
 
@@ -346,7 +335,6 @@ class _Run:
     masks: list          # dropout masks, in order
     draws: list          # random draws, in order
     ref_out: object
-    submodule_out: object
     state_after: dict
     out_names: list
     t0: float
@@ -373,13 +361,13 @@ def _run(model, example_inputs, options):
     torch.manual_seed(options.seed)
     masks, draws = [], []
     try:
-        ref_out, submodule_out, state_after, out_names = _module_outputs(model, inputs, masks, draws)
+        ref_out, state_after, out_names = _module_outputs(model, inputs, masks, draws)
     except IrtraceError:
         raise
     except Exception as e:
         raise IrtraceError(f"the model raised on the example inputs: {type(e).__name__}: {strip_ansi(e)}") from e
     model.load_state_dict(state)
-    return _Run(inputs, given, state, params, masks, draws, ref_out, submodule_out, state_after, out_names, t0)
+    return _Run(inputs, given, state, params, masks, draws, ref_out, state_after, out_names, t0)
 
 
 def _onnx_program(model, run, options):
