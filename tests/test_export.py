@@ -135,6 +135,26 @@ def test_loss_sum_gives_ones(tmp_path):
     assert b.manifest["loss"]["kind"] == "sum"
 
 
+def test_vjp2_directions_are_torchs_normal_draws_seeded_seed_plus_2_in_graph_order():
+    """docs/bundle.md's definition, by hand: each value's direction u is N(0, 1) from
+    torch.Generator().manual_seed(seed + 2), drawn in its own dtype, one value after the other in graph
+    order (the input, then each node's output), bit for bit."""
+    from onnx import TensorProto, helper
+
+    from irtrace.export.record import record
+    from irtrace.store import u_name
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    x = np.arange(-3.0, 3.0, dtype=np.float32).reshape(2, 3)
+    values, _, _ = record(model, {"x": x}, ["y"], seed=5)
+    g = torch.Generator().manual_seed(7)
+    for name in ("x", "h", "y"):
+        want = torch.randn((2, 3), dtype=torch.float32, generator=g).numpy()
+        assert values[u_name(name)].dtype == np.float32 and values[u_name(name)].tobytes() == want.tobytes(), name
+
+
 def test_bundle_is_lazy_and_validated(example_bundle, tmp_path):
     b = example_bundle("wideresnet")
     t = time.perf_counter()

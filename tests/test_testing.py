@@ -68,7 +68,8 @@ def test_the_plugin_in_a_child_pytest(pytester):
     result.stdout.fnmatch_lines([
         "*AssertionError: 1 finding(s), worst first:",
         "*DIVERGENT*planted-lrelu LeakyRelu vjp2*1 node(s), first node_leaky_relu (1)*",
-        "*max abs 1.48*(vs float64: planted-lrelu 1.48, reference 1.5e-09*", "*id planted-lrelu-LeakyRelu-vjp2-divergent-*",
+        "*max abs 1.48*(vs float64: planted-lrelu 1.48, reference 1.5e-09*",
+        "*id planted-lrelu-LeakyRelu-vjp2-divergent-*",
         "*repros: *kept/test_user_suite.py_test_planted/repros (1 written)",
         "*bundle and report: *kept/test_user_suite.py_test_planted",
     ])

@@ -132,6 +132,15 @@ def _float64_outputs(model, run, outputs, state_outputs):
     return truth, {k: _max_abs(moved[k], v) for k, v in truth.items()}
 
 
+@contextlib.contextmanager
+def _replaying(masks, draws):
+    """The module runs again as the export's reference run ran it: its dropout masks and random draws handed
+    back in order (a module that drew nothing runs without the recorder)."""
+    drawn = random_mod.recorded(list(draws), record=False) if draws else contextlib.nullcontext()
+    with dropout_mod.patched(masks, record=False, eager=True), drawn:
+        yield
+
+
 def _float64_run(twin, run, outputs, state_outputs, jitter):
     """{graph value: float64 array} of `twin` (the module's copy) in float64, its state as before the run;
     every floating input and parameter times 1 + 2**-24 * (+-1) drawn from the generator `jitter` if any."""
@@ -145,11 +154,10 @@ def _float64_run(twin, run, outputs, state_outputs, jitter):
             t *= 1 + 2.0 ** -24 * (torch.randint(0, 2, t.shape, generator=jitter, dtype=t.dtype) * 2 - 1)
         return t
     xs = [moved(t) if isinstance(t, torch.Tensor) and t.dtype.is_floating_point else t for t in run.given]
-    replaying = random_mod.recorded(list(run.draws), record=False) if run.draws else contextlib.nullcontext()
     with torch.no_grad():
         for p in twin.parameters() if jitter is not None else ():  # load_state_dict put them back as they were
             p.copy_(moved(p))
-        with dropout_mod.patched(run.masks, record=False, eager=True), replaying:
+        with _replaying(run.masks, run.draws):
             flat = [t for _, t in flatten(twin(*xs))]
     after = twin.state_dict()
     truth = {o: numpy_of(t) for o, t in zip(outputs, flat)}
@@ -270,9 +278,8 @@ def _module_gradients(model, names, inputs, masks, draws, values, outputs, loss,
     xs = [(t.detach().clone().to(dtype) if dtype is not None and t.dtype.is_floating_point else t.detach().clone())
           .requires_grad_(loss == "grad-penalty" and t.dtype.is_floating_point)
           if isinstance(t, torch.Tensor) else t for t in inputs]
-    replaying = random_mod.recorded(list(draws), record=False) if draws else contextlib.nullcontext()
     try:
-        with torch.enable_grad(), dropout_mod.patched(masks, record=False, eager=True), replaying:
+        with torch.enable_grad(), _replaying(masks, draws):
             flat = [t for _, t in flatten(model(*xs))]
             terms = [(y * torch.from_numpy(np.array(values[seed_name(o)])).to(y.dtype)).sum()
                      for o, y in zip(outputs, flat) if seed_name(o) in values and y.requires_grad]
@@ -331,10 +338,9 @@ def submodule_outputs(model, run):
                     captured.setdefault(path, out.detach().clone())
             hooks.append(mod.register_forward_hook(hook))
     xs = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in run.given]
-    replaying = random_mod.recorded(list(run.draws), record=False) if run.draws else contextlib.nullcontext()
     try:
         model.load_state_dict(run.state)
-        with torch.no_grad(), dropout_mod.patched(run.masks, record=False, eager=True), replaying:
+        with torch.no_grad(), _replaying(run.masks, run.draws):
             model(*xs)
     except Exception as e:  # noqa: BLE001 - the diagnosis is the extra: the check's own error is raised anyway
         log.info("export check: the module did not run again to name the first differing module (%s: %s)",

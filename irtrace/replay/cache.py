@@ -196,9 +196,9 @@ def _digest(results):
 def _read_known(path, seen):
     """(its irtrace metadata, arrays) of the small entry at `path` when its identity is `seen`, the one it had
     when its every byte was verified (ResultCache.seen): one read of the file, and its header parsed without
-    safetensors' checks, which a file this user's key signed and nothing changed since passed then (the checks and the
-    mapping cost more than the read: benchmarks/fixed_cost.py); None for any other (the slow path verifies it).
-    The arrays are views of the bytes read (read-only, as a mapped entry's are)."""
+    safetensors' checks, which a file this user's key signed and nothing changed since passed then (the checks
+    and the mapping cost more than the read: benchmarks/fixed_cost.py); None for any other (the slow path
+    verifies it). The arrays are views of the bytes read (read-only, as a mapped entry's are)."""
     if seen is None:
         return None
     with open(path, "rb") as f:

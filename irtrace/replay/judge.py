@@ -287,7 +287,7 @@ def gather(executor, call, ref_fwd, backends, use_oracle, forms=None):
             check = o_answer.reply.get("check") or {}
             if check.get("verified") is not False:
                 oracle = o_answer.results
-            else:  # a row of its own (judge_all): the reference's results are not judged
+            else:  # the reference's results are not judged: listed as skipped, with the check (unjudged)
                 unverified = check
         elif ref is not None and o_answer.status != Status.UNSUPPORTED:
             oracle_failed = o_answer
