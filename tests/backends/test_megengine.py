@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 from onnx import TensorProto, helper
@@ -17,6 +18,8 @@ from irtrace.replay import ReplayOptions, run
 from irtrace.report.folder import replay_into
 
 from contracts import cases_fixture, unavailable_mark
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = unavailable_mark("megengine")
 cases = cases_fixture("megengine")  # the op-case table replayed once per session (shared with the contract)
@@ -143,6 +146,30 @@ def test_irtrace_env_names_its_python310():
     r = subprocess.run([exe.stdout.strip(), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
                        text=True)
     assert r.stdout.strip() == "(3, 10)"
+
+
+_SLACK = """
+import json, os
+from backends.megengine.worker import make_adapter
+before = int(open("/proc/self/timerslack_ns").read())
+make_adapter()
+threads = {t: open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")}
+print(json.dumps({"before": before, "main": int(open("/proc/self/timerslack_ns").read()),
+                  "others": {name: int(open(f"/proc/{t}/timerslack_ns").read()) for t, name in threads.items()
+                             if t != str(os.getpid())}}))
+"""
+
+
+def test_megengines_polling_thread_is_started_with_a_millisecond_of_timer_slack():
+    """MegEngine's "CompNodeSync" thread polls every 10 us while the worker lives (27-30 % of a core here, waiting
+    or not): the worker starts it with 1 ms of timer slack, and its own thread keeps the slack it had."""
+    info = backends.get("megengine")
+    r = subprocess.run([info.interpreter(), "-c", _SLACK], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, **info.variables(), "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["others"]["CompNodeSync"] == 1_000_000
+    assert got["main"] == got["before"] != 1_000_000
 
 
 def test_without_python310_backends_says_how_and_nothing_breaks(tmp_path):
