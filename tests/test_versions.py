@@ -69,6 +69,20 @@ def test_each_release_has_its_own_env_and_the_default_keeps_its_key():
     assert backends.get(OLD).install == "irtrace setup paddle@3.0.0"
 
 
+def test_one_start_of_a_base_interpreter_says_its_version_and_its_full_version(monkeypatch):
+    """A replay finds each managed environment's base Python (a pyenv shim here: 0.15 s a start): asked once, it
+    says both "3.11" and what names the environments built with it (sys.version and the machine, as before)."""
+    import platform
+    import sys
+    starts = []
+    real = subprocess.run
+    monkeypatch.setattr(envs.subprocess, "run", lambda cmd, **kw: starts.append(cmd) or real(cmd, **kw))
+    envs._asked_once.cache_clear()
+    assert envs._version(sys.executable) == "%d.%d" % sys.version_info[:2]
+    assert envs._full_version(sys.executable) == f"{sys.version} {platform.machine()}"
+    assert len(starts) == 1
+
+
 def test_a_pin_of_a_package_the_file_does_not_name_is_added():
     from dataclasses import replace
     text = replace(envs.get("paddle"), pins=("paddlepaddle==3.2.0", "protobuf==5.29.0")).requirement_text().decode()

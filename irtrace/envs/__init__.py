@@ -161,12 +161,20 @@ def _asked_once(exe, inode, size, mtime, code, timeout):
     return r.stdout.strip() if r.returncode == 0 else None
 
 
+# one start of `exe` says both: a pyenv shim takes 0.15 s to start here, and a replay asks each base interpreter
+_ABOUT = "import sys, platform; print('%d.%d' % sys.version_info[:2]); print(sys.version, platform.machine())"
+
+
 def _version(exe):
-    return _asked(exe, "import sys; print('%d.%d' % sys.version_info[:2])", timeout=30)
+    """"3.10" of interpreter `exe`, or None."""
+    said = _asked(exe, _ABOUT, timeout=30)
+    return said.split("\n", 1)[0] if said else None
 
 
 def _full_version(exe):
-    return _asked(exe, "import sys, platform; print(sys.version, platform.machine())") or ""
+    """Its sys.version and machine ("" where it says nothing): what names the environments built with it."""
+    said = _asked(exe, _ABOUT, timeout=30)
+    return said.split("\n", 1)[1].strip() if said and "\n" in said else ""
 
 
 def _package(line):

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from backends._runtime import wire
@@ -59,9 +60,13 @@ _EARLY = {}  # backend name -> a WorkerProxy launched ahead of the replay, for t
 def launch_early(infos):
     """Launch the workers of `infos` (BackendInfo) now, so that their frameworks import while the host
     loads the bundle; a WorkerPool adopts them (adopt), discard_early() kills those nobody adopted. A
-    backend that cannot be launched is left to the replay, which reports it as usual."""
-    for info in infos:
-        if info.name in _EARLY or info.unavailable() is not None:
+    backend that cannot be launched is left to the replay, which reports it as usual. Their interpreters are
+    found at once (each managed environment's asks its base Python, a pyenv shim here, for its version)."""
+    infos = [i for i in infos if i.name not in _EARLY]
+    with ThreadPoolExecutor(max(1, len(infos))) as pool:
+        reasons = list(pool.map(lambda i: i.unavailable(), infos))
+    for info, reason in zip(infos, reasons):
+        if info.name in _EARLY or reason is not None:
             continue
         w = WorkerProxy(info)
         try:
