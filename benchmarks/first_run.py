@@ -5,10 +5,20 @@ same first run with --no-cache: what keeping the answers costs it (written behin
 the cache's own); and the model's own forward + backward + double backward in float32 and in float64
 (the oracle's precision; this machine's threads), the floor issue 33's "<= 10x" is measured against.
 
+--baseline DIR: instead, the default first replay (`irtrace replay`, --jobs auto) by this irtrace and by the one of
+another checkout (e.g. `git worktree add DIR <commit>`), each in a fresh process from an empty cache, alternating
+--repeat times: the fastest of each, its CPU seconds (the whole machine's, read from /proc/stat: a worker forked
+by a server is no child the host waits for) and the ratio, with the verdicts of both.
+
     .venv/bin/python benchmarks/first_run.py [--models resnet50,stylegan2] [--backend torch] [--modes fwd,vjp,vjp2]
+                                             [--baseline DIR [--repeat 3]]
 """
 import argparse
+import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,7 +36,11 @@ def main():
     p.add_argument("--models", default="resnet50,stylegan2")
     p.add_argument("--backend", default="torch")
     p.add_argument("--modes", default="fwd,vjp,vjp2")
+    p.add_argument("--baseline", metavar="DIR", help="a checkout of another commit, replayed side by side")
+    p.add_argument("--repeat", type=int, default=3, help="with --baseline: runs of each (the fastest is shown)")
     args = p.parse_args()
+    if args.baseline:
+        return side_by_side(args)
     print(f"--backend {args.backend} --modes {args.modes}, nothing cached:")
     threads = torch.get_num_threads()
     print(f"{'model':10} {'--jobs 1 s':>11} {'--jobs 2 s':>11} {'ratio':>6} {'auto picks':>11} "
@@ -54,6 +68,46 @@ def main():
             bare = time.perf_counter() - t
         print(f"{name:10} {times[0]:11.2f} {times[1]:11.2f} {times[1] / times[0]:6.2f} {auto:11d} "
               f"{bare:13.2f} {times[0] / bare:11.2f}x {own32:10.3f} {own64:10.3f} {min(times) / own32:13.1f}")
+
+
+def _machine_busy():
+    """CPU seconds this machine has spent (every process; the machine otherwise idle)."""
+    v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def cli_replay(bundle, args, out, code):
+    """(seconds, CPU seconds, summary) of one `irtrace replay` of `bundle` by the irtrace in `code`, in a fresh process
+    run outside the checkout (`python -m` would import the working directory's irtrace first)."""
+    cmd = [sys.executable, "-m", "irtrace", "replay", str(bundle), "--backend", args.backend, "--modes", args.modes,
+           "-o", str(out), "--format", "json"]
+    busy, t = _machine_busy(), time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(code)),
+                          cwd=Path(bundle).parent)
+    seconds, cpu = time.perf_counter() - t, _machine_busy() - busy
+    if done.returncode not in (0, 1):
+        sys.exit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return seconds, cpu, json.loads(done.stdout)["summary"]
+
+
+def side_by_side(args):
+    codes = {"baseline": Path(args.baseline).resolve(), "this": Path(__file__).resolve().parents[1]}
+    print(f"--backend {args.backend} --modes {args.modes} (--jobs auto), nothing cached, fastest of {args.repeat}:")
+    print(f"{'model':10} {'this s':>7} {'CPU s':>6} {'baseline s':>11} {'CPU s':>6} {'ratio':>6}  verdicts")
+    for name in args.models.split(","):
+        model, inputs = MODELS[name]()
+        torch.set_num_threads(1)
+        with tempfile.TemporaryDirectory() as d:
+            bundle = export_quietly(model, inputs, Path(d) / f"{name}.irt")
+            best = {}
+            for _ in range(args.repeat):
+                for which, code in codes.items():
+                    shutil.rmtree(f"{bundle.path}.cache", ignore_errors=True)  # uncached: a first run
+                    run = cli_replay(bundle.path, args, Path(d) / which, code)
+                    best[which] = min(best.get(which, run), run, key=lambda r: r[0])
+        (s, c, mine), (bs, bc, theirs) = best["this"], best["baseline"]
+        same = "the same" if mine == theirs else f"DIFFER: {mine} / {theirs}"
+        print(f"{name:10} {s:7.2f} {c:6.1f} {bs:11.2f} {bc:6.1f} {s / bs:6.2f}  {same}")
 
 
 if __name__ == "__main__":

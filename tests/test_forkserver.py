@@ -103,3 +103,30 @@ def test_a_server_that_dies_ends_its_workers_as_killed():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def _parent(pid):
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_replays_reference_and_oracle_fork_from_one_server_that_ends_with_the_replay(cold_workers):
+    """Workers not kept warm (a single `irtrace replay`): the reference's and the oracle's workers still fork from one
+    server that imported both their frameworks once (a first replay with --jobs 2 imported torch four times, 1.5-2
+    CPU s each), each a process of its own; the server ends with the replay (release_forks)."""
+    assert not worker._FORK
+    ws = [WorkerProxy(backends.get(n)) for n in (backends.reference(), backends.oracle())]
+    try:
+        for w in ws:
+            w.ensure()
+        parents = {_parent(w.proc.pid) for w in ws}
+        assert len(parents) == 1 and len({w.proc.pid for w in ws}) == 2 and os.getpid() not in parents
+        (server,) = parents
+        argv = open(f"/proc/{server}/cmdline", "rb").read().split(b"\0")
+        assert b"backends._runtime.zygote" in argv and {b"onnx", b"torch"} <= set(argv)
+        for w in ws:
+            np.testing.assert_array_equal(_relu(w), np.array([0.0, 0.5, 2.0], np.float32))
+    finally:
+        for w in ws:
+            w.close()
+    worker.release_forks()
+    assert not os.path.exists(f"/proc/{server}")

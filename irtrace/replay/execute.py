@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from backends._runtime.wire import Status
 from irtrace.replay import backends as registry
 from irtrace.replay.plan import ORACLE, REFERENCE
-from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt, park, start_wait, warm
+from irtrace.replay.worker import WorkerFailed, WorkerProxy, adopt, park, release_forks, start_wait, warm
 
 
 @dataclass(frozen=True)
@@ -208,6 +208,7 @@ class WorkerPool:
             w.ask_to_exit()
         for w in leaving:
             w.wait_exit()
+        release_forks()
 
     def kill(self):
         """Interrupted: no new worker starts, every running one is killed now (not asked to exit)."""
@@ -215,6 +216,7 @@ class WorkerPool:
         with self.lock:
             for w in self.all:
                 w.kill()
+        release_forks()
 
 
 def _start(worker):

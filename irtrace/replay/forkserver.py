@@ -1,7 +1,9 @@
 """Workers forked from a server that imported their framework once (backends/_runtime/zygote.py): a
 worker of a framework already imported starts in milliseconds instead of importing it again. Used where
 workers are started over and over in one process (worker.keep_warm: the test session, the demo, irtrace
-fuzz, whose crashing cases restart workers); a replay of its own starts plain processes. One server per
+fuzz, whose crashing cases restart workers), and for a replay's reference and oracle, which share their imports
+(torch; two of each with --jobs 2) through one server that ends with the replay; a replay of its own starts the
+backends under test as plain processes. One server per
 interpreter, environment and module list; where a server cannot fork safely (threads after its
 imports) or has died, the worker starts as a plain process (fork returns None)."""
 import json
@@ -143,10 +145,17 @@ def fork(interpreter, env, cwd, modules, argv, stderr, volatile=()):
     return None if child is None or child.pid is None else child  # pid None: refused (threads)
 
 
-def close_all():
-    """Every server stops forking (and ends with its last worker)."""
+def close_all(wait=None):
+    """Every server stops forking (and ends with its last worker); with `wait` (seconds), each that has not
+    ended by then is killed (the workers it forked have ended: a replay's end)."""
     with _LOCK:
         servers = list(_SERVERS.values())
         _SERVERS.clear()
     for s in servers:
         s.close()
+    for s in servers if wait is not None else ():
+        try:
+            s.proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            s.proc.kill()
+            s.proc.wait()

@@ -119,6 +119,31 @@ def keep_warm(volatile=()):
         atexit.register(stop_forking)
 
 
+def _role_modules(info):
+    """What the fork server of the reference's and the oracle's workers imports (both their frameworks, once), when
+    `info` is one of them in this interpreter; () for any other. A replay's first run starts both, and with
+    --jobs 2 two of each: each importing torch took 1.5-2 CPU s of a first replay here, forked from one
+    server that imported it they take none (benchmarks/first_run.py)."""
+    from backends._runtime.declare import UNDER_TEST
+    from irtrace.replay import backends as registry
+    if info.role == UNDER_TEST or info.python is not None:
+        return ()
+    roles = [registry.known(name) for name in (registry.reference(), registry.oracle()) if name]
+    if info not in roles:  # a test's planted stand-in: its own imports, a plain process
+        return ()
+    return tuple(sorted({m for r in roles if r is not None for m in r.needs}))
+
+
+SERVER_END_S = 5.0  # a replay's fork server ends within a select tick of its last worker: waited for this long
+
+
+def release_forks():
+    """End the fork servers a replay of its own started (its roles'; those keep_warm keeps stay): each ends with
+    the last worker it forked."""
+    if not _FORK:
+        forkserver.close_all(wait=SERVER_END_S)
+
+
 def stop_forking(end_servers=True):
     """Workers start as plain processes from now on; the fork servers end with the last of their workers
     (or, without `end_servers`, wait for forking to be turned on again by keep_warm)."""
@@ -231,8 +256,10 @@ class WorkerProxy:
         # framework and the backend's worker module (not a host backend's own: a test's planted one may hang
         # or die as it imports, a real framework's folder in its environment does not)
         framework = self.info.needs or ((self.info.module, self.info.worker) if self.info.python is not None else ())
-        if _FORK and framework:  # workers start over and over: fork them (forkserver)
-            self.proc = forkserver.fork(self.info.interpreter(), env, ROOT, framework, argv, self._stderr, _VOLATILE)
+        roles = _role_modules(self.info)
+        if (_FORK and framework) or roles:  # workers start over and over, or the roles share their imports: forked
+            self.proc = forkserver.fork(self.info.interpreter(), env, ROOT, roles or framework, argv, self._stderr,
+                                        _VOLATILE)
         if self.proc is None:
             self.proc = subprocess.Popen([self.info.interpreter(), "-m", *argv], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self._stderr, env=env, cwd=str(ROOT),
