@@ -130,3 +130,49 @@ def test_a_replays_reference_and_oracle_fork_from_one_server_that_ends_with_the_
             w.close()
     worker.release_forks()
     assert not os.path.exists(f"/proc/{server}")
+
+
+def test_a_first_replays_role_server_started_early_is_the_one_its_workers_fork_from(cold_workers):
+    """`irtrace replay` of a bundle with no cache yet starts the roles' server before it loads the bundle
+    (serve_roles_early: torch imports meanwhile); the replay's workers fork from that one, not from another."""
+    before = set(forkserver._SERVERS)
+    worker.serve_roles_early()
+    (key,) = set(forkserver._SERVERS) - before
+    server = forkserver._SERVERS[key]
+    w = WorkerProxy(backends.get(backends.oracle()))
+    try:
+        w.ensure()
+        assert set(forkserver._SERVERS) - before == {key} and _parent(w.proc.pid) == server.proc.pid
+    finally:
+        w.close()
+    worker.release_forks()
+    assert server.proc.poll() == 0  # ended (without its imports' teardown), and waited for
+
+
+def test_a_cli_replay_without_a_cache_leaves_no_server_and_no_worker(cold_workers, tmp_path, capsys):
+    """A first `irtrace replay` (its roles forked from a server started before the bundle loaded) ends with every
+    process it started ended: the workers asked to exit, the server waited for."""
+    from irtrace.cli import main
+    from irtrace.export.onnx_bundle import bundle_from_onnx
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    model = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                                                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    bundle_from_onnx(model, {"x": np.array([-1.0, 0.5, 2.0], np.float32)}, tmp_path / "relu.irt")
+    children = set(_children())
+    assert main(["replay", str(tmp_path / "relu.irt"), "--backend", "torch", "--modes", "fwd,vjp",
+                 "-o", str(tmp_path / "out")]) == 0
+    assert not forkserver._SERVERS and set(_children()) <= children
+
+
+def _children():
+    """This process's children that are alive (not zombies)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, ValueError):
+            continue
+        if fields[1] == str(os.getpid()) and fields[0] != "Z":
+            out.append(int(pid))
+    return out

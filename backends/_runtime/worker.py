@@ -250,3 +250,12 @@ def handle(adapter, msg, arrays):
 
 if __name__ == "__main__":
     serve(sys.argv[1])
+    # asked to exit (or the host gone): ended without the interpreter's teardown of the framework (MegEngine's took
+    # 0.7 s here, TensorFlow's 0.5 s, each waited for at the end of a replay); nothing of this process's is left to
+    # keep but what it wrote to its streams
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001,S110 - a closed stream at exit
+            pass
+    os._exit(0)

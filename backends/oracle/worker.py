@@ -13,11 +13,14 @@ tried again at a hundredth of the step (near a kink, a hundredth as many element
 import zlib
 
 import numpy as np
+import torch
 
 from backends._onnx_native import IRTRACE_DOMAIN, NativeAdapter
 from backends._runtime.kinks import kinked
 from backends._table import Unsupported
 from backends.onnxref.worker import ReferenceRunner, reference_ops
+from backends.oracle.gradients import TABLE  # at import (torch's op table): a fork server imports it once
+from backends.torch.adapter import TorchAdapter
 
 FD_RTOL = 1e-5
 # the finite-difference step, times the first and, where the check fails, once more: a step that crosses a kink
@@ -204,10 +207,6 @@ class OracleAdapter(NativeAdapter):
     script = None  # the arbiter, not a backend under test: it writes no repro scripts
 
     def __init__(self):
-        import torch
-
-        from backends.oracle.gradients import TABLE
-        from backends.torch.adapter import TorchAdapter
         super().__init__(OracleRunner())
         self.grad = TorchAdapter(TABLE, dtype=torch.float64)
 

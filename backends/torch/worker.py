@@ -1,3 +1,5 @@
+from backends.torch.adapter import TorchAdapter  # at import: a fork server of the reference imports it once
+
+
 def make_adapter():
-    from backends.torch.adapter import TorchAdapter
     return TorchAdapter()

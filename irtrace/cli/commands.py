@@ -233,11 +233,15 @@ def _add_tools(sub):
 
 def _replay(args):
     from irtrace.replay import backends as registry
-    from irtrace.replay.worker import launch_early
+    from irtrace.replay.cache import folder
+    from irtrace.replay.worker import launch_early, serve_roles_early
     # the backends under test import their frameworks while irtrace imports its own and loads the
-    # bundle (run adopts them; a name that is wrong is reported there)
+    # bundle (run adopts them; a name that is wrong is reported there); so do the reference and the oracle
+    # where nothing of theirs can be cached yet (no cache folder beside the bundle, or --no-cache)
     if args.executor == "local":
         launch_early([i for i in map(registry.known, args.backend.split(",")) if i and i.role == registry.UNDER_TEST])
+        if not args.cache or not folder(args.bundle).exists():
+            serve_roles_early()
     from irtrace.replay import ReplayOptions
     from irtrace.report.folder import replay_into
     from irtrace.report.json_report import exit_code

@@ -257,12 +257,17 @@ def _narrow(a):
     return low if np.array_equal(low, a) else None
 
 
+def folder(bundle_path):
+    """Where the cache of the bundle at `bundle_path` is kept: BUNDLE.cache/ beside it."""
+    return Path(str(bundle_path).rstrip("/") + ".cache")
+
+
 class ResultCache:
     """get(call, backend) -> its Answer (irtrace/replay/execute.py) or None; put(call, backend, Answer). `backends`: the
     roles cached (the reference and the oracle)."""
 
     def __init__(self, bundle, roles, limit=None, behind=False):
-        self.dir = Path(str(bundle.path).rstrip("/") + ".cache")
+        self.dir = folder(bundle.path)
         # behind=True: entries are written by a thread of their own while the replay goes on (drain, replayed)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="irtrace-cache") if behind else None
         self._pending = {}  # entry name -> the Answer put and not written yet (get serves it)

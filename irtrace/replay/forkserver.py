@@ -130,6 +130,18 @@ class _Server:
 def fork(interpreter, env, cwd, modules, argv, stderr, volatile=()):
     """A worker forked by the server of (interpreter, env without `volatile`, cwd, modules), started if
     need be; None where none can fork it (the caller starts a plain process)."""
+    server = serve(interpreter, env, cwd, modules, volatile)
+    child = server.fork(argv, stderr)
+    if child is not None and not child._forked.wait(IMPORT_WAIT_S):  # its imports hang: no server for this key
+        server.refused = f"no fork within {IMPORT_WAIT_S:.0f} s"
+        server.proc.kill()
+        return None
+    return None if child is None or child.pid is None else child  # pid None: refused (threads)
+
+
+def serve(interpreter, env, cwd, modules, volatile=()):
+    """The server of (interpreter, env without `volatile`, cwd, modules), started now (its imports begin) unless it
+    runs."""
     key = (interpreter, frozenset((k, v) for k, v in env.items() if k not in volatile), str(cwd), tuple(modules))
     with _LOCK:
         server = _SERVERS.get(key)
@@ -137,12 +149,7 @@ def fork(interpreter, env, cwd, modules, argv, stderr, volatile=()):
             server = _SERVERS[key] = _Server(interpreter, env, cwd, modules)
             while len(_SERVERS) > SERVERS_MAX:
                 _SERVERS.pop(next(iter(_SERVERS))).close()
-    child = server.fork(argv, stderr)
-    if child is not None and not child._forked.wait(IMPORT_WAIT_S):  # its imports hang: no server for this key
-        server.refused = f"no fork within {IMPORT_WAIT_S:.0f} s"
-        server.proc.kill()
-        return None
-    return None if child is None or child.pid is None else child  # pid None: refused (threads)
+    return server
 
 
 def close_all(wait=None):

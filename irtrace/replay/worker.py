@@ -119,11 +119,33 @@ def keep_warm(volatile=()):
         atexit.register(stop_forking)
 
 
+def _environment_of(info):
+    """The environment variables of `info`'s worker process."""
+    env = dict(os.environ)
+    paths = [str(p) for p in info.extra_path] + [str(ROOT)]
+    env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.update(info.variables())
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def serve_roles_early():
+    """Start the fork server of the reference's and the oracle's workers now, so that it imports their frameworks
+    while the host loads the bundle (for a replay that will start them: a first one); the replay's own end ends it
+    (release_forks), and so does this process's."""
+    from irtrace.replay import backends as registry
+    info = registry.known(registry.reference()) if registry.reference() else None
+    modules = _role_modules(info) if info is not None else ()
+    if modules and not _FORK and info.unavailable() is None:
+        forkserver.serve(info.interpreter(), _environment_of(info), ROOT, modules, _VOLATILE)
+
+
 def _role_modules(info):
     """What the fork server of the reference's and the oracle's workers imports (both their frameworks, once), when
     `info` is one of them in this interpreter; () for any other. A replay's first run starts both, and with
     --jobs 2 two of each: each importing torch took 1.5-2 CPU s of a first replay here, forked from one
-    server that imported it they take none (benchmarks/first_run.py)."""
+    server that imported it they take none (benchmarks/first_run.py). A test's stand-in for a role (another
+    worker module) has its own imports done by its worker, not by the server: they may be what it plants."""
     from backends._runtime.declare import UNDER_TEST
     from irtrace.replay import backends as registry
     if info.role == UNDER_TEST or info.python is not None:
@@ -131,7 +153,9 @@ def _role_modules(info):
     roles = [registry.known(name) for name in (registry.reference(), registry.oracle()) if name]
     if info not in roles:  # a test's planted stand-in: its own imports, a plain process
         return ()
-    return tuple(sorted({m for r in roles if r is not None for m in r.needs}))
+    # their frameworks, and the worker modules of irtrace's own (which build their op tables as they import)
+    own = {r.worker for r in roles if r is not None and r.worker.startswith("backends.")}
+    return tuple(sorted({m for r in roles if r is not None for m in r.needs}) + sorted(own))
 
 
 SERVER_END_S = 5.0  # a replay's fork server ends within a select tick of its last worker: waited for this long
@@ -244,11 +268,7 @@ class WorkerProxy:
         reason = self.info.unavailable()
         if reason:
             raise IrtraceError(f"backend {self.info.name!r} is unavailable: {reason} — run: {self.info.install}")
-        env = dict(os.environ)
-        paths = [str(p) for p in self.info.extra_path] + [str(ROOT)]
-        env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        env.update(self.info.variables())
-        env.setdefault("OMP_NUM_THREADS", "1")
+        env = _environment_of(self.info)
         self._stderr = tempfile.TemporaryFile()
         argv = ["backends._runtime.worker", self.info.worker]
         self.proc = None
