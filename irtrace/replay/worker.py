@@ -144,14 +144,15 @@ def _role_modules(info):
     """What the fork server of the reference's and the oracle's workers imports (both their frameworks, once), when
     `info` is one of them in this interpreter; () for any other. A replay's first run starts both, and with
     --jobs 2 two of each: each importing torch took 1.5-2 CPU s of a first replay here, forked from one
-    server that imported it they take none (benchmarks/first_run.py). A test's stand-in for a role (another
-    worker module) has its own imports done by its worker, not by the server: they may be what it plants."""
+    server that imported it they take none (benchmarks/first_run.py). Of the worker modules, the server imports
+    irtrace's own only: a test's stand-in for a role (tests/faulty_backend.py) may plant a hang or a crash in its
+    imports, which its own worker must show."""
     from backends._runtime.declare import UNDER_TEST
     from irtrace.replay import backends as registry
     if info.role == UNDER_TEST or info.python is not None:
         return ()
     roles = [registry.known(name) for name in (registry.reference(), registry.oracle()) if name]
-    if info not in roles:  # a test's planted stand-in: its own imports, a plain process
+    if info not in roles:  # a role's declaration other than the registered one: a plain process
         return ()
     # their frameworks, and the worker modules of irtrace's own (which build their op tables as they import)
     own = {r.worker for r in roles if r is not None and r.worker.startswith("backends.")}
