@@ -176,3 +176,20 @@ def _children():
         if fields[1] == str(os.getpid()) and fields[0] != "Z":
             out.append(int(pid))
     return out
+
+
+def test_a_replays_end_leaves_a_server_still_running_another_replays_worker(cold_workers):
+    """release_forks at one replay's end, while a worker another replay in this process forked still runs: that
+    worker goes on answering, and its server ends with it (not killed with the first replay's end)."""
+    before = set(forkserver._SERVERS)
+    w = WorkerProxy(backends.get(backends.reference()))
+    try:
+        w.ensure()
+        (key,) = set(forkserver._SERVERS) - before
+        server = forkserver._SERVERS[key]
+        worker.release_forks()
+        assert server.proc.poll() is None
+        np.testing.assert_array_equal(_relu(w), np.array([0.0, 0.5, 2.0], np.float32))
+    finally:
+        w.close()
+    assert server.proc.wait(timeout=10) == 0

@@ -198,7 +198,6 @@ class OracleRunner(ReferenceRunner):
                 and spec.opset >= getattr(c, "oracle_since", 1)]
 
     def versions(self):
-        import torch
         return {"onnx": self.onnx.__version__, "torch": torch.__version__, "dtype": "float64"}
 
 

@@ -153,14 +153,19 @@ def serve(interpreter, env, cwd, modules, volatile=()):
 
 
 def close_all(wait=None):
-    """Every server stops forking (and ends with its last worker); with `wait` (seconds), each that has not
-    ended by then is killed (the workers it forked have ended: a replay's end)."""
+    """Every server stops forking (and ends with its last worker); with `wait` (seconds), each whose workers have
+    all ended (a replay's end) is waited for, and killed if it has not ended by then. One still running a worker
+    (another replay's, in this process) is not: it ends with that worker."""
     with _LOCK:
         servers = list(_SERVERS.values())
         _SERVERS.clear()
     for s in servers:
         s.close()
     for s in servers if wait is not None else ():
+        with s.lock:
+            serving = bool(s.running or s.waiting)
+        if serving:
+            continue
         try:
             s.proc.wait(wait)
         except subprocess.TimeoutExpired:

@@ -151,12 +151,12 @@ def _role_modules(info):
     from irtrace.replay import backends as registry
     if info.role == UNDER_TEST or info.python is not None:
         return ()
-    roles = [registry.known(name) for name in (registry.reference(), registry.oracle()) if name]
+    roles = [r for r in (registry.known(name) for name in (registry.reference(), registry.oracle()) if name) if r]
     if info not in roles:  # a role's declaration other than the registered one: a plain process
         return ()
     # their frameworks, and the worker modules of irtrace's own (which build their op tables as they import)
-    own = {r.worker for r in roles if r is not None and r.worker.startswith("backends.")}
-    return tuple(sorted({m for r in roles if r is not None for m in r.needs}) + sorted(own))
+    own = {r.worker for r in roles if r.worker.startswith("backends.")}
+    return tuple(sorted({m for r in roles for m in r.needs}) + sorted(own))
 
 
 SERVER_END_S = 5.0  # a replay's fork server ends within a select tick of its last worker: waited for this long
@@ -277,9 +277,9 @@ class WorkerProxy:
         # framework and the backend's worker module (not a host backend's own: a test's planted one may hang
         # or die as it imports, a real framework's folder in its environment does not)
         framework = self.info.needs or ((self.info.module, self.info.worker) if self.info.python is not None else ())
-        roles = _role_modules(self.info)
-        if (_FORK and framework) or roles:  # workers start over and over, or the roles share their imports: forked
-            self.proc = forkserver.fork(self.info.interpreter(), env, ROOT, roles or framework, argv, self._stderr,
+        shared = _role_modules(self.info)
+        if (_FORK and framework) or shared:  # workers start over and over, or the roles share their imports: forked
+            self.proc = forkserver.fork(self.info.interpreter(), env, ROOT, shared or framework, argv, self._stderr,
                                         _VOLATILE)
         if self.proc is None:
             self.proc = subprocess.Popen([self.info.interpreter(), "-m", *argv], stdin=subprocess.PIPE,
