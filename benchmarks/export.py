@@ -4,9 +4,11 @@ copy, to prove the recorded parameter gradients); then ResNet-50 (torchvision, r
 2x3x112x112) against issue 33's targets: time <= 1.3x torch.onnx.export's and peak RSS <= 1.5x, each
 measured in a fresh process of its own (the model built and a small export of the same kind run first,
 so that imports and registries are not counted; the peak is the process's VmHWM, the whole process's
-as a user sees it, and above the RSS it had before the export).
+as a user sees it, and above the RSS it had before the export); then the same as each process's first
+export (resnet50-first: what the first call pays counts too, such as torch.onnx's registry of translations,
+which torch.onnx.export builds on every call and irtrace once per process).
 
-    .venv/bin/python benchmarks/export.py [--parts examples,resnet50] [--repeat 3] [--baseline DIR]
+    .venv/bin/python benchmarks/export.py [--parts examples,resnet50,resnet50-first] [--repeat 3] [--baseline DIR]
 """
 import argparse
 import contextlib
@@ -68,10 +70,11 @@ def run(kind, model, inputs, out):
         warnings.simplefilter("ignore")
         torch.onnx.export(model, inputs, dynamo=True, optimize=False).model_proto
 
-kind, folder = sys.argv[1], sys.argv[2]
+kind, folder, first = sys.argv[1], sys.argv[2], sys.argv[3] == "first"
 torch.manual_seed(0)
-run(kind, torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)).eval(), (torch.randn(1, 3, 8, 8),),
-    folder + "/warm.irt")
+if not first:
+    run(kind, torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)).eval(),
+        (torch.randn(1, 3, 8, 8),), folder + "/warm.irt")
 model, inputs = resnet50()
 before = status("VmRSS")
 with open("/proc/self/clear_refs", "w") as f:
@@ -82,10 +85,12 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "peak": status("VmHWM"), 
 """
 
 
-def resnet50_targets(repeat, baseline=None):
+def resnet50_targets(repeat, baseline=None, first=False):
     """ResNet-50's export against torch.onnx.export's, time and peak RSS, each in a fresh process, the kinds
     alternated `repeat` times: the best time and the lowest peak of each (this machine's load moves a
-    single run's time by 10-30 %). `baseline`: another checkout's irtrace too, side by side."""
+    single run's time by 10-30 %). `baseline`: another checkout's irtrace too, side by side. `first`: the
+    process's first export (no small export before it: what set-up each export's first call pays counts,
+    torch.onnx's registry of translations, which irtrace builds once per process, among it)."""
     here = str(Path(__file__).resolve().parent)
     runs = {"torch.onnx": [], "irtrace": [], **({"baseline": []} if baseline else {})}
     with tempfile.TemporaryDirectory() as d:
@@ -93,15 +98,17 @@ def resnet50_targets(repeat, baseline=None):
             for kind, done in runs.items():
                 code = Path(baseline).resolve() if kind == "baseline" else Path(here).parent  # which irtrace
                 env = {**os.environ, "PYTHONPATH": str(code)}
-                child = subprocess.run([sys.executable, "-c", CHILD.format(here=here), kind, d], capture_output=True,
-                                       text=True, env=env, cwd=d)  # not this folder: `-c` imports from the cwd
+                child = subprocess.run([sys.executable, "-c", CHILD.format(here=here), kind, d,
+                                        "first" if first else "warm"], capture_output=True, text=True, env=env,
+                                       cwd=d)  # not this folder: `-c` imports from the cwd
                 if child.returncode:
                     raise SystemExit(f"{kind} export failed:\n{child.stderr[-3000:]}")
                 done.append(json.loads(child.stdout.strip().splitlines()[-1]))
     got = {kind: {k: min(r[k] for r in done) for k in ("seconds", "peak", "before")} for kind, done in runs.items()}
     a, b = got["torch.onnx"], got["irtrace"]
     gb = 1e9
-    print(f"ResNet-50 (torchvision, eval, 2x3x112x112), each in a fresh process, best of {repeat}:")
+    print(f"ResNet-50 (torchvision, eval, 2x3x112x112), each in a fresh process, "
+          f"{'the process' + chr(39) + 's first export' if first else 'after a small export'}, best of {repeat}:")
     print(f"  {'':12} {'seconds':>8} {'peak RSS GB':>12} {'above start GB':>15}   seconds of each run")
     for kind, r in got.items():
         each = " ".join(f"{x['seconds']:.2f}" for x in runs[kind])
@@ -138,7 +145,7 @@ def examples():
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--parts", default="examples,resnet50")
+    p.add_argument("--parts", default="examples,resnet50,resnet50-first")
     p.add_argument("--repeat", type=int, default=3, help="fresh-process exports of each kind, alternated")
     p.add_argument("--baseline", help="another checkout (git worktree add DIR <commit>): its export too")
     args = p.parse_args()
@@ -147,6 +154,8 @@ def main():
         examples()
     if "resnet50" in parts:
         resnet50_targets(args.repeat, args.baseline)
+    if "resnet50-first" in parts:
+        resnet50_targets(args.repeat, args.baseline, first=True)
 
 
 if __name__ == "__main__":

@@ -480,3 +480,37 @@ def test_a_bfloat16_module_exports_with_its_values_in_bfloat16(tmp_path):
     got = b.values[out].astype(np.float32)
     assert b.values[out].dtype.name == "bfloat16" and np.max(np.abs(got - want)) <= 2.0 ** -7 * np.max(np.abs(want))
     assert b.values[grad_name(out)].dtype.name == "bfloat16"
+
+
+def test_torch_onnx_registry_is_built_once_per_process_and_gives_torch_onnx_exports_graph(tmp_path, monkeypatch):
+    """torch.onnx.export builds its registry of translations on every call (0.8 s); irtrace's exports build it once
+    per process and give the graph torch.onnx.export gives with the same translations, byte for byte."""
+    import contextlib
+    import io
+    import warnings
+
+    from torch.onnx._internal.exporter import _registration
+
+    from irtrace.export import torch_export
+    built = []
+    original = _registration.ONNXRegistry.from_torchlib.__func__
+
+    def counted(cls, *a, **k):
+        built.append(1)
+        return original(cls, *a, **k)
+    monkeypatch.setattr(_registration.ONNXRegistry, "from_torchlib", classmethod(counted))
+    torch_export._registry.cache_clear()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()).train()
+    x = torch.randn(2, 3, 6, 6)
+    irtrace.export(model, (x,), tmp_path / "a.irt", train=True)
+    irtrace.export(model, (x,), tmp_path / "b.irt", train=True)
+    assert len(built) == 1
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        ours = torch_export._torch_onnx_export(model, (x,), None).model_proto
+        theirs = torch.onnx.export(model, (x,), dynamo=True, optimize=False,
+                                   custom_translation_table=torch_export._translations()).model_proto
+    assert len(built) == 2  # torch.onnx.export's own
+    assert any(n.op_type == "BatchNormalization" for n in ours.graph.node)  # irtrace's translation is in it
+    assert ours.SerializeToString() == theirs.SerializeToString()

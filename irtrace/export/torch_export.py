@@ -12,6 +12,7 @@ any size). What still does not export is refused in one line naming the aten op 
 """
 import ast
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -370,6 +371,47 @@ def _run(model, example_inputs, options):
     return _Run(inputs, given, state, params, masks, draws, ref_out, state_after, out_names, t0)
 
 
+def _torch_onnx_export(model, inputs, input_names):
+    """torch.onnx.export(model, inputs, dynamo=True, optimize=False, input_names=..., custom_translation_table=
+    irtrace's translations), with torch.onnx's registry of translations built once per process: torch.onnx.export
+    builds it from torchlib on every call (0.76-0.84 s here, a fifth of a ResNet-50 export), and the pytest
+    plugin, `irtrace demo` and a library user export many models in one process. It is the call
+    torch.onnx.export makes (torch/onnx/_internal/exporter/_compat.py), with the registry it would build;
+    torch.onnx.export itself where that exporter core takes no registry (another torch)."""
+    import torch
+    core = _exporter_core()
+    if core is None:
+        return torch.onnx.export(model, inputs, dynamo=True, optimize=False, input_names=input_names,
+                                 custom_translation_table=_translations())
+    from torch.onnx import _constants
+    args, kwargs = (inputs, None) if not inputs or not isinstance(inputs[-1], dict) else (inputs[:-1], inputs[-1])
+    return core.export(model, args, kwargs, registry=_registry(), input_names=input_names, optimize=False,
+                       opset_version=_constants.ONNX_DEFAULT_OPSET)
+
+
+def _exporter_core():
+    """torch.onnx's exporter core when its export takes a registry (torch 2.6 and later), else None."""
+    import inspect
+    try:
+        from torch.onnx._internal.exporter import _core, _registration  # noqa: F401 - _registry's
+    except ImportError:
+        return None
+    return _core if "registry" in inspect.signature(_core.export).parameters else None
+
+
+@functools.lru_cache(maxsize=1)
+def _registry():
+    """torch.onnx's registry as torch.onnx.export builds it for ONNX_DEFAULT_OPSET, with irtrace's translations
+    (what they register depends on nothing but the code: the same every export)."""
+    from torch.onnx import _constants as onnx_constants
+    from torch.onnx._internal.exporter import _constants, _registration
+    registry = _registration.ONNXRegistry.from_torchlib(opset_version=max(onnx_constants.ONNX_DEFAULT_OPSET,
+                                                                          _constants.TORCHLIB_OPSET))
+    for torch_op, onnx_op in _translations().items():
+        registry.register_op(torch_op, onnx_op, is_complex=False)
+    return registry
+
+
 def _onnx_program(model, run, options):
     """torch.onnx's ModelProto of the module, which sees the run's dropout masks and random draws again."""
     import torch
@@ -378,8 +420,7 @@ def _onnx_program(model, run, options):
     replaying = random_mod.recorded(run.draws, record=False) if run.draws else contextlib.nullcontext()
     try:
         with _quiet(), dropout_mod.patched(run.masks, record=False), replaying as rec:
-            program = torch.onnx.export(model, run.inputs, dynamo=True, optimize=False, input_names=options.input_names,
-                                        custom_translation_table=_translations())
+            program = _torch_onnx_export(model, run.inputs, options.input_names)
         if run.draws:
             random_mod.check_all_used(run.draws, rec)
     except IrtraceError:
