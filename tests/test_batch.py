@@ -39,3 +39,30 @@ def test_batched_replay_judges_what_one_call_at_a_time_judges(backend, example, 
         whole = {(r[0], r[2], r[3]): r[4] for r in tested if r[3].endswith("*")}
         assert whole == {("node_gelu", "vjp2", "d2x:*"): "ERROR", ("node_gelu", "vjp2", "d2g:*"): "ERROR"}, whole
         assert one["restarts"]["megengine"] == 0
+
+
+def test_a_first_replay_sends_the_reference_and_oracle_calls_ahead_in_batches_and_judges_the_same(
+        example_bundle, tmp_path, monkeypatch):
+    """With no answer cached, the reference's and the oracle's calls go in batches too (they compute ahead
+    while the host judges), and every row is what one call at a time gives; with their answers cached, no
+    batch is made for them."""
+    from irtrace.replay import batch
+    made = []
+    original = batch.Batches.__init__
+
+    def spy(self, pool, backend, calls, timeout):
+        made.append((backend, len(calls)))
+        original(self, pool, backend, calls, timeout)
+    monkeypatch.setattr(batch.Batches, "__init__", spy)
+    bundle = example_bundle("resnet")
+    one = replay_into(bundle.path, ReplayOptions.parse("onnxruntime", "fwd,vjp,vjp2", batch=False, cache=False),
+                      out=tmp_path / "one").json
+    assert made == []
+    many = replay_into(bundle.path, ReplayOptions.parse("onnxruntime", "fwd,vjp,vjp2"), out=tmp_path / "many").json
+    assert rows(one) == rows(many)
+    sizes = dict(made)  # the roles compute every node's fwd, vjp and vjp2; onnxruntime the forward of its ops
+    assert 0 < sizes["onnxruntime"] <= len(one["nodes"]) < sizes["torch"] == sizes["oracle"], made
+    made.clear()
+    again = replay_into(bundle.path, ReplayOptions.parse("onnxruntime", "fwd,vjp,vjp2"), out=tmp_path / "again").json
+    assert rows(again) == rows(one)
+    assert made == [("onnxruntime", sizes["onnxruntime"])]

@@ -481,6 +481,10 @@ class ResultCache:
             self._writer.shutdown(wait=True)
             self._writer = None
 
+    def has(self, call, role):
+        """Whether `role`'s entry of `call` is here (read or not: get says whether it serves)."""
+        return role in self.keys and self.usable and self._path(call, role).exists()
+
     def get(self, call, role):
         if role not in self.keys or not self.usable:
             return None

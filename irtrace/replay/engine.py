@@ -12,7 +12,7 @@ from irtrace import compare
 from irtrace.replay import backends as registry
 from irtrace.replay.batch import Batches
 from irtrace.replay.cache import ResultCache, cache_limit
-from irtrace.replay.execute import Batching, Caching, Executor, LocalExecutor, MemoryBound
+from irtrace.replay.execute import Batching, Caching, Executor, LocalExecutor, MemoryBound, small, too_big
 from irtrace.replay.judge import gather, judge_node, judged_before, unjudged
 from irtrace.replay.plan import MODES, ORACLE, REFERENCE, parse_modes, plan, recorded_outputs  # noqa: F401
 
@@ -155,9 +155,16 @@ def _compose(local, planned, todo, cache, options, roles):
         warm = cache is not None and cache.warm()  # with answers cached, the roles start only when one is missing
         local.prestart(list(dict.fromkeys(([] if warm else roles) + under_test)))
         if options.batch:
-            executor = Batching(local, {b: Batches(local.pool, b, [
-                planned.form(c, local.native(b)) for _, spec in todo if b in planned.on(spec)
-                for c in planned.calls(spec)[0] if c.mode in local.modes(b)], options.timeout) for b in under_test})
+            ahead = {b: [planned.form(c, local.native(b)) for _, spec in todo if b in planned.on(spec)
+                         for c in planned.calls(spec)[0] if c.mode in local.modes(b)] for b in under_test}
+            # every node's call goes to both roles (gather), but what the cache holds; a call large enough to have
+            # its memory checked goes alone, as it did (a batch's answers computed ahead are held here until judged)
+            for role in [] if warm else roles:
+                ahead[role] = [c for _, spec in todo for c in planned.calls(spec)[0] if c.mode in local.modes(role)
+                               and small(c) and not (cache is not None and cache.has(c, role))]
+            # a call MemoryBound refuses is never asked of a batch: not sent in one either
+            executor = Batching(local, {b: Batches(local.pool, b, [c for c in calls if not too_big(c)],
+                                                   options.timeout) for b, calls in ahead.items()})
     if cache is not None:
         executor = Caching(executor, cache)
     executor = MemoryBound(executor)  # a call that cannot fit here is its ERROR, not a worker killed midway

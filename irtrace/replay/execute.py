@@ -287,6 +287,7 @@ class LocalExecutor(Executor):
 
 
 _AFTER_REFERENCE = object()  # a Ticket's handle: the cached answer is read when it is received (Caching)
+_KEPT = object()  # a Ticket's handle: its answer is the cache's (Caching)
 
 
 class Caching(Wrapper):
@@ -301,25 +302,32 @@ class Caching(Wrapper):
         kept = self.cache.get(call, backend) if backend in (REFERENCE, ORACLE) else None
         if kept is None and self.cache.waits(call, backend):  # read once the reference it is kept against is
             return Ticket(backend, call, handle=_AFTER_REFERENCE)
-        return Ticket(backend, call, answer=kept) if kept is not None else self.inner.send(backend, call)
+        return Ticket(backend, call, _KEPT, kept) if kept is not None else self.inner.send(backend, call)
 
     def receive(self, ticket):
-        if ticket.answer is not None:
+        if ticket.handle is _KEPT:
             return ticket.answer
         if ticket.handle is _AFTER_REFERENCE:  # the reference's answer is in now (received before, as gather does)
             kept = self.cache.get(ticket.call, ticket.backend)
             if kept is not None:
                 return kept
             ticket = self.inner.send(ticket.backend, ticket.call)
-        answer = self.inner.receive(ticket)
+        answer = self.inner.receive(ticket)  # computed now, or ahead of time (a batch's: Batching)
         if ticket.backend in (REFERENCE, ORACLE):
             self.cache.put(ticket.call, ticket.backend, answer)
         return answer
 
 
+@dataclass
+class _Ahead:
+    """A Ticket's handle: the answer of a call a batch computed ahead (Batching)."""
+    answer: Answer
+
+
 class Batching(Wrapper):
-    """The calls of the backends under test sent ahead in batches (replay/batch.py): `batches`, backend ->
-    Batches of the calls it will be sent, in order; a call no batch answers is sent alone."""
+    """The calls of the backends under test, and of the reference and the oracle where their answers are not
+    cached, sent ahead in batches (replay/batch.py): `batches`, backend -> Batches of the calls it will be
+    sent, in order; a call no batch answers is sent alone."""
 
     def __init__(self, inner, batches):
         super().__init__(inner)
@@ -328,7 +336,12 @@ class Batching(Wrapper):
     def send(self, backend, call):
         sent = self.batches.get(backend)
         answer = sent.take(call) if sent is not None else None
-        return Ticket(backend, call, answer=answer) if answer is not None else self.inner.send(backend, call)
+        # the answer is received, not handed over at send time (Ticket.answer): the wrappers between, Caching
+        # among them, see it as they see an answer computed now
+        return Ticket(backend, call, handle=_Ahead(answer)) if answer is not None else self.inner.send(backend, call)
+
+    def receive(self, ticket):
+        return ticket.handle.answer if isinstance(ticket.handle, _Ahead) else super().receive(ticket)
 
     def drain(self):
         for sent in self.batches.values():
@@ -362,12 +375,17 @@ class MemoryBound(Wrapper):
             self.inner.send(backend, call)
 
 
+def small(call):
+    """Whether `call` (a NodeCall) needs too little memory for too_big to look at the machine's."""
+    return CALL_HOLDS * sum(a.nbytes for a in call.arrays() if a is not None) < MEMORY_CHECKED
+
+
 def too_big(call):
     """Why `call` (a NodeCall) cannot run in the memory this machine has available, or None."""
+    if small(call):
+        return None
     nbytes = sum(a.nbytes for a in call.arrays() if a is not None)
     need = CALL_HOLDS * nbytes
-    if need < MEMORY_CHECKED:
-        return None
     from irtrace.envs.machine import available_bytes, size_text
     available = available_bytes()
     if available is None or need <= available:
