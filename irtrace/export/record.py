@@ -1,8 +1,6 @@
 """Recording: run the canonical graph in torch (the reference), chained from the model
 inputs; record every value, then backpropagate the loss and record every cotangent and
 the seeds of the double-backward pass."""
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from irtrace.errors import IrtraceError, strip_ansi
@@ -55,22 +53,14 @@ def record(model, inputs, outputs, loss="dot", seed=0, sources=None, weights=Non
     sink = _Values() if into is None else into(specs)
     for name, t in env.items():
         sink[name] = _array(t)
+    # the vjp2 directions, as many elements as the model has values: drawn by torch in each value's own dtype
+    # (ResNet-50's 44.7 M: numpy's float64 draws cast to float32 0.57-0.70 s, torch's float32 draws 0.20-0.22 s)
+    urng = torch.Generator().manual_seed(seed + 2)
+    for name in differentiable:
+        sink[u_name(name)] = _array(torch.randn(env[name].shape, dtype=env[name].dtype, generator=urng))
     for name, c in seeds.items():
         sink[name] = c
-    # the vjp2 directions, as many elements as the model has values: drawn by torch in each value's own dtype
-    # (ResNet-50's 44.7 M: numpy's float64 draws cast to float32 0.57-0.70 s, torch's float32 draws 0.20-0.22 s,
-    # numpy's float32 ziggurat 0.54 s), in a thread of their own while the backward runs: torch's draws let go
-    # of the GIL, and one generator draws on one core while the backward's kernels use the others (ResNet-50's
-    # export: benchmarks/export.py)
-    urng = torch.Generator().manual_seed(seed + 2)
-
-    def directions():
-        for name in differentiable:
-            sink[u_name(name)] = _array(torch.randn(env[name].shape, dtype=env[name].dtype, generator=urng))
-    with ThreadPoolExecutor(1, thread_name_prefix="irtrace-directions") as drawing:
-        drawn = drawing.submit(directions)
-        _backward(env, differentiable, seeds, inputs, loss, sink)  # raising, it does once the draws are done
-    drawn.result()  # the draws' own error
+    _backward(env, differentiable, seeds, inputs, loss, sink)
     for name in differentiable:  # a value the loss does not depend on: its gradient is zero
         if grad_name(name) not in sink.written:
             sink[grad_name(name)] = np.zeros(*reversed(specs[name]))
