@@ -679,8 +679,7 @@ class ResultCache:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             self.dir.mkdir(exist_ok=True)
-            write(tmp)
-            trust.shared_mode(tmp, folder=False)  # written 0600: the umask decides, as for any file
+            write(tmp)  # made 0666 less the umask, as any file (ValueWriter, write_text): no chmod
             os.replace(tmp, path)
             return True
         except Exception as e:  # noqa: BLE001 - a full disk, a read-only folder, a value the format cannot
