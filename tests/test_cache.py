@@ -574,3 +574,44 @@ def test_entries_written_behind_are_served_while_pending_and_bounded(tmp_path, m
     for call, answer in ((fwd, first), (vjp, second)):
         got = again.get(call, ORACLE)
         assert got is not answer and [a.tobytes() for a in got.results] == [a.tobytes() for a in answer.results]
+
+
+def test_entries_kept_against_an_older_irtraces_digest_still_serve(tmp_path, started, monkeypatch):
+    """An oracle entry kept as differences from the reference's results names their digest; irtrace's digest was
+    blake2b and is SHA-256 now. A cache written with the old digest serves a replay whole, and where the reference
+    is computed again (a torn entry) the oracle's entry kept against the old digest is computed again, the
+    report the same."""
+    import hashlib
+
+    from irtrace.replay import cache as cache_mod
+
+    def blake2b_digest(results):  # the digest as irtrace wrote it before
+        h = hashlib.blake2b(digest_size=16)
+        for a in results:
+            if a is None:
+                h.update(b"none;")
+                continue
+            a = np.asarray(a)
+            h.update(f"{a.dtype.str} {list(a.shape)};".encode())
+            h.update(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+        return h.hexdigest()
+    b = small(tmp_path / "b.irt")
+    with monkeypatch.context() as m:
+        m.setattr(cache_mod, "_digest", blake2b_digest)
+        cold = replay(b, tmp_path / "cold")
+    assert cache_mod._digest([np.zeros(2, np.float32)]) != blake2b_digest([np.zeros(2, np.float32)])
+    started.clear()
+    assert replay(b, tmp_path / "warm") == cold
+    assert started == ["onnxruntime"]
+    from safetensors import safe_open
+    cache = Path(str(b.path) + ".cache")
+    metas = {}
+    for p in cache.glob("*.safetensors"):
+        with safe_open(str(p), "np") as f:
+            metas[p] = json.loads(f.metadata()["irtrace"])
+    bases = {meta["base"] for meta in metas.values() if meta.get("base")}
+    torn = next(p for p, meta in metas.items() if meta.get("digest") in bases)
+    torn.write_bytes(torn.read_bytes()[:40])
+    started.clear()
+    assert replay(b, tmp_path / "torn") == cold
+    assert sorted(started) == ["onnxruntime", "oracle", "torch"]
