@@ -14,7 +14,7 @@ import torch
 import irtrace
 from irtrace.errors import IrtraceError
 from irtrace.export.torch_export import EXPORT_HOLDS
-from irtrace.replay import ReplayOptions, execute
+from irtrace.replay import ReplayOptions, batch, execute
 from irtrace.report.folder import replay_into
 
 
@@ -42,11 +42,22 @@ def test_a_call_that_cannot_fit_is_a_gap_with_its_sizes_not_a_finding(example_bu
     bundle = example_bundle("resnet")  # exported before the machine is made small
     monkeypatch.setattr(execute, "MEMORY_CHECKED", 0)  # every call checked, not only those needing 1 GB
     monkeypatch.setenv("IRTRACE_MEMORY_AVAILABLE", "300000")
+    batched = []  # (backend, node, mode) of every call sent ahead in a batch: none that is refused
+    original = batch.Batches.__init__
+
+    def spy(self, pool, backend, calls, timeout):
+        batched.extend((backend, c.spec.name, c.mode) for c in calls)
+        original(self, pool, backend, calls, timeout)
+    monkeypatch.setattr(batch.Batches, "__init__", spy)
     written = replay_into(bundle, ReplayOptions(cache=False), tmp_path / "out")
     report = json.loads((written.out / "report.json").read_text())
     refused = [r for n in report["nodes"] for r in n["results"] if r["verdict"] == "UNSUPPORTED"
                and "of memory" in r["message"]]
     assert refused and not report["findings"] and report["summary"]["MATCH"] > 0
+    refused_calls = {(r["backend"], n["name"], r["mode"]) for n in report["nodes"] for r in n["results"]
+                     if r in refused}
+    assert batched and refused_calls and not refused_calls & set(batched)
+    assert {b for b, _, _ in batched} == {"onnxruntime"}  # a role's call checked for memory goes alone
     for r in refused:
         m = re.search(r"needs about ([\d.]+) (kB|MB) of memory and 0.30 MB is available: it sends ([\d.]+) kB \(the "
                       r"largest, \S+, [\dx]+ float32, [\d.]+ kB\), held about 20 times", r["message"])

@@ -377,15 +377,19 @@ class MemoryBound(Wrapper):
 
 def small(call):
     """Whether `call` (a NodeCall) needs too little memory for too_big to look at the machine's."""
-    return CALL_HOLDS * sum(a.nbytes for a in call.arrays() if a is not None) < MEMORY_CHECKED
+    return CALL_HOLDS * _sent_bytes(call) < MEMORY_CHECKED
+
+
+def _sent_bytes(call):
+    return sum(a.nbytes for a in call.arrays() if a is not None)
 
 
 def too_big(call):
     """Why `call` (a NodeCall) cannot run in the memory this machine has available, or None."""
-    if small(call):
-        return None
-    nbytes = sum(a.nbytes for a in call.arrays() if a is not None)
+    nbytes = _sent_bytes(call)
     need = CALL_HOLDS * nbytes
+    if need < MEMORY_CHECKED:
+        return None
     from irtrace.envs.machine import available_bytes, size_text
     available = available_bytes()
     if available is None or need <= available:
