@@ -393,7 +393,7 @@ def _exporter_core():
     """torch.onnx's exporter core when its export takes a registry (torch 2.6 and later), else None."""
     import inspect
     try:
-        from torch.onnx._internal.exporter import _core, _registration  # noqa: F401 - _registry's
+        from torch.onnx._internal.exporter import _core
     except ImportError:
         return None
     return _core if "registry" in inspect.signature(_core.export).parameters else None

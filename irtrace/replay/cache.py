@@ -178,13 +178,14 @@ def _delta(o, base):
     return step, (np.array(o[~fits], order="C") if n_out else None)
 
 
-def _digest(results):
+def _digest(results, h=None):
     """A digest of a reference's results (dtype, shape and bytes of each): what the oracle's entry kept as
     differences from them names (its "base"), so that the reference computed again, the same bits, still
-    serves it (its entry's signature would not: its reply's timings differ). SHA-256: 1.55 GB/s here (the CPU's
-    SHA instructions), blake2b 0.77 (an entry kept against a blake2b digest, from an older irtrace, is read against
-    its reference's entry, which names that digest; one computed again is computed again too)."""
-    h = hashlib.sha256()
+    serves it (its entry's signature would not: its reply's timings differ). `h`: the hash, SHA-256 by default:
+    1.55 GB/s here (the CPU's SHA instructions); an older irtrace's was blake2b (digest_size 16), 0.77 GB/s. An
+    entry kept against a blake2b digest is read against its reference's entry, which names that digest; where
+    the reference is computed again, the entry is too."""
+    h = hashlib.sha256() if h is None else h
     for a in results:
         if a is None:
             h.update(b"none;")
