@@ -235,6 +235,33 @@ def test_a_passing_result_gets_max_abs_and_max_rel_by_hand():
     assert v == compare.DIVERGENT and m.ulp is not None and m.worst_index == (1,) and m.max_rel == 0.125
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_a_result_with_the_references_bits_is_judged_as_the_sweep_judges_it(monkeypatch, dtype):
+    """judge(full=False) takes a small result that is the reference's bits for MATCH without its sweep: the
+    same verdict, metrics and details the sweep gives (with it turned off), with NaN, infinities, -0.0 and a
+    subnormal among the elements, with and without an oracle; a result one bit away, or of another dtype,
+    is swept."""
+    import ml_dtypes
+    dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    x = np.array([1.5, -0.0, np.nan, np.inf, -np.inf, 3e-39 if dtype != "float16" else 3e-8, -2.25], np.float32) \
+        .astype(dt)
+    oracles = [None, np.array(x, np.float64) + 1e-9]
+    swept = {}
+    for size in (compare.SAME_BITS_MAX, -1):  # the shortcut on, then off
+        monkeypatch.setattr(compare, "SAME_BITS_MAX", size)
+        swept[size] = [compare.judge(x, x.copy(), o, full=False) for o in oracles]
+    assert swept[compare.SAME_BITS_MAX] == swept[-1]
+    assert all(v == compare.MATCH and (m.max_abs, m.max_rel, m.min_atol, m.min_rtol) == (0.0,) * 4 and d == {}
+               for v, m, d in swept[-1])
+    monkeypatch.setattr(compare, "SAME_BITS_MAX", 4096)
+    apart = x.copy()
+    apart[0] = np.nextafter(np.float32(1.5), np.float32(2)).astype(dt) if dtype == "float32" else 1.75
+    v, m, _ = compare.judge(apart, x, None, full=False)
+    assert v != compare.MATCH or m.max_abs > 0
+    v, m, _ = compare.judge(x.astype(np.float64) if dtype != "float64" else x.astype(np.float32), x, None, full=False)
+    assert v == compare.MATCH  # another dtype with the same values: swept, and equal
+
+
 def test_a_passing_results_max_rel_is_its_exact_relative_error():
     """judge and judge_reference compute a passing result's max abs / max rel in their one sweep:
     the numbers a hand computation gives, with an infinity and a 0-d result."""
