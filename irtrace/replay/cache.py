@@ -204,13 +204,18 @@ def _read_known(path, seen):
     verifies it). The arrays are views of the bytes read (read-only, as a mapped entry's are)."""
     if seen is None:
         return None
-    with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
+    # os.open and os.read, not open(): a buffered file makes 11 system calls of these 5, each one a point where
+    # the replay's other threads take the interpreter (benchmarks/fixed_cost.py)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
         if st.st_size > SMALL or [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns] != seen:
             return None
-        data = f.read()
-        if os.fstat(f.fileno()).st_ctime_ns != st.st_ctime_ns or len(data) != st.st_size:
+        data = os.read(fd, st.st_size)
+        if os.fstat(fd).st_ctime_ns != st.st_ctime_ns or len(data) != st.st_size:
             return None  # written while it was read
+    finally:
+        os.close(fd)
     from irtrace.store.check import ST_DTYPES
     n = int.from_bytes(data[:8], "little")
     header, start, out = json.loads(data[8:8 + n]), 8 + n, {}
@@ -271,6 +276,7 @@ class ResultCache:
 
     def __init__(self, bundle, roles, limit=None, behind=False):
         self.dir = folder(bundle.path)
+        self._root = os.path.join(str(self.dir), "")  # see _file
         # behind=True: entries are written by a thread of their own while the replay goes on (drain, replayed)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="irtrace-cache") if behind else None
         self._pending = {}  # entry name -> the Answer put and not written yet (get serves it)
@@ -395,41 +401,50 @@ class ResultCache:
         return kept if isinstance(kept, dict) else None
 
     def _path(self, call, role, h=None, suffix="safetensors"):
+        return self.dir / self._name(call, role, h, suffix)
+
+    def _name(self, call, role, h=None, suffix="safetensors"):
+        """The file name of `role`'s entry of `call` (`h`: the hash to name it by instead, judged rows')."""
         h = self.keys[role].copy() if h is None else h
         h.update(call.key_text.encode())
-        return self.dir / f"{h.hexdigest()[:40]}.{suffix}"
+        return f"{h.hexdigest()[:40]}.{suffix}"
 
-    def _judged_path(self, call, policy, basis):
-        """Where the rows judged from `basis` are kept, or None when an answer they come from is not
+    def _file(self, name):
+        """The path of the entry `name`, as a string: a replay asks for three to five a node, and pathlib's
+        objects cost 10-20 us each to make and to turn into the string a system call takes (fixed_cost.py)."""
+        return self._root + name
+
+    def _judged_name(self, call, policy, basis):
+        """The file name the rows judged from `basis` are kept under, or None when an answer they come from is not
         here. `basis`: {"answers": [(call, role)...] the rows were judged from, and anything else that
         decides them (JSON-able)}; each answer file's size and modification time are in the key, so
         an answer computed again (a torn entry) is judged again."""
         h = hashlib.sha256(f"judged {_judging_key()} {_policy_text(policy)}".encode())
         for c, role in basis["answers"]:
-            answer = self._path(c, role)
+            answer = self._name(c, role)
             try:
-                st = answer.stat()
+                st = os.stat(self._file(answer))
             except OSError:
                 return None
-            h.update(f"{answer.name} {st.st_size} {st.st_mtime_ns}".encode())
+            h.update(f"{answer} {st.st_size} {st.st_mtime_ns}".encode())
         h.update(json.dumps({k: v for k, v in basis.items() if k != "answers"}, sort_keys=True).encode())
-        return self._path(call, None, h, "json")
+        return self._name(call, None, h, "json")
 
     def judged(self, call, policy, basis):
         """The reference's rows of `call` as an earlier replay judged them against float64 from the same
-        answers (`basis`, see _judged_path) with this policy and code, or None."""
-        path = self._judged_path(call, policy, basis)
-        if path is None:
+        answers (`basis`, see _judged_name) with this policy and code, or None."""
+        name = self._judged_name(call, policy, basis)
+        if name is None:
             return None
-        text = _verified(path)
+        text = _verified(self._file(name))
         if text is None:  # absent, torn, edited or another user's: judged again
             return None
         try:
             rows = [compare.Result.from_json(r) for r in json.loads(text)]
-            self.used.add(path.name)
+            self.used.add(name)
             return rows
         except Exception as e:  # noqa: BLE001 - signed but unreadable (another irtrace's schema): judged again
-            log.info("%s: unreadable judged rows (%s); judging again", path, e)
+            log.info("%s: unreadable judged rows (%s); judging again", self._file(name), e)
             return None
 
     def keep_judged(self, call, policy, basis, rows):
@@ -442,9 +457,10 @@ class ResultCache:
             return
 
         def write():  # after the answers put before (the rows' key reads their files)
-            path = self._judged_path(call, policy, basis)
-            if path is None:
+            name = self._judged_name(call, policy, basis)
+            if name is None:
                 return
+            path = self.dir / name
             if self._write(path, lambda tmp: tmp.write_text(_signed(path.name, text))):
                 self.used.add(path.name)
             else:
@@ -486,17 +502,18 @@ class ResultCache:
 
     def has(self, call, role):
         """Whether `role`'s entry of `call` is here (read or not: get says whether it serves)."""
-        return role in self.keys and self.usable and self._path(call, role).exists()
+        return role in self.keys and self.usable and os.path.exists(self._file(self._name(call, role)))
 
     def get(self, call, role):
         if role not in self.keys or not self.usable:
             return None
-        path = self._path(call, role)
-        pending = self._pending.get(path.name)
+        name = self._name(call, role)
+        pending = self._pending.get(name)
         if pending is not None:  # put by this replay, not written yet: the same answer
             return pending
+        path = self._file(name)
         try:
-            known = _read_known(path, self.seen.get(path.name))
+            known = _read_known(path, self.seen.get(name))
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as e:  # torn or changed while read: the slow path says
@@ -504,8 +521,8 @@ class ResultCache:
             known = None
         if known is not None:
             meta, out = known
-            return self._answer_of(call, role, path, meta, out, True, None)
-        if not path.exists():
+            return self._answer_of(call, role, name, meta, out, True, None)
+        if not os.path.exists(path):
             return None
         from irtrace.store import LazyValues
         try:
@@ -522,8 +539,8 @@ class ResultCache:
                 metadata = f.metadata
                 meta = json.loads(metadata["irtrace"])
                 out = [f[str(k)] if str(k) in f else None for k in range(_stored(meta))]
-            known = self.seen.get(path.name) == before == _identity(path)  # verified before, unchanged since
-            signed = None if known else _answer_signer(path.name, metadata["irtrace"], out)
+            known = self.seen.get(name) == before == _identity(path)  # verified before, unchanged since
+            signed = None if known else _answer_signer(name, metadata["irtrace"], out)
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
             log.info("%s: unreadable cache entry (%s); computing it again", path, e)
             return None
@@ -531,29 +548,30 @@ class ResultCache:
             log.info("%s: cache entry not signed by this user's key (edited, or written elsewhere); computing "
                      "it again", path)
             return None
-        return self._answer_of(call, role, path, meta, out, known, before)
+        return self._answer_of(call, role, name, meta, out, known, before)
 
-    def _answer_of(self, call, role, path, meta, out, known, before):
-        """The Answer of an entry read (its `meta` and arrays `out`), verified or `known` (verified before)."""
+    def _answer_of(self, call, role, name, meta, out, known, before):
+        """The Answer of the entry `name` read (its `meta` and arrays `out`), verified or `known` (verified
+        before: `before` is its identity when it was not)."""
         based = bool(meta.get("delta") or meta.get("same"))
         base = self._base(call, meta.get("base")) if based else None
         if based and base is None:
             log.info("%s: the reference's answer it is kept against is not here (or another); computing it again "
-                     "unless the reference's, computed now, is that one", path)
-            self._waiting.add(path.name)
+                     "unless the reference's, computed now, is that one", self._file(name))
+            self._waiting.add(name)
             return None
-        if not known and _settled(before) and _identity(path) == before:
-            self.newly[path.name] = before
-        self.used.add(path.name)
+        if not known and _settled(before) and _identity(self._file(name)) == before:
+            self.newly[name] = before
+        self.used.add(name)
         answer = _answer(meta, out, self.values, base)
         if role == REFERENCE_ROLE and answer is not None and meta.get("digest"):
-            self._remember(path.name, meta["digest"], answer)
+            self._remember(name, meta["digest"], answer)
         return answer
 
     def waits(self, call, role):
         """Whether `role`'s entry of `call` was just found kept against the reference's answer of the call, and
         that answer is not here: the reference computing it again may give it (a torn or trimmed entry)."""
-        return self._path(call, role).name in self._waiting if role in self.keys else False
+        return self._name(call, role) in self._waiting if role in self.keys else False
 
     def _remember(self, name, digest, answer):
         """Keep the reference's answer just read or written (the oracle's of the same call is read or written
@@ -571,7 +589,7 @@ class ResultCache:
             return None
         kept = self._reference_kept(call)
         if kept is None or kept[0] != digest:
-            pending = self._pending.get(self._path(call, REFERENCE_ROLE).name)
+            pending = self._pending.get(self._name(call, REFERENCE_ROLE))
             if pending is not None and pending.ok:  # computed again by this replay (its entry was torn)
                 kept = (_digest(pending.results), pending.results)
             elif self.get(call, REFERENCE_ROLE) is not None:
@@ -650,7 +668,7 @@ class ResultCache:
 
     def _reference_kept(self, call):
         """(digest, results) of the reference's entry of `call` as this replay read or wrote it, or None."""
-        name = self._path(call, REFERENCE_ROLE).name if REFERENCE_ROLE in self.keys else None
+        name = self._name(call, REFERENCE_ROLE) if REFERENCE_ROLE in self.keys else None
         with self._refs_lock:
             return self._refs.get(name)
 
@@ -746,8 +764,15 @@ def _signed(name, text):
 def _verified(path):
     """The text of a small cache file written by _signed, or None (absent, torn, or not signed by this
     user's key under this name)."""
-    try:
-        sig, _, text = path.read_text().partition("\n")
+    try:  # os.open and os.read, not pathlib's read_text: its buffered, decoded file costs twice (fixed_cost.py)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        sig, _, text = b"".join(chunks).decode().partition("\n")
     except (OSError, UnicodeDecodeError):
         return None
-    return text if trust.verify(sig, "cache file", path.name, text) else None
+    return text if trust.verify(sig, "cache file", os.path.basename(path), text) else None
