@@ -609,3 +609,72 @@ def test_entries_kept_against_an_older_irtraces_digest_still_serve(tmp_path, sta
     started.clear()
     assert replay(b, tmp_path / "torn") == cold
     assert sorted(started) == ["onnxruntime", "oracle", "torch"]
+
+
+def test_small_answers_are_packed_and_served_bit_for_bit_only_while_their_files_are_unchanged(tmp_path, monkeypatch):
+    """A replay's end packs the small answers it verified (replay/pack.py); the next replay reads them from the
+    pack, no entry file read: the same dtypes, shapes and bits (a NaN, -0.0, a 0-d and an empty result, a
+    bfloat16 extra) and the same report, byte for byte, as a replay that computed everything. A pack that does
+    not verify is not read (the files serve). An entry edited in place (its modification time put back) is
+    not served from the pack: read the slow way, its signature fails, it is computed again. With --cache-size
+    there is no pack."""
+    import base64
+    import os
+
+    import ml_dtypes
+
+    from backends._runtime.wire import Status
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay import cache as cache_module
+    from irtrace.replay.cache import ResultCache
+    from irtrace.replay.call import bundle_paths
+    from irtrace.replay.execute import Answer
+    from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
+    monkeypatch.setattr(cache_module, "_SETTLED_NS", 0)  # an entry just written counts as settled
+    reads = []
+    read_known = cache_module._read_known
+    monkeypatch.setattr(cache_module, "_read_known", lambda *a: reads.append(a[0]) or read_known(*a))
+    b = small(tmp_path / "b.irt")
+    reports = {}
+    for run, extra in (("computed", ["--no-cache"]), ("cold", []), ("verified", []), ("packed", [])):
+        reads.clear()
+        assert main(["replay", str(b.path), "--backend", "torch,onnxruntime", "-o", str(tmp_path / run), *extra]) == 0
+        reports[run] = (tmp_path / run / "report.json").read_bytes()
+        packs = list(Path(f"{b.path}.cache").glob("*.pack"))
+        assert len(packs) == (run in ("verified", "packed"))  # packed at the end of the replay that verified them
+    assert reads == []  # served from the pack: not one entry read from its file
+    assert len(set(reports.values())) == 1
+    assert main(["replay", str(b.path), "--backend", "torch", "-o", str(tmp_path / "sized"), "--cache-size",
+                 "100MB"]) == 0
+    assert not list(Path(f"{b.path}.cache").glob("*.pack"))
+
+    spec = node_specs(b.model)[0]
+    proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
+    call = replace(mode_calls(b, spec, ("fwd",), bundle_paths(b), proto)[0][0], extra={"pack_test": True})  # an entry of its own
+    results = [np.array([[np.nan, -0.0, 1.0 / 3.0, np.inf]])]
+    extra = [np.float64(0.25), np.zeros((0, 3), np.float32), np.array([1.5, -2.0], ml_dtypes.bfloat16)]
+    ResultCache(b, [REFERENCE, ORACLE]).put(call, ORACLE, Answer(Status.OK, {"status": "ok", "extra": {"m": [3]}},
+                                                                 results, {"m": [extra]}))
+    first = ResultCache(b, [REFERENCE, ORACLE])
+    slow = first.get(call, ORACLE)
+    first.replayed({})
+    reads.clear()
+    again = ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE)
+    assert reads == []
+    for want, a, c in zip(results + extra, slow.results + slow.extra["m"][0], again.results + again.extra["m"][0]):
+        want = np.asarray(want)
+        assert a.dtype == c.dtype == want.dtype and a.shape == c.shape == want.shape
+        assert a.tobytes() == c.tobytes() == want.tobytes()
+    pack = next(Path(f"{b.path}.cache").glob("*.pack"))
+    good = pack.read_bytes()
+    pack.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))  # its data changed: the pack is not read
+    assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE) is not None and len(reads) == 1
+    pack.write_bytes(good)
+    entry = Path(reads[0])
+    import time
+    time.sleep(0.05)  # past the clock tick it was written in
+    st, data = entry.stat(), bytearray(entry.read_bytes())
+    data[-1] ^= 1
+    entry.write_bytes(bytes(data))
+    os.utime(entry, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE) is None

@@ -19,7 +19,8 @@ the same bits, from the reference's results as they were when the oracle's was w
 is in both entries). A replay's
 entries are written behind, by a thread of the cache's own, while the replay goes on (at most BEHIND
 bytes of answers wait; an answer put and not yet written is served from memory); the replay's end
-waits for them.
+waits for them, then packs the small answers it verified into one file that the next replay reads once
+(irtrace/replay/pack.py: served only while each entry's file is the one packed).
 
 The reference's own rows (torch judged against float64) are a function of those answers, the policy
 and the host's judging code: they are kept too (a JSON file per call, and one more where the oracle's
@@ -59,6 +60,7 @@ from irtrace import compare
 from irtrace.envs import trust
 from irtrace.errors import IrtraceError
 from irtrace.replay import backends as registry
+from irtrace.replay import pack
 from irtrace.store import grad_name, same_bits
 from irtrace.version import __version__
 
@@ -124,6 +126,13 @@ _SETTLED_NS = 2 * 10**9  # an answer changed this recently is verified again nex
 def _identity(path):
     st = os.stat(path)
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _identity_or_none(path):
+    try:
+        return _identity(path)
+    except OSError:
+        return None
 
 
 def _settled(identity):
@@ -291,6 +300,8 @@ class ResultCache:
         self.usable = trust.available()
         base = hashlib.sha256((bundle.content_key + _code_key() + trust.fingerprint() + ENTRIES).encode())
         self.marker = self.dir / f"{base.hexdigest()[:40]}.replayed"
+        self.pack = self.dir / f"{base.hexdigest()[:40]}.pack"  # the small answers in one file (pack.py)
+        self._packed = None  # name -> (identity, metadata, arrays) of the pack's entries, read at the first get
         self.keys = {}
         for role in roles:
             h = base.copy()
@@ -346,8 +357,42 @@ class ResultCache:
             self._write(self.marker, lambda tmp: tmp.write_text(_signed(self.marker.name, text)))
             if self.limit is not None:
                 self.trim(self.limit)
+            self._repack()
         if self.usable:
             self._keep_index()
+
+    def _packed_entries(self):
+        if self._packed is None:
+            self._packed = pack.read(self.pack) if self.usable else {}
+        return self._packed
+
+    def _repack(self):
+        """Pack (pack.py) the small answers this replay used whose every byte was verified, and those the pack
+        held whose files are unchanged; not written again when that is what it holds. With a size limit
+        (--cache-size) there is no pack: the limit is the entries'."""
+        if self.limit is not None:
+            self.pack.unlink(missing_ok=True)
+            return
+        known, held, entries = {**self.seen, **self.newly}, self._packed_entries(), {}
+        for name in sorted(n for n in self.used | set(held) if n.endswith(".safetensors")):
+            path = self._file(name)
+            now = _identity_or_none(path)
+            if now is None or now[2] > pack.PACKED_MAX:
+                continue
+            if name in held and held[name][0] == now:
+                entries[name] = held[name]
+            elif known.get(name) == now:
+                try:
+                    read = _read_known(path, now)
+                except (OSError, ValueError, KeyError, TypeError):
+                    read = None
+                if read is not None:
+                    entries[name] = (now, *read)
+        if {n: e[0] for n, e in entries.items()} != {n: e[0] for n, e in held.items()}:
+            if not entries:
+                self.pack.unlink(missing_ok=True)
+            elif not pack.write(self.pack, entries, self._write):
+                log.info("%s: the small answers were not packed", self.dir)
 
     def trim(self, limit):
         """Remove entries until the folder holds at most `limit` bytes: first those no replay has used for
@@ -512,6 +557,9 @@ class ResultCache:
         if pending is not None:  # put by this replay, not written yet: the same answer
             return pending
         path = self._file(name)
+        packed = self._packed_entries().get(name)
+        if packed is not None and _identity_or_none(path) == packed[0]:  # the file it was packed from, unchanged
+            return self._answer_of(call, role, name, packed[1], packed[2], True, None)
         try:
             known = _read_known(path, self.seen.get(name))
         except FileNotFoundError:
