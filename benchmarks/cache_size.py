@@ -1,6 +1,8 @@
 """BUNDLE.cache/ after one all-modes replay (fwd, vjp, vjp2 on torch: every reference and oracle answer
 and every judged row kept), against the bundle's own size (issue 33's target: <= 1.5x), on ResNet-50
-(torchvision, random weights, 2x3x112x112) and the StyleGAN2 example. Splits the cache into the
+(torchvision, random weights, 2x3x112x112) and the StyleGAN2 example; then again after a second replay (torch and
+onnxruntime), which reads the answers and packs the small ones it verified into one more file
+(irtrace/replay/pack.py). Splits the cache into the
 reference's answers (a result that is a recorded value bit for bit is kept as its name), the oracle's
 float64 results (named where every element is the reference's float32 result, in float32 where every
 element is a float32, else as the int32 differences of their bits from
@@ -118,6 +120,13 @@ def main():
             answers = sum(n for kind, n in parts.items() if kind == "reference answers" or kind.startswith(
                 "oracle: results"))
             print(f"  the reference's and the oracle's results alone: {answers / size:.2f}x the bundle")
+            with contextlib.redirect_stdout(io.StringIO()):  # reads and verifies the answers, then packs the small
+                # ones (a replay of torch alone reads only its judged rows)
+                replay_into(bundle.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp,vjp2"), out=Path(d) / "r2")
+            packed = sum(f.stat().st_size for f in Path(f"{bundle.path}.cache").glob("*.pack"))
+            cache = _size(f"{bundle.path}.cache")
+            print(f"  after a second replay, of torch and onnxruntime: {cache / size:.2f}x the bundle, of which the pack of the small answers "
+                  f"{packed / 1e6:.1f} MB ({packed / size:.3f}x; replay/pack.py)")
 
 
 if __name__ == "__main__":
