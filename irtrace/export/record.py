@@ -5,7 +5,8 @@ import numpy as np
 
 from irtrace.errors import IrtraceError, strip_ansi
 from irtrace.ir.spec import node_specs
-from irtrace.store import GRAD_PREFIX, SEED_PREFIX, grad_name, initializers, u_name  # noqa: F401 - re-exported names
+# GRAD_PREFIX, SEED_PREFIX and initializers are re-exported names
+from irtrace.store import GRAD_PREFIX, SEED_PREFIX, U_PREFIX, grad_name, initializers, u_name  # noqa: F401
 
 LOSSES = {
     "dot": "L = sum over outputs o of <y_o, c_o>, c_o ~ N(0, 1) drawn from numpy default_rng(seed + 1) in output order",
@@ -54,10 +55,17 @@ def record(model, inputs, outputs, loss="dot", seed=0, sources=None, weights=Non
     for name, t in env.items():
         sink[name] = _array(t)
     # the vjp2 directions, as many elements as the model has values: drawn by torch in each value's own dtype
-    # (ResNet-50's 44.7 M: numpy's float64 draws cast to float32 0.57-0.70 s, torch's float32 draws 0.20-0.22 s)
-    urng = torch.Generator().manual_seed(seed + 2)
+    # (ResNet-50's 44.7 M: numpy's float64 draws cast to float32 0.57-0.70 s, torch's float32 draws 0.20-0.22 s),
+    # each into one buffer per dtype in turn: torch.randn is that buffer's normal_, the same draws, without a
+    # tensor made and let go for each (0.30-0.38 -> 0.21-0.24 s for ResNet-50's; benchmarks/export.py)
+    urng, sizes = torch.Generator().manual_seed(seed + 2), {}
     for name in differentiable:
-        sink[u_name(name)] = _array(torch.randn(env[name].shape, dtype=env[name].dtype, generator=urng))
+        sizes[env[name].dtype] = max(sizes.get(env[name].dtype, 0), env[name].numel())
+    scratch = {dtype: torch.empty(n, dtype=dtype) for dtype, n in sizes.items()}
+    for name in differentiable:
+        t = env[name]
+        sink[u_name(name)] = _array(scratch[t.dtype][:t.numel()].view(t.shape).normal_(generator=urng))
+    del scratch
     for name, c in seeds.items():
         sink[name] = c
     _backward(env, differentiable, seeds, inputs, loss, sink)
@@ -137,8 +145,10 @@ class _Values(dict):
         return self
 
     def __setitem__(self, name, array):
-        # a gradient autograd hands a hook may be its own buffer, reused after: kept as a copy
-        super().__setitem__(name, np.array(array, order="C", copy=True) if name.startswith(GRAD_PREFIX) else array)
+        # a gradient autograd hands a hook may be its own buffer, reused after, and a direction is drawn into one
+        # (record): kept as a copy
+        super().__setitem__(name, np.array(array, order="C", copy=True) if name.startswith((GRAD_PREFIX, U_PREFIX))
+                            else array)
 
     def accumulate(self, name, array):
         self[name] = self[name] + array if name in self else array
