@@ -135,24 +135,38 @@ def test_loss_sum_gives_ones(tmp_path):
     assert b.manifest["loss"]["kind"] == "sum"
 
 
-def test_vjp2_directions_are_torchs_normal_draws_seeded_seed_plus_2_in_graph_order():
+@pytest.mark.parametrize("sink", ["memory", "file"])
+def test_vjp2_directions_are_torchs_normal_draws_seeded_seed_plus_2_in_graph_order(sink, tmp_path):
     """docs/bundle.md's definition, by hand: each value's direction u is N(0, 1) from
     torch.Generator().manual_seed(seed + 2), drawn in its own dtype, one value after the other in graph
-    order (the input, then each node's output), bit for bit."""
+    order (the input, then each node's output), bit for bit: values of several sizes (a 0-d one between two
+    larger), two dtypes, held in memory or written to a value file as they are drawn."""
     from onnx import TensorProto, helper
 
     from irtrace.export.record import record
     from irtrace.store import u_name
-    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
-    x = np.arange(-3.0, 3.0, dtype=np.float32).reshape(2, 3)
-    values, _, _ = record(model, {"x": x}, ["y"], seed=5)
+    from irtrace.store.writer import ValueWriter
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("ReduceSum", ["h"], ["s"], keepdims=0),
+             helper.make_node("Mul", ["h", "s"], ["y"]), helper.make_node("Cast", ["y"], ["c"], to=TensorProto.DOUBLE)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 5])],
+                              [helper.make_tensor_value_info("c", TensorProto.DOUBLE, [4, 5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.arange(-10.0, 10.0, dtype=np.float32).reshape(4, 5)
+    if sink == "memory":
+        values, _, _ = record(model, {"x": x}, ["c"], seed=5)
+    else:
+        from safetensors.numpy import load_file
+        writer = []
+        record(model, {"x": x}, ["c"], seed=5, into=lambda specs: writer.append(ValueWriter(tmp_path / "v", specs))
+               or writer[0])
+        writer[0].close()
+        values = load_file(str(tmp_path / "v"))
     g = torch.Generator().manual_seed(7)
-    for name in ("x", "h", "y"):
-        want = torch.randn((2, 3), dtype=torch.float32, generator=g).numpy()
-        assert values[u_name(name)].dtype == np.float32 and values[u_name(name)].tobytes() == want.tobytes(), name
+    for name, shape, dtype in (("x", (4, 5), torch.float32), ("h", (4, 5), torch.float32), ("s", (), torch.float32),
+                               ("y", (4, 5), torch.float32), ("c", (4, 5), torch.float64)):
+        want = torch.randn(shape, dtype=dtype, generator=g).numpy()
+        got = values[u_name(name)]
+        assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes(), name
 
 
 def test_bundle_is_lazy_and_validated(example_bundle, tmp_path):
