@@ -135,6 +135,28 @@ def test_report_json_cleans_every_kind_of_value_the_same_way():
                                                                    "g": 2.0 ** -1074}}
 
 
+def test_a_journal_lines_text_is_the_cleaned_values_text_in_one_pass_or_two():
+    """dumps_clean (a journal line) writes what json.dumps(clean(v), allow_nan=False) writes, byte for byte:
+    numpy scalars of every kind, a float subclass, nested tuples, integer keys, a result's row; with a NaN or
+    an infinity anywhere (taken through clean), and with only a string holding the word."""
+    import json
+
+    from irtrace.report.json_report import clean, dumps_clean
+
+    class Seconds(float):
+        pass
+    row = compare.Result("n", "Conv", "onnxruntime", "vjp", "d:x", compare.DIVERGENT,
+                         metrics=compare.judge(np.float32([1, 2.5]), np.float32([1, 2]), np.float64([1, 2]))[1],
+                         time_s=np.float64(1e-3), allowed=np.float32(0.1)).to_json()
+    values = [{"a": (1, [np.float64(0.5), Seconds(0.25)]), 3: np.int32(-7), "f": np.float16(0.1), "b": np.bool_(True),
+               "u": np.uint64(2 ** 63), "s": "NaN is a word", "g": 2.0 ** -1074, "e": []},
+              {"x": [np.float32(1.5), {"y": float("nan")}]}, {"z": Seconds("inf")}, {"w": np.float64("-inf")}, row,
+              {**row, "max_rel": float("inf")}]
+    for v in values:
+        assert dumps_clean(v) == json.dumps(clean(v), allow_nan=False)
+    assert "NaN" not in dumps_clean(values[1]) and json.loads(dumps_clean(values[1])) == {"x": [1.5, {"y": None}]}
+
+
 def test_rounding_model_accepts_a_different_summation_order_and_nothing_more():
     """Float32 dot products whose terms cancel (outputs tiny next to their terms), summed in two
     orders: the other order is within the rounding-error bound c·eps32·sqrt(n_eff)·max(|y|, ||t||)

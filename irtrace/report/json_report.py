@@ -60,6 +60,21 @@ def clean(v):
     return v
 
 
+def _item(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
+
+
+def dumps_clean(v):
+    """json.dumps(clean(v), allow_nan=False), the same text, in one pass where `v` holds no non-finite float:
+    json's encoder takes numpy scalars as the numbers they hold (`default`) and writes a non-finite float as
+    NaN or Infinity, which a text without either word cannot hold; a text with one (a NaN, or only a name or
+    message with the word) is made again through clean. A journal line a node (clean is half of its cost)."""
+    text = json.dumps(v, default=_item)
+    return json.dumps(clean(v), allow_nan=False) if "NaN" in text or "Infinity" in text else text
+
+
 def build(replay, findings, strict=False):
     summary = {v: 0 for v in compare.VERDICTS}
     for node in replay.nodes:
