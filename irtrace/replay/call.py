@@ -32,7 +32,12 @@ class NodeCall:
     part: str = None
 
     def message(self):
-        """The wire message (JSON-able) of this call."""
+        """The wire message (JSON-able) of this call: a copy of the one made once per call (a replay asks for
+        it to name the call's cache entries and to send it in a batch)."""
+        return dict(self._message)
+
+    @cached_property
+    def _message(self):
         spec = wire_spec(self.spec, self.proto, list(self.out_dtypes) or [""] * len(self.spec.outputs))
         grads = {}
         if self.mode != "fwd" and self.wrt is not None:
