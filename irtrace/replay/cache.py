@@ -373,6 +373,8 @@ class ResultCache:
         if self.limit is not None:
             self.pack.unlink(missing_ok=True)
             return
+        if not any(n.endswith(".safetensors") for n in self.used):
+            return  # no answer read or written (a replay of torch alone reads its judged rows): nothing new to pack
         known, held, entries = {**self.seen, **self.newly}, self._packed_entries(), {}
         for name in sorted(n for n in self.used | set(held) if n.endswith(".safetensors")):
             path = self._file(name)
