@@ -125,8 +125,8 @@ def main():
                 replay_into(bundle.path, ReplayOptions.parse("torch,onnxruntime", "fwd,vjp,vjp2"), out=Path(d) / "r2")
             packed = sum(f.stat().st_size for f in Path(f"{bundle.path}.cache").glob("*.pack"))
             cache = _size(f"{bundle.path}.cache")
-            print(f"  after a second replay, of torch and onnxruntime: {cache / size:.2f}x the bundle, of which the pack of the small answers "
-                  f"{packed / 1e6:.1f} MB ({packed / size:.3f}x; replay/pack.py)")
+            print(f"  after a second replay, of torch and onnxruntime: {cache / size:.2f}x the bundle, of which the "
+                  f"pack of the small answers {packed / 1e6:.1f} MB ({packed / size:.3f}x; replay/pack.py)")
 
 
 if __name__ == "__main__":

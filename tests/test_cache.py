@@ -650,7 +650,8 @@ def test_small_answers_are_packed_and_served_bit_for_bit_only_while_their_files_
 
     spec = node_specs(b.model)[0]
     proto = base64.b64encode(b.model.graph.node[0].SerializeToString()).decode()
-    call = replace(mode_calls(b, spec, ("fwd",), bundle_paths(b), proto)[0][0], extra={"pack_test": True})  # an entry of its own
+    # an entry of its own
+    call = replace(mode_calls(b, spec, ("fwd",), bundle_paths(b), proto)[0][0], extra={"pack_test": True})
     results = [np.array([[np.nan, -0.0, 1.0 / 3.0, np.inf]])]
     extra = [np.float64(0.25), np.zeros((0, 3), np.float32), np.array([1.5, -2.0], ml_dtypes.bfloat16)]
     ResultCache(b, [REFERENCE, ORACLE]).put(call, ORACLE, Answer(Status.OK, {"status": "ok", "extra": {"m": [3]}},

@@ -137,3 +137,16 @@ def test_version_names_irtrace_the_host_and_each_environment_s_framework(capsys)
             dist, version = rows[name].split()[1:3]
             assert pins[next(p for p in pins if re.sub("[-_]", "", p.lower()) == re.sub("[-_]", "", dist.lower()))] \
                 == version, rows[name]
+
+
+def test_parsing_a_replays_arguments_imports_no_replay_module():
+    """`irtrace replay` launches the backends' workers before it imports its judging code (numpy, the cache,
+    the engine): parsing the arguments, --jobs's default "auto" included, imports none of them, and the parsed
+    default is the engine's AUTO."""
+    code = ("import sys; from irtrace.cli import build_parser; a = build_parser().parse_args(['replay', 'b.irt']); "
+            "print(a.jobs, sorted(m for m in ('numpy', 'irtrace.replay.api', 'irtrace.replay.cache') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.split()
+    from irtrace.replay.api import AUTO
+    assert out == [AUTO, "[]"]

@@ -43,9 +43,9 @@ def count(text):
 def jobs(text):
     """An integer from 1 to MAX_JOBS_PER_CPU x the CPUs here (each job runs a worker per backend), or
     "auto" (irtrace.replay.api.auto_jobs)."""
-    from irtrace.replay.api import AUTO, max_jobs
-    if text == AUTO:
-        return AUTO
+    if text == "auto":  # irtrace.replay.api.AUTO, the default: parsing it imports no replay module (their 0.27 s of
+        return text     # imports would come before the workers are launched early: _replay)
+    from irtrace.replay.api import max_jobs
     value = count(text)
     if value > max_jobs():
         raise argparse.ArgumentTypeError(f"{text!r} is more than {max_jobs()} ({max_jobs() // os.cpu_count()} per "
@@ -233,13 +233,13 @@ def _add_tools(sub):
 
 def _replay(args):
     from irtrace.replay import backends as registry
-    from irtrace.replay.cache import folder
     from irtrace.replay.worker import launch_early, serve_roles_early
     # the backends under test import their frameworks while irtrace imports its own and loads the
     # bundle (run adopts them; a name that is wrong is reported there); so do the reference and the oracle
     # where nothing of theirs can be cached yet (no cache folder beside the bundle, or --no-cache)
     if args.executor == "local":
         launch_early([i for i in map(registry.known, args.backend.split(",")) if i and i.role == registry.UNDER_TEST])
+        from irtrace.replay.cache import folder  # after: it imports the judging code
         if not args.cache or not folder(args.bundle).exists():
             serve_roles_early()
     from irtrace.replay import ReplayOptions
