@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from irtrace import store  # noqa: E402
 from irtrace.envs import trust  # noqa: E402
 from irtrace.replay import ReplayOptions  # noqa: E402
-from irtrace.replay import cache  # noqa: E402
+from irtrace.replay import cache, entry  # noqa: E402
 
 
 def verify_seconds(bundle, out):
@@ -29,20 +29,20 @@ def verify_seconds(bundle, out):
     for f in glob.glob(str(bundle) + ".cache/*.json"):
         os.remove(f)  # torch's rows: judged again from the cached answers
     spent = [0.0]
-    real = cache._answer_signer
+    real = entry.signer
 
     def timed(*args):
         t = time.perf_counter()
         h = real(*args)
         spent[0] += time.perf_counter() - t
         return h
-    cache._answer_signer = timed
+    entry.signer = timed
     try:
         t = time.perf_counter()
         replay_into(bundle, ReplayOptions.parse("torch", "fwd,vjp,vjp2"), out=out)
         return time.perf_counter() - t, spent[0]
     finally:
-        cache._answer_signer = real
+        entry.signer = real
 
 
 def main():

@@ -416,8 +416,9 @@ def test_an_entry_verified_before_is_read_in_one_go_the_same_bits_and_an_edit_is
     ResultCache(b, [REFERENCE, ORACLE]).put(call, ORACLE, Answer(Status.OK, {"status": "ok", "extra": {"m": [3]}},
                                                                  results, {"m": [extra]}))
     fast = []
-    read_known = cache_module._read_known
-    monkeypatch.setattr(cache_module, "_read_known", lambda *a: fast.append(read_known(*a)) or fast[-1])
+    from irtrace.replay import entry
+    read_known = entry.read_known
+    monkeypatch.setattr(entry, "read_known", lambda *a: fast.append(read_known(*a)) or fast[-1])
     first = ResultCache(b, [REFERENCE, ORACLE])
     slow = first.get(call, ORACLE)
     first._keep_index()  # as a replay's end does: this entry verified, by its identity
@@ -583,17 +584,17 @@ def test_entries_kept_against_an_older_irtraces_digest_still_serve(tmp_path, sta
     report the same."""
     import hashlib
 
-    from irtrace.replay import cache as cache_mod
+    from irtrace.replay import entry
 
-    digest = cache_mod._digest
+    digest = entry.digest
 
     def blake2b_digest(results):  # the digest as irtrace wrote it before
         return digest(results, hashlib.blake2b(digest_size=16))
     b = small(tmp_path / "b.irt")
     with monkeypatch.context() as m:
-        m.setattr(cache_mod, "_digest", blake2b_digest)
+        m.setattr(entry, "digest", blake2b_digest)
         cold = replay(b, tmp_path / "cold")
-    assert cache_mod._digest([np.zeros(2, np.float32)]) != blake2b_digest([np.zeros(2, np.float32)])
+    assert entry.digest([np.zeros(2, np.float32)]) != blake2b_digest([np.zeros(2, np.float32)])
     started.clear()
     assert replay(b, tmp_path / "warm") == cold
     assert started == ["onnxruntime"]
@@ -632,8 +633,9 @@ def test_small_answers_are_packed_and_served_bit_for_bit_only_while_their_files_
     from irtrace.replay.plan import ORACLE, REFERENCE, mode_calls
     monkeypatch.setattr(cache_module, "_SETTLED_NS", 0)  # an entry just written counts as settled
     reads = []
-    read_known = cache_module._read_known
-    monkeypatch.setattr(cache_module, "_read_known", lambda *a: reads.append(a[0]) or read_known(*a))
+    from irtrace.replay import entry
+    read_known = entry.read_known
+    monkeypatch.setattr(entry, "read_known", lambda *a: reads.append(a[0]) or read_known(*a))
     b = small(tmp_path / "b.irt")
     reports = {}
     for run, extra in (("computed", ["--no-cache"]), ("cold", []), ("verified", []), ("packed", [])):

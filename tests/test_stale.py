@@ -239,7 +239,7 @@ def test_an_answer_verified_once_is_verified_again_after_any_edit(tmp_path, monk
     """An answer, memory-mapped (over 1 MB) or read whole, is verified byte for byte once, then known by its
     identity (cache.py, `verified/`); an edit in place that puts its modification time back changes its
     change time: it is verified again, fails, and is computed again, so the verdicts stay the --no-cache ones."""
-    from irtrace.replay import cache
+    from irtrace.replay import cache, entry
     monkeypatch.setattr(cache, "_SETTLED_NS", 0)  # index even an answer written a moment ago
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, 8])
     w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [8, n])
@@ -258,7 +258,7 @@ def test_an_answer_verified_once_is_verified_again_after_any_edit(tmp_path, monk
         assert run(*argv, "-o", tmp_path / out)[0] == 0
     # the oracle's float64 answer, kept as the int32 differences of its bits from torch's result
     large = max(cache_dir.glob("*.safetensors"), key=lambda p: p.stat().st_size)
-    assert (large.stat().st_size > cache.SMALL) == (n == 512)
+    assert (large.stat().st_size > entry.SMALL) == (n == 512)
     assert any(large.name in p.read_text() for p in (trust.cache_root() / cache.VERIFIED).glob("*.json"))
     for p in cache_dir.glob("*.json"):
         p.unlink()  # torch's rows: judged again from the answers

@@ -7,16 +7,9 @@ the bundle's content (Bundle.content_key), the code and versions that compute it
 source file, irtrace's version, the worker's module, environment and interpreter, torch's and onnx's
 versions) and the call itself (the node, its attributes, the mode, which directions are in s, what
 else is asked). Only answers are kept (ok, UNSUPPORTED): a crash or a timeout is asked again. A
-bundle folder that cannot be written next to runs without a cache (logged). A result that is one of the
-bundle's values bit for bit (the reference's forward output is usually the recorded one) is kept as
-that value's name, and a float64 result whose every element is a float32 (the oracle's Relu, MaxPool,
-Reshape and their gradients) in float32: both are read back as they were, the same bits. The oracle's
-float64 result of a call whose reference result is cached too is kept as the int32 difference of their
-bits (float64's bits minus those of the reference's float32 result, widened): the reference is within a
-few float32 ULPs of float64 almost everywhere, and float64's step there is 2^29 times smaller, so the
-difference fits 32 bits; the elements where it does not are kept in float64 beside it. Read back, it is
-the same bits, from the reference's results as they were when the oracle's was written (a digest of them
-is in both entries). A replay's
+bundle folder that cannot be written next to runs without a cache (logged). How an answer is kept in its
+file and read back, the same bits (a recorded value named, float64 kept in float32 where it is one, the
+oracle's result as its difference from the reference's): irtrace/replay/entry.py. A replay's
 entries are written behind, by a thread of the cache's own, while the replay goes on (at most BEHIND
 bytes of answers wait; an answer put and not yet written is served from memory); the replay's end
 waits for them, then packs the small answers it verified into one file that the next replay reads once
@@ -60,8 +53,7 @@ from irtrace import compare
 from irtrace.envs import trust
 from irtrace.errors import IrtraceError
 from irtrace.replay import backends as registry
-from irtrace.replay import pack
-from irtrace.store import grad_name, same_bits
+from irtrace.replay import entry, pack
 from irtrace.version import __version__
 
 log = logging.getLogger(__name__)
@@ -116,7 +108,6 @@ def _worker_key(name):
 # how entries are written: in their names, so that an irtrace that writes (or reads) them otherwise never reads
 # these (2: an oracle's result that is the reference's float32 result widened is named "same", not written)
 ENTRIES = "2"
-SMALL = 1 << 20  # bytes: a cache entry up to this size is read whole, not memory-mapped
 BEHIND = 256 << 20  # bytes of answers put and not yet written that a replay holds at most (behind=True)
 USES = "uses.json"  # in the cache folder: each entry's last replay (a count), for ResultCache.trim
 VERIFIED = "verified"  # in the user's cache folder: per cache, the answers already verified, by identity
@@ -138,140 +129,6 @@ def _identity_or_none(path):
 def _settled(identity):
     import time
     return time.time_ns() - max(identity[3], identity[4]) > _SETTLED_NS
-
-
-def _answer(meta, out, values, base=None):
-    """The Answer an entry holds: its arrays as they were put, the recorded values it names read from the
-    bundle's `values`, the float64 arrays kept in float32 widened again and those kept as differences
-    from `base` (the reference's results) or as the same numbers ("same") computed again; None where a value
-    it names is not in the bundle. `out` holds the `n` results and extras, then the elements the differences
-    keep apart."""
-    from irtrace.replay.execute import answer_of
-    out, n = list(out), meta["n"]
-    for k, rest in meta.get("delta", {}).items():
-        k = int(k)
-        out[k] = _undelta(out[k], None if rest is None else out[rest], base[k])
-    for k in meta.get("same", []):
-        out[k] = np.asarray(base[k], np.float32).astype(np.float64)
-    out = out[:n]
-    for k, name in meta.get("recorded", {}).items():
-        if name not in values:
-            return None
-        out[int(k)] = values[name]
-    for k in meta.get("narrowed", []):
-        out[k] = out[k].astype(np.float64)
-    return answer_of({**meta["reply"], "status": meta["status"]}, out)
-
-
-STEP_MAX = 2**31 - 1  # |the difference of bits| an int32 holds; -2^31 marks an element kept in float64
-
-
-def _delta(o, base):
-    """float64 `o` as (int32 differences of its bits from those of `base`, the float32 result of the same
-    call widened, with -2^31 where one does not fit; those elements in float64, or None when there are
-    none), or None when `base` is not such a result or half of them or more do not fit (4 bytes each and 8
-    for each apart is fewer bytes than float64's 8 each below half: a convolution's outputs near 0 cancel,
-    and a quarter of them are apart, 6 bytes an element). Integers wrap modulo 2^64, so bits(base) +
-    difference is bits(o) for any two values, NaN and infinities too."""
-    base = None if base is None else np.asarray(base)
-    if o.dtype != np.float64 or base is None or base.dtype != np.float32 or base.shape != o.shape:
-        return None
-    with np.errstate(over="ignore"):
-        # np.asarray(order="C"), not np.ascontiguousarray: that makes a 0-d result 1-d
-        d = np.asarray(o, order="C").view(np.int64) - base.astype(np.float64).view(np.int64)
-    fits = (d >= -STEP_MAX) & (d <= STEP_MAX)
-    n_out = int(d.size - np.count_nonzero(fits))
-    if n_out * 2 >= d.size:
-        return None
-    step = np.where(fits, d, -STEP_MAX - 1).astype(np.int32)
-    return step, (np.array(o[~fits], order="C") if n_out else None)
-
-
-def _digest(results, h=None):
-    """A digest of a reference's results (dtype, shape and bytes of each): what the oracle's entry kept as
-    differences from them names (its "base"), so that the reference computed again, the same bits, still
-    serves it (its entry's signature would not: its reply's timings differ). `h`: the hash, SHA-256 by default:
-    1.55 GB/s here (the CPU's SHA instructions); an older irtrace's was blake2b (digest_size 16), 0.77 GB/s. An
-    entry kept against a blake2b digest is read against its reference's entry, which names that digest; where
-    the reference is computed again, the entry is too."""
-    h = hashlib.sha256() if h is None else h
-    for a in results:
-        if a is None:
-            h.update(b"none;")
-            continue
-        a = np.asarray(a)
-        h.update(f"{a.dtype.str} {list(a.shape)};".encode())
-        h.update(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
-    return h.hexdigest()[:32]
-
-
-def _read_known(path, seen):
-    """(its irtrace metadata, arrays) of the small entry at `path` when its identity is `seen`, the one it had
-    when its every byte was verified (ResultCache.seen): one read of the file, and its header parsed without
-    safetensors' checks, which a file this user's key signed and nothing changed since passed then (the checks
-    and the mapping cost more than the read: benchmarks/fixed_cost.py); None for any other (the slow path
-    verifies it). The arrays are views of the bytes read (read-only, as a mapped entry's are)."""
-    if seen is None:
-        return None
-    # os.open and os.read, not open(): a buffered file makes 11 system calls of these 5, each one a point where
-    # the replay's other threads take the interpreter (benchmarks/fixed_cost.py)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        st = os.fstat(fd)
-        if st.st_size > SMALL or [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns] != seen:
-            return None
-        data = os.read(fd, st.st_size)
-        if os.fstat(fd).st_ctime_ns != st.st_ctime_ns or len(data) != st.st_size:
-            return None  # written while it was read
-    finally:
-        os.close(fd)
-    from irtrace.store.check import ST_DTYPES
-    n = int.from_bytes(data[:8], "little")
-    header, start, out = json.loads(data[8:8 + n]), 8 + n, {}
-    metadata = header.pop("__metadata__", {})
-    for name, info in header.items():
-        dtype, (b, e) = np.dtype(ST_DTYPES[info["dtype"]]), info["data_offsets"]
-        out[name] = np.frombuffer(data, dtype, (e - b) // dtype.itemsize, start + b).reshape(info["shape"]) \
-            if e > b else np.zeros(info["shape"], dtype)
-    meta = json.loads(metadata["irtrace"])
-    return meta, [out.get(str(k)) for k in range(_stored(meta))]
-
-
-def _stored(meta):
-    """How many arrays an entry holds: its `n` results and extras, then the elements kept apart (_delta)."""
-    return meta.get("stored", meta["n"])
-
-
-def _undelta(step, rest, base):
-    """_delta's `o` again, from its differences `step`, the elements kept apart `rest` and `base`."""
-    out = np.asarray(base, np.float32).astype(np.float64)
-    bits = out.view(np.int64)
-    with np.errstate(over="ignore"):
-        np.add(bits, step, out=bits, casting="unsafe")  # in place: no int64 copy of the differences
-    if rest is not None:
-        out[step == -STEP_MAX - 1] = rest
-    return out
-
-
-def _recorded(call, k, a, values):
-    """The name of the bundle's value that result k of `call` is bit for bit (its recorded output, in
-    fwd; the recorded gradient of its input, in vjp), or None."""
-    names = call.spec.outputs if call.mode == "fwd" else call.spec.inputs if call.mode == "vjp" else ()
-    if k >= len(names) or not names[k]:
-        return None
-    name = names[k] if call.mode == "fwd" else grad_name(names[k])
-    return name if name in values and same_bits(a, values[name]) else None
-
-
-def _narrow(a):
-    """`a` in float32 where it is float64 and every element is a float32 (a selection, a move, a sum of
-    what rounds to nothing: Relu, MaxPool, Reshape and their gradients): the same numbers in half the
-    bytes, widened again when read; None otherwise. NaN is kept as it was (its payload)."""
-    if a.dtype != np.float64:
-        return None
-    with np.errstate(over="ignore", invalid="ignore"):
-        low = a.astype(np.float32)
-    return low if np.array_equal(low, a) else None
 
 
 def folder(bundle_path):
@@ -385,7 +242,7 @@ class ResultCache:
                 entries[name] = held[name]
             elif known.get(name) == now:
                 try:
-                    read = _read_known(path, now)
+                    read = entry.read_known(path, now)
                 except (OSError, ValueError, KeyError, TypeError):
                     read = None
                 if read is not None:
@@ -563,7 +420,7 @@ class ResultCache:
         if packed is not None and _identity_or_none(path) == packed[0]:  # the file it was packed from, unchanged
             return self._answer_of(call, role, name, packed[1], packed[2], True, None)
         try:
-            known = _read_known(path, self.seen.get(name))
+            known = entry.read_known(path, self.seen.get(name))
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as e:  # torn or changed while read: the slow path says
@@ -577,20 +434,20 @@ class ResultCache:
         from irtrace.store import LazyValues
         try:
             before = _identity(path)
-            if before[2] <= SMALL:  # a copy is cheaper than mapping and validating a small file
+            if before[2] <= entry.SMALL:  # a copy is cheaper than mapping and validating a small file
                 from safetensors import safe_open
                 with safe_open(str(path), framework="numpy") as f:
                     metadata = f.metadata()
                     meta = json.loads(metadata["irtrace"])
                     held = set(f.keys())
-                    out = [f.get_tensor(str(k)) if str(k) in held else None for k in range(_stored(meta))]
+                    out = [f.get_tensor(str(k)) if str(k) in held else None for k in range(entry.stored(meta))]
             else:  # memory-mapped, validated like a bundle's value store (safetensors' get_tensor copies)
                 f = LazyValues(path)
                 metadata = f.metadata
                 meta = json.loads(metadata["irtrace"])
-                out = [f[str(k)] if str(k) in f else None for k in range(_stored(meta))]
+                out = [f[str(k)] if str(k) in f else None for k in range(entry.stored(meta))]
             known = self.seen.get(name) == before == _identity(path)  # verified before, unchanged since
-            signed = None if known else _answer_signer(name, metadata["irtrace"], out)
+            signed = None if known else entry.signer(name, metadata["irtrace"], out)
         except Exception as e:  # noqa: BLE001 - a torn or foreign file (SafetensorError and others): asked again
             log.info("%s: unreadable cache entry (%s); computing it again", path, e)
             return None
@@ -613,7 +470,7 @@ class ResultCache:
         if not known and _settled(before) and _identity(self._file(name)) == before:
             self.newly[name] = before
         self.used.add(name)
-        answer = _answer(meta, out, self.values, base)
+        answer = entry.decoded(meta, out, self.values, base)
         if role == REFERENCE_ROLE and answer is not None and meta.get("digest"):
             self._remember(name, meta["digest"], answer)
         return answer
@@ -625,7 +482,7 @@ class ResultCache:
 
     def _remember(self, name, digest, answer):
         """Keep the reference's answer just read or written (the oracle's of the same call is read or written
-        next, against it): the last few, by entry name, with the digest of their results (_digest)."""
+        next, against it): the last few, by entry name, with the digest of their results (entry.digest)."""
         with self._refs_lock:
             self._refs[name] = (digest, answer.results)
             self._refs.move_to_end(name)
@@ -641,7 +498,7 @@ class ResultCache:
         if kept is None or kept[0] != digest:
             pending = self._pending.get(self._name(call, REFERENCE_ROLE))
             if pending is not None and pending.ok:  # computed again by this replay (its entry was torn)
-                kept = (_digest(pending.results), pending.results)
+                kept = (entry.digest(pending.results), pending.results)
             elif self.get(call, REFERENCE_ROLE) is not None:
                 kept = self._reference_kept(call)
         return kept[1] if kept is not None and kept[0] == digest else None
@@ -663,44 +520,10 @@ class ResultCache:
         self._later(write, sum(a.nbytes for a in answer.arrays() if a is not None))
 
     def _put(self, path, call, role, answer):
-        reply, out = answer.reply, answer.arrays()
         from irtrace.store import write_values  # safetensors' format, written without a copy of each array
-        # a result the bundle holds bit for bit is named, not written again; a float64 one whose every
-        # element is a float32 is written in float32, or not at all where it is the reference's result (a
-        # selection, a move: ResNet-50's Relu, MaxPool and their gradients, 0.33x its bundle); the oracle's is
-        # written as its difference from the reference's result where that is kept (all read back as they
-        # were: _answer)
-        recorded = {str(k): name for k, a in enumerate(out[:len(answer.results)]) if a is not None
-                    for name in [_recorded(call, k, a, self.values)] if name is not None}
         ref = self._reference_kept(call) if role == ORACLE_ROLE else None
-        tensors, narrowed, delta, apart, same = {}, [], {}, [], []
-        for k, a in enumerate(out):
-            if a is None or str(k) in recorded:
-                continue
-            low = _narrow(a)
-            based = ref is not None and k < min(len(ref[1]), len(answer.results)) and ref[1][k] is not None
-            if low is not None and based and same_bits(low, np.asarray(ref[1][k])):
-                same.append(k)  # the reference's float32 result, widened: nothing to write
-                continue
-            steps = _delta(a, ref[1][k]) if low is None and based else None
-            if low is not None:
-                narrowed.append(k)
-            elif steps is not None:
-                low = steps[0]
-                delta[str(k)] = None if steps[1] is None else len(out) + len(apart)
-                apart += [] if steps[1] is None else [steps[1]]
-            # np.array, not np.ascontiguousarray: that makes a 0-d result 1-d
-            tensors[str(k)] = np.array(a if low is None else low, order="C")
-        tensors.update({str(len(out) + j): r for j, r in enumerate(apart)})
-        meta = {"role": role, "status": answer.status.value, "reply": reply, "n": len(out),
-                "none": [k for k, a in enumerate(out) if a is None], "recorded": recorded, "narrowed": narrowed}
-        if delta or same:
-            meta.update(delta=delta, same=same, base=ref[0], stored=len(out) + len(apart))
-        digest = _digest(answer.results) if role == REFERENCE_ROLE and answer.ok else None
-        if digest:
-            meta["digest"] = digest
-        meta = json.dumps(meta)
-        signed = _answer_signer(path.name, meta, [tensors.get(str(k)) for k in range(len(out) + len(apart))])
+        tensors, meta, digest, stored = entry.encode(call, role, answer, self.values, ref)
+        signed = entry.signer(path.name, meta, [tensors.get(str(k)) for k in range(stored)])
         if signed is None:
             return
         metadata = {"irtrace": meta, "sig": signed.hexdigest()}
@@ -788,22 +611,6 @@ def cache_limit(size, bundle_path):
         folder = Path(bundle_path)
         return int(float(m.group(1)) * sum(p.stat().st_size for p in folder.iterdir() if p.is_file()))
     return int(float(m.group(1)) * _UNITS[unit])
-
-
-def _answer_signer(name, meta, arrays):
-    """The HMAC of an answer entry: its file name, its metadata text and each array's dtype, shape and
-    bytes (None: no array at that position); None without a key."""
-    h = trust.signer("answer", name, meta)
-    if h is None:
-        return None
-    for k, a in enumerate(arrays):
-        if a is None:
-            h.update(f"{k} none;".encode())
-            continue
-        a = np.asarray(a)
-        h.update(f"{k} {a.dtype.str} {list(a.shape)};".encode())
-        h.update(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
-    return h
 
 
 def _signed(name, text):
