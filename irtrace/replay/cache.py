@@ -621,15 +621,8 @@ def _signed(name, text):
 def _verified(path):
     """The text of a small cache file written by _signed, or None (absent, torn, or not signed by this
     user's key under this name)."""
-    try:  # os.open and os.read, not pathlib's read_text: its buffered, decoded file costs twice (fixed_cost.py)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        sig, _, text = b"".join(chunks).decode().partition("\n")
+    try:
+        sig, _, text = entry.read_file(path).decode().partition("\n")
     except (OSError, UnicodeDecodeError):
         return None
     return text if trust.verify(sig, "cache file", os.path.basename(path), text) else None

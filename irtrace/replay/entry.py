@@ -127,6 +127,17 @@ def digest(results, h=None):
     return h.hexdigest()[:32]
 
 
+def read_file(path):
+    """The bytes of the file at `path`, read with os.open and os.read: pathlib's read_bytes and read_text and a
+    buffered open() make twice the system calls, each one a point where the replay's other threads take the
+    interpreter (benchmarks/fixed_cost.py). OSError as they raise it."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return b"".join(iter(lambda: os.read(fd, 1 << 24), b""))
+    finally:
+        os.close(fd)
+
+
 def read_known(path, seen):
     """(its irtrace metadata, arrays) of the small entry at `path` when its identity is `seen`, the one it had
     when its every byte was verified (ResultCache.seen): one read of the file, and its header parsed without

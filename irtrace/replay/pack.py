@@ -23,6 +23,7 @@ import os
 import numpy as np
 
 from irtrace.envs import trust
+from irtrace.replay.entry import read_file
 
 log = logging.getLogger(__name__)
 PACKED_MAX = 64 << 10  # bytes: an entry up to this size is packed
@@ -34,16 +35,12 @@ def read(path):
     """name -> (identity, metadata, arrays) of the pack at `path`: {} when there is none, or it does not
     verify (logged). The arrays are read-only views of the bytes read, as a small entry's are."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        data = read_file(path)
     except FileNotFoundError:
         return {}
     except OSError as e:
         log.info("%s: cannot read the pack (%s)", path, e)
         return {}
-    try:
-        data = b"".join(iter(lambda: os.read(fd, 1 << 24), b""))
-    finally:
-        os.close(fd)
     try:
         sig, n = data[:_SIG].decode(), int.from_bytes(data[_SIG + 1:_SIG + 9], "little")
         header = data[_SIG + 9:_SIG + 9 + n]
