@@ -9,7 +9,12 @@ each backend alone, cached, to say where the second replay's time goes.
 --baseline DIR: the same replays by the irtrace of another checkout (e.g. `git worktree add DIR <commit>`),
 alternating with this one's, each first replay from an empty cache: the ratio of the two side by side.
 
-    .venv/bin/python benchmarks/four_backends.py [--baseline DIR] [--repeat 2] [--jobs 1] [--no-alone]
+--keep-warm: after this irtrace's second replay, two more cached replays with `--keep-warm`: "warming" starts
+each backend's fork server (its framework imported once, kept running), "warm" forks its workers from them (what a
+user replaying after each change of a port waits for with IRTRACE_KEEP_WARM set). Their CPU seconds include the
+servers' and their workers' (read from /proc: the servers are not this script's children).
+
+    .venv/bin/python benchmarks/four_backends.py [--baseline DIR] [--repeat 2] [--jobs 1] [--no-alone] [--keep-warm]
 """
 import argparse
 import contextlib
@@ -32,7 +37,7 @@ import worker_start  # benchmarks/worker_start.py, beside this script
 from irtrace.replay import backends as registry
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = {"first": 60.0, "second": 20.0}
+TARGETS = {"first": 60.0, "second": 20.0, "warming": 20.0, "warm": 20.0}
 
 
 def efficientnet_b0():
@@ -44,22 +49,38 @@ def efficientnet_b0():
     return model, (torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(0)),)
 
 
-def replay(bundle, backends, out, jobs, code=None):
+def servers_cpu():
+    """CPU seconds of the kept fork servers running now (IRTRACE_SERVERS), and of their workers that have ended."""
+    from irtrace.replay import forkserver
+    total = 0.0
+    for _, pid in forkserver.running():
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+    return total
+
+
+def replay(bundle, backends, out, jobs, code=None, keep=False):
     """(seconds, CPU seconds of it and its children, summary) of one `irtrace replay` in a fresh process,
-    by the irtrace in `code` (a checkout; default this one)."""
+    by the irtrace in `code` (a checkout; default this one); `keep`: with --keep-warm (the CPU seconds of the
+    kept servers too)."""
     cmd = [sys.executable, "-m", "irtrace", "replay", str(bundle), "--backend", backends, "--modes", "fwd,vjp,vjp2",
-           "-o", str(out), "--jobs", str(jobs), "--format", "json"]
+           "-o", str(out), "--jobs", str(jobs), "--format", "json"] + (["--keep-warm", "10m"] if keep else [])
     # PYTHONPATH comes before the editable install; run from the bundle's folder: `python -m` puts the working
     # directory first on sys.path, and from a checkout it would import that checkout's irtrace whatever PYTHONPATH says
     env = dict(os.environ, PYTHONPATH=str(code or ROOT))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, kept = resource.getrusage(resource.RUSAGE_CHILDREN), servers_cpu() if keep else 0.0
     t = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=Path(bundle).parent)
     seconds = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    if keep:
+        time.sleep(0.1)  # the servers reap the workers that ended (their exit is told within 10 ms)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime + (servers_cpu() - kept if keep else 0)
     return seconds, cpu, json.loads(done.stdout).get("summary")
 
 
@@ -82,11 +103,22 @@ def both(path, args, d):
     for _ in range(args.repeat):
         for name, code in codes:
             shutil.rmtree(f"{path}.cache", ignore_errors=True)
-            for which in ("first", "second"):
-                run = replay(path, args.backends, Path(d) / f"{which}-{name}", args.jobs, code)
+            kinds = ("first", "second") + (("warming", "warm") if args.keep_warm and code is None else ())
+            for which in kinds:
+                run = replay(path, args.backends, Path(d) / f"{which}-{name}", args.jobs, code,
+                             keep=which in ("warming", "warm"))
                 if (which, name) not in got or run[0] < got[which, name][0]:
                     got[which, name] = run
-    return {k: got[k] for k in sorted(got, key=lambda k: (k[0] != "first", k[1] != "this"))}
+            if args.keep_warm and code is None:
+                stop_servers()  # the next round's "warming" starts them again
+    order = ("first", "second", "warming", "warm")
+    return {k: got[k] for k in sorted(got, key=lambda k: (order.index(k[0]), k[1] != "this"))}
+
+
+def stop_servers():
+    from irtrace.replay import forkserver
+    for path, pid in forkserver.running():
+        forkserver.stop(path, pid)
 
 
 def main():
@@ -97,20 +129,26 @@ def main():
     p.add_argument("--repeat", type=int, default=2, help="runs of each replay (the fastest is shown)")
     p.add_argument("--alone", action=argparse.BooleanOptionalAction, default=True,
                    help="also each backend alone, cached")
+    p.add_argument("--keep-warm", action="store_true",
+                   help="also this irtrace's cached replays with --keep-warm: starting the servers, then from them")
     args = p.parse_args()
     model, inputs = efficientnet_b0()
     with tempfile.TemporaryDirectory() as d:
+        os.environ["IRTRACE_SERVERS"] = str(Path(d) / "servers")  # this run's own kept servers (stopped at its end)
         path = Path(d) / "efficientnet_b0.irt"
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             bundle = irtrace.export(model, inputs, path, train=True)
         print(f"EfficientNet-B0, train, 2x3x64x64: {len(bundle.model.graph.node)} nodes; "
               f"--backend {args.backends} --modes fwd,vjp,vjp2 --jobs {args.jobs}")
-        got = both(path, args, d)
+        try:
+            got = both(path, args, d)
+        finally:
+            stop_servers()
         print(f"{'replay':8} {'code':9} {'seconds':>8} {'CPU s':>6} {'target':>7} {'ratio':>6}"
               + (f" {'/ baseline':>10}" if args.baseline else ""))
         for (which, name), (s, cpu, summary) in got.items():
-            versus = f" {s / got[which, 'baseline'][0]:10.2f}" if args.baseline else ""
+            versus = f" {s / got[which, 'baseline'][0]:10.2f}" if args.baseline and (which, "baseline") in got else ""
             print(f"{which:8} {name:9} {s:8.1f} {cpu:6.1f} {TARGETS[which]:7.0f} {s / TARGETS[which]:6.2f}{versus}")
         summaries = {json.dumps(v[2], sort_keys=True) for v in got.values()}
         print("(the same verdicts in every replay)" if len(summaries) == 1 else f"(verdicts differ: {summaries})")

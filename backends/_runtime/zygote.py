@@ -7,7 +7,13 @@ stderr); the server answers `pid ID PID` once forked, `exit PID CODE` when one o
 
 One thread only: a process forked while another thread holds a lock (a BLAS pool's) inherits the lock
 held forever, so a server whose imports started threads refuses every request (the host then starts the
-worker as a plain process)."""
+worker as a plain process).
+
+Kept warm (`python -m backends._runtime.zygote --listen PATH IDLE MODULE...`, irtrace replay --keep-warm): the
+server listens on the Unix socket PATH instead, for any process of this user (each connection asks as above,
+and is told of its own workers' exits), outlives the process that started it, and ends once no process has
+been connected and none of its workers has run for IDLE seconds (its socket removed). A server that refuses
+stays as long, refusing at once: the next replay does not import the framework a second time to learn it."""
 import importlib
 import json
 import os
@@ -15,7 +21,9 @@ import runpy
 import select
 import signal
 import socket
+import struct
 import sys
+import time
 
 
 def _threads():
@@ -25,12 +33,13 @@ def _threads():
         return 1
 
 
-def _child(sock, fds, argv):
-    """In the forked worker: its own session, the three descriptors as 0, 1, 2, then the worker's module
-    as __main__; never returns."""
+def _child(socks, fds, argv):
+    """In the forked worker: the server's sockets closed, its own session, the three descriptors as 0, 1, 2, then
+    the worker's module as __main__; never returns."""
     code = 1
     try:
-        sock.close()
+        for s in socks:
+            s.close()
         os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
@@ -52,8 +61,8 @@ def _child(sock, fds, argv):
         os._exit(code)
 
 
-def _reap(sock):
-    """Tell the host of every worker that has ended."""
+def _ended():
+    """(pid, exit code as subprocess's returncode) of each worker that has ended since asked last."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -61,7 +70,13 @@ def _reap(sock):
             return
         if pid == 0:
             return
-        sock.sendall(f"exit {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+        yield pid, os.waitstatus_to_exitcode(status)
+
+
+def _reap(sock):
+    """Tell the host of every worker that has ended."""
+    for pid, code in _ended():
+        sock.sendall(f"exit {pid} {code}\n".encode())
 
 
 def _outlive(sock):
@@ -77,15 +92,39 @@ def _outlive(sock):
             pass
 
 
-def serve(fd, modules):
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=fd)
+def _import(modules):
+    """The modules imported; whether forking is safe after them (one thread)."""
     for m in modules:
         try:
             importlib.import_module(m)
         except Exception:  # noqa: BLE001,S112 - the worker imports it again and reports why it cannot
             continue
-    safe = _threads() == 1
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the host's Ctrl-C is the host's: it ends the server
+    return _threads() == 1
+
+
+def _fork(sock, msg, fds, safe, socks):
+    """Fork the worker the request `msg` (with descriptors `fds`) asks for on `sock`, and tell its pid; None
+    (told: refused) where forking is not safe. `socks`: every socket of the server, closed in the worker."""
+    request = json.loads(msg)
+    if not safe or len(fds) != 3:
+        for f in fds:
+            os.close(f)
+        sock.sendall(f"refused {request['id']} {_threads()} threads\n".encode())
+        return None
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _child(socks, fds, request["argv"])
+    for f in fds:
+        os.close(f)
+    sock.sendall(f"pid {request['id']} {pid}\n".encode())
+    return pid
+
+
+def serve(fd, modules):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=fd)
+    safe = _import(modules)
     while True:
         ready, _, _ = select.select([sock], [], [], 0.01)  # a worker's exit is told within this
         _reap(sock)
@@ -94,23 +133,105 @@ def serve(fd, modules):
         msg, fds, _, _ = socket.recv_fds(sock, 65536, 3)
         if not msg:  # no more workers: the server ends with the last of those it forked
             return _outlive(sock)
-        request = json.loads(msg)
-        if not safe or len(fds) != 3:
-            for f in fds:
-                os.close(f)
-            sock.sendall(f"refused {request['id']} {_threads()} threads\n".encode())
-            continue
-        pid = os.fork()
-        if pid == 0:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            _child(sock, fds, request["argv"])
-        for f in fds:
-            os.close(f)
-        sock.sendall(f"pid {request['id']} {pid}\n".encode())
+        _fork(sock, msg, fds, safe, [sock])
+
+
+def _bound(path):
+    """A socket listening at `path`, or None where a live server listens there already (two replays started one
+    each at once: the later one ends). A socket file nobody listens on (a server killed) is replaced."""
+    for _ in range(2):
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            srv.bind(path)
+            srv.listen(64)
+            return srv
+        except OSError:
+            srv.close()
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            probe.connect(path)
+            return None  # a live one
+        except OSError:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        finally:
+            probe.close()
+    return None
+
+
+def _same_user(conn):
+    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return uid == os.getuid()
+
+
+def listen(path, idle, modules):
+    """Serve every process of this user that connects to `path` until none has been connected and no worker has
+    run for `idle` seconds. The parent process returns as soon as the socket listens (the host waits for that,
+    not for the imports); the server is its child, in a session of its own."""
+    r, w = os.pipe()
+    if os.fork() != 0:  # the parent: returns once the server listens (connections wait in its backlog for the imports)
+        os.close(w)
+        os.read(r, 1)
+        return
+    os.close(r)
+    os.setsid()
+    srv = _bound(path)  # in the server itself: its pid is the one a connection's peer credentials name
+    os.write(w, b".")
+    os.close(w)
+    if srv is None:
+        return
+    inode = os.stat(path).st_ino
+    safe = _import(modules)
+    # owner: pid of a worker -> the connection that asked for it; closing: connections whose process is done
+    # asking, open until each of its workers' exits is told (it waits for them as they end)
+    conns, closing, owner, quiet = [], [], {}, time.monotonic()
+    while True:
+        ready, _, _ = select.select([srv] + conns, [], [], 0.01 if owner else 1.0)
+        for pid, code in _ended() if owner else ():  # each worker's exit told to the process that asked for it
+            try:
+                owner.pop(pid).sendall(f"exit {pid} {code}\n".encode())
+            except (OSError, KeyError):  # that process has gone
+                pass
+        for c in [c for c in closing if c not in owner.values()]:
+            closing.remove(c)
+            c.close()
+        for s in ready:
+            if s is srv:
+                conn, _ = srv.accept()
+                if _same_user(conn):
+                    conns.append(conn)
+                else:
+                    conn.close()
+                continue
+            try:
+                msg, fds, _, _ = socket.recv_fds(s, 65536, 3)
+            except OSError:
+                msg, fds = b"", []
+            if not msg:  # that process asks for no more workers
+                conns.remove(s)
+                closing.append(s)
+                continue
+            pid = _fork(s, msg, fds, safe, [srv] + conns + closing)
+            if pid is not None:
+                owner[pid] = s
+        if conns or closing or owner:
+            quiet = time.monotonic()
+        elif time.monotonic() - quiet > idle:
+            break
+    try:
+        if os.stat(path).st_ino == inode:  # still this server's socket
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2:])
+    if sys.argv[1] == "--listen":
+        listen(sys.argv[2], float(sys.argv[3]), sys.argv[4:])
+    else:
+        serve(int(sys.argv[1]), sys.argv[2:])
     # ended without the interpreter's teardown of what it imported (torch's took 0.6 s here): it holds nothing
     # to flush, and a replay's end waits for its server to end
     os._exit(0)

@@ -117,6 +117,11 @@ def _add_replay(sub):
     r.add_argument("--cache-size", metavar="SIZE",
                    help="the most BUNDLE.cache/ keeps after the replay, the entries least recently used removed "
                         "first: bytes (500MB, 2GB) or a multiple of the bundle's size (1.5x); default: no limit")
+    r.add_argument("--keep-warm", type=duration, metavar="DURATION", default=os.environ.get("IRTRACE_KEEP_WARM"),
+                   help="keep each backend's fork server, its framework imported, running this long unused after "
+                        "the replay (90s, 20m, 1h; default $IRTRACE_KEEP_WARM, else off): a later replay with "
+                        "--keep-warm starts its workers from it in milliseconds instead of importing the framework "
+                        "again. Each holds its framework in memory; see docs/options.md")
     r.add_argument("--no-batch", dest="batch", action="store_false",
                    help="send each node's call to a backend alone and wait for it (default: in batches sent "
                         "ahead, inputs mapped from the bundle; the verdicts are the same)")
@@ -226,6 +231,10 @@ def _add_tools(sub):
     e.add_argument("name")
     e.set_defaults(func=_env)
 
+    w = sub.add_parser("servers", help="list the fork servers replay --keep-warm keeps (each holds a framework)")
+    w.add_argument("--stop", action="store_true", help="end them now (their workers already running go on)")
+    w.set_defaults(func=_servers)
+
     d = sub.add_parser("demo", help="export the bundled examples, replay them on every backend, write reports")
     d.add_argument("--out", default="demo-out")
     d.add_argument("--examples", default="stylegan2,resnet,wideresnet,gpt")
@@ -238,6 +247,9 @@ def _replay(args):
     # bundle (run adopts them; a name that is wrong is reported there); so do the reference and the oracle
     # where nothing of theirs can be cached yet (no cache folder beside the bundle, or --no-cache)
     if args.executor == "local":
+        if args.keep_warm:
+            from irtrace.replay import forkserver
+            forkserver.keep(args.keep_warm)
         launch_early([i for i in map(registry.known, args.backend.split(",")) if i and i.role == registry.UNDER_TEST])
         from irtrace.replay.cache import folder  # after: it imports the judging code
         if not args.cache or not folder(args.bundle).exists():
@@ -455,6 +467,15 @@ def _setup(args):
 def _env(args):
     from irtrace import envs
     print(envs.get(args.name).python())
+    return 0
+
+
+def _servers(args):
+    from irtrace.replay import forkserver
+    for path, pid, modules, rss in forkserver.describe():
+        if args.stop:
+            forkserver.stop(path, pid)
+        print(f"{'stopped' if args.stop else 'running'} pid {pid}  {rss / 2**20:6.0f} MB  {' '.join(modules)}  {path}")
     return 0
 
 

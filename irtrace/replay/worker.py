@@ -54,14 +54,17 @@ def normalise(line):
     return _NOISE.sub("", line).strip()
 
 
-_EARLY = {}  # backend name -> a WorkerProxy launched ahead of the replay, for the first pool that asks
+_EARLY = {}  # backend name -> (a WorkerProxy launched ahead of the replay, the thread launching it), for the first
+            # pool that asks
 
 
 def launch_early(infos):
     """Launch the workers of `infos` (BackendInfo) now, so that their frameworks import while the host
     loads the bundle; a WorkerPool adopts them (adopt), discard_early() kills those nobody adopted. A
     backend that cannot be launched is left to the replay, which reports it as usual. Their interpreters are
-    found at once (each managed environment's asks its base Python, a pyenv shim here, for its version)."""
+    found at once (each managed environment's asks its base Python, a pyenv shim here, for its version). Each
+    is launched on a thread of its own: a fork server kept warm (--keep-warm) that starts now answers once it has
+    imported its framework, and the host goes on meanwhile."""
     infos = [i for i in infos if i.name not in _EARLY]
     with ThreadPoolExecutor(max(1, len(infos))) as pool:
         reasons = list(pool.map(lambda i: i.unavailable(), infos))
@@ -69,25 +72,37 @@ def launch_early(infos):
         if info.name in _EARLY or reason is not None:
             continue
         w = WorkerProxy(info)
-        try:
-            w.launch()
-        except (OSError, IrtraceError):
-            continue
-        _EARLY[info.name] = w
+        t = threading.Thread(target=_launch, args=(w,), daemon=True)
+        t.start()
+        _EARLY[info.name] = (w, t)
+
+
+def _launch(w):
+    try:
+        w.launch()
+    except (OSError, IrtraceError):
+        w.proc = None  # not launched: adopt hands out none (the pool's own worker says why)
 
 
 def adopt(info):
     """The worker launch_early started for `info` (the same declaration), or None."""
-    w = _EARLY.pop(info.name, None)  # one pop: threads of --jobs N may ask at once
-    if w is not None and w.info != info:
-        _EARLY[info.name] = w  # launched for another declaration of that name: discard_early kills it
+    early = _EARLY.pop(info.name, None)  # one pop: threads of --jobs N may ask at once
+    if early is None:
         return None
-    return w
+    w, t = early
+    if w.info != info:
+        _EARLY[info.name] = early  # launched for another declaration of that name: discard_early kills it
+        return None
+    t.join()
+    return w if w.proc is not None else None
 
 
 def discard_early():
     while _EARLY:
-        _EARLY.popitem()[1].kill()
+        w, t = _EARLY.popitem()[1]
+        t.join()
+        if w.proc is not None:
+            w.kill()
 
 
 # Workers kept running between the replays of one process (keep_warm): a replay's workers, healthy and
@@ -278,7 +293,8 @@ class WorkerProxy:
         # or die as it imports, a real framework's folder in its environment does not)
         framework = self.info.needs or ((self.info.module, self.info.worker) if self.info.python is not None else ())
         shared = _role_modules(self.info)
-        if (_FORK and framework) or shared:  # workers start over and over, or the roles share their imports: forked
+        # workers start over and over, their servers are kept warm, or the roles share their imports: forked
+        if ((_FORK or forkserver.keeping()) and framework) or shared:
             self.proc = forkserver.fork(self.info.interpreter(), env, ROOT, shared or framework, argv, self._stderr,
                                         _VOLATILE)
         if self.proc is None:
