@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # test model modules importable as pkg:factory
+# a user's IRTRACE_KEEP_WARM would keep fork servers from the session's replays in their own folder, outliving it;
+# tests/test_keep_warm.py asks for them itself, in a folder of its own
+os.environ.pop("IRTRACE_KEEP_WARM", None)
 
 
 def update_known(module, name, table):
