@@ -118,8 +118,11 @@ def test_a_changed_backend_file_names_another_server(servers, tmp_path, monkeypa
     assert forkserver.socket_path((sys.executable, shell, str(tmp_path), ("torch",))) == before
 
 
-def test_a_socket_path_too_long_keeps_no_server(monkeypatch, tmp_path):
+def test_a_socket_path_too_long_or_a_folder_that_cannot_be_made_keeps_no_server(monkeypatch, tmp_path):
     monkeypatch.setenv("IRTRACE_SERVERS", str(tmp_path / ("x" * 120)))
+    assert forkserver.socket_path((sys.executable, frozenset(), str(tmp_path), ("torch",))) is None
+    (tmp_path / "f").write_text("a file where the folder would be")
+    monkeypatch.setenv("IRTRACE_SERVERS", str(tmp_path / "f" / "servers"))
     assert forkserver.socket_path((sys.executable, frozenset(), str(tmp_path), ("torch",))) is None
 
 

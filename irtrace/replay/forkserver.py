@@ -264,7 +264,11 @@ def socket_path(key):
     if len(os.fsencode(path)) >= SOCKET_MAX:
         log.info("%s: too long for a Unix socket; no server is kept warm", path)
         return None
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        log.warning("%s: cannot make it (%s); no server is kept warm", folder, e)
+        return None
     return path
 
 
