@@ -100,6 +100,38 @@ def test_a_kept_server_that_refuses_stays_and_refuses_the_next_process_at_once(s
     assert not second["forked"] and forkserver.running() == [(path, server)]  # the same server: not imported again
 
 
+# a worker forked from a kept server, the server stopped (irtrace servers --stop) while the worker runs: whether the
+# worker still answers its hello, and whether the server still runs then and once the process is done with it
+STOPPED = """
+import json, os, time
+from irtrace.replay import backends, forkserver
+from irtrace.replay.worker import WorkerProxy
+forkserver.keep(60)
+w = WorkerProxy(backends.get("torch"))
+w.start()
+[(path, server)] = forkserver.running()
+forkserver.stop(path, server)
+time.sleep(1.5)  # the server's select wakes within a second
+stopped = {"listed": forkserver.running(), "alive": os.path.exists(f"/proc/{server}")}
+answered = w.call({"kind": "hello"}, [], 30)[0].get("pid") == w.proc.pid
+w.close()
+forkserver.close_all()
+deadline = time.monotonic() + 10
+while os.path.exists(f"/proc/{server}") and open(f"/proc/{server}/stat").read().split()[2] != "Z" and \
+        time.monotonic() < deadline:
+    time.sleep(0.1)
+print(json.dumps({**stopped, "answered": answered, "server": server}))
+"""
+
+
+def test_a_stopped_server_takes_no_new_process_and_ends_once_its_replays_are_done(servers):
+    done = subprocess.run([sys.executable, "-c", STOPPED], capture_output=True, text=True, cwd=ROOT, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["listed"] == [] and got["alive"] and got["answered"]  # not listening, still serving its replay
+    assert not _alive(got["server"]) and not list(servers.glob("*.sock"))
+
+
 def test_a_changed_backend_file_names_another_server(servers, tmp_path, monkeypatch):
     (tmp_path / "backends").mkdir()
     code = tmp_path / "backends" / "worker.py"

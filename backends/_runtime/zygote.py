@@ -115,6 +115,7 @@ def _fork(sock, msg, fds, safe, socks):
     pid = os.fork()
     if pid == 0:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _child(socks, fds, request["argv"])
     for f in fds:
         os.close(f)
@@ -166,10 +167,20 @@ def _same_user(conn):
     return uid == os.getuid()
 
 
+def _unlink(path, inode):
+    try:
+        if os.stat(path).st_ino == inode:  # still this server's socket (not a newer server's)
+            os.unlink(path)
+    except OSError:
+        pass
+
+
 def listen(path, idle, modules):
     """Serve every process of this user that connects to `path` until none has been connected and no worker has
     run for `idle` seconds. The parent process returns as soon as the socket listens (the host waits for that,
-    not for the imports); the server is its child, in a session of its own."""
+    not for the imports); the server is its child, in a session of its own. SIGTERM (irtrace servers --stop):
+    no new connection, and the server ends once the replays connected are done with it (their workers are not
+    killed midway)."""
     r, w = os.pipe()
     if os.fork() != 0:  # the parent: returns once the server listens (connections wait in its backlog for the imports)
         os.close(w)
@@ -186,9 +197,15 @@ def listen(path, idle, modules):
     safe = _import(modules)
     # owner: pid of a worker -> the connection that asked for it; closing: connections whose process is done
     # asking, open until each of its workers' exits is told (it waits for them as they end)
-    conns, closing, owner, quiet = [], [], {}, time.monotonic()
+    conns, closing, owner, quiet, stop = [], [], {}, time.monotonic(), []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     while True:
-        ready, _, _ = select.select([srv] + conns, [], [], 0.01 if owner else 1.0)
+        if stop and srv is not None:
+            _unlink(path, inode)
+            srv.close()
+            srv = None
+        listening = [srv] if srv is not None else []
+        ready, _, _ = select.select(listening + conns, [], [], 0.01 if owner else 1.0)
         for pid, code in _ended() if owner else ():  # each worker's exit told to the process that asked for it
             try:
                 owner.pop(pid).sendall(f"exit {pid} {code}\n".encode())
@@ -213,18 +230,14 @@ def listen(path, idle, modules):
                 conns.remove(s)
                 closing.append(s)
                 continue
-            pid = _fork(s, msg, fds, safe, [srv] + conns + closing)
+            pid = _fork(s, msg, fds, safe, listening + conns + closing)
             if pid is not None:
                 owner[pid] = s
         if conns or closing or owner:
             quiet = time.monotonic()
-        elif time.monotonic() - quiet > idle:
+        elif stop or time.monotonic() - quiet > idle:
             break
-    try:
-        if os.stat(path).st_ino == inode:  # still this server's socket
-            os.unlink(path)
-    except OSError:
-        pass
+    _unlink(path, inode)
 
 
 if __name__ == "__main__":

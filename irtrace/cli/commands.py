@@ -232,7 +232,8 @@ def _add_tools(sub):
     e.set_defaults(func=_env)
 
     w = sub.add_parser("servers", help="list the fork servers replay --keep-warm keeps (each holds a framework)")
-    w.add_argument("--stop", action="store_true", help="end them now (their workers already running go on)")
+    w.add_argument("--stop", action="store_true",
+                   help="end them: at once, or once the replays using them now are done (none is cut short)")
     w.set_defaults(func=_servers)
 
     d = sub.add_parser("demo", help="export the bundled examples, replay them on every backend, write reports")

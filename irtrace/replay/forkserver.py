@@ -312,12 +312,9 @@ def describe():
 
 
 def stop(path, pid):
-    """End the kept server `pid` listening at `path` now (the workers it forked go on until their replays end)."""
+    """Stop the kept server `pid` listening at `path`: it takes no new connection (a replay after this starts its
+    own), and ends once the replays connected to it are done (their workers are not killed midway)."""
     try:
         os.kill(pid, signal.SIGTERM)
-    except OSError:
-        pass
-    try:
-        os.unlink(path)
     except OSError:
         pass
