@@ -161,9 +161,8 @@ def test_a_socket_path_too_long_or_a_folder_that_cannot_be_made_keeps_no_server(
 def test_cli_replays_with_keep_warm_give_the_same_rows_and_servers_lists_and_stops_them(servers, tmp_path):
     from irtrace.export.onnx_bundle import bundle_from_onnx
     node = helper.make_node("Relu", ["x"], ["y"], name="relu")
-    model = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-                                                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])]),
-                              opset_imports=[helper.make_opsetid("", 17)])
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("x", "y"))
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
     bundle_from_onnx(model, {"x": np.array([-1.0, 0.5, 2.0], np.float32)}, tmp_path / "relu.irt")
 
     def replay(out, *extra, env=None):
