@@ -10,8 +10,11 @@ another checkout (e.g. `git worktree add DIR <commit>`), each in a fresh process
 --repeat times: the fastest of each, its CPU seconds (the whole machine's, read from /proc/stat: a worker forked
 by a server is no child the host waits for) and the ratio, with the verdicts of both.
 
+--keep-warm: instead, this irtrace's default first replay with `--keep-warm` (the servers kept warm by a replay
+before, not timed: the reference's and the oracle's torch imported) against the same without it, alternating.
+
     .venv/bin/python benchmarks/first_run.py [--models resnet50,stylegan2] [--backend torch] [--modes fwd,vjp,vjp2]
-                                             [--baseline DIR [--repeat 3]]
+                                             [--baseline DIR [--repeat 3]] [--keep-warm [--repeat 3]]
 """
 import argparse
 import json
@@ -38,8 +41,9 @@ def main():
     p.add_argument("--modes", default="fwd,vjp,vjp2")
     p.add_argument("--baseline", metavar="DIR", help="a checkout of another commit, replayed side by side")
     p.add_argument("--repeat", type=int, default=3, help="with --baseline: runs of each (the fastest is shown)")
+    p.add_argument("--keep-warm", action="store_true", help="this irtrace with --keep-warm's servers against without")
     args = p.parse_args()
-    if args.baseline:
+    if args.baseline or args.keep_warm:
         return side_by_side(args)
     print(f"--backend {args.backend} --modes {args.modes}, nothing cached:")
     threads = torch.get_num_threads()
@@ -76,11 +80,11 @@ def _machine_busy():
     return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def cli_replay(bundle, args, out, code):
+def cli_replay(bundle, args, out, code, extra=()):
     """(seconds, CPU seconds, summary) of one `irtrace replay` of `bundle` by the irtrace in `code`, in a fresh process
     run outside the checkout (`python -m` would import the working directory's irtrace first)."""
     cmd = [sys.executable, "-m", "irtrace", "replay", str(bundle), "--backend", args.backend, "--modes", args.modes,
-           "-o", str(out), "--format", "json"]
+           "-o", str(out), "--format", "json", *extra]
     busy, t = _machine_busy(), time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(code)),
                           cwd=Path(bundle).parent)
@@ -91,19 +95,36 @@ def cli_replay(bundle, args, out, code):
 
 
 def side_by_side(args):
-    codes = {"baseline": Path(args.baseline).resolve(), "this": Path(__file__).resolve().parents[1]}
-    print(f"--backend {args.backend} --modes {args.modes} (--jobs auto), nothing cached, fastest of {args.repeat}:")
-    print(f"{'model':10} {'this s':>7} {'CPU s':>6} {'baseline s':>11} {'CPU s':>6} {'ratio':>6}  verdicts")
+    this = Path(__file__).resolve().parents[1]
+    kept = ("--keep-warm", "10m")
+    codes = {"baseline": (Path(args.baseline).resolve(), ()) if args.baseline else (this, kept), "this": (this, ())}
+    if args.keep_warm:  # this run's own servers, stopped at its end
+        os.environ["IRTRACE_SERVERS"] = tempfile.mkdtemp(prefix="irtrace-servers-")
+    try:
+        _side_by_side(args, codes)
+    finally:
+        from irtrace.replay import forkserver
+        for path, pid in forkserver.running() if args.keep_warm else ():
+            forkserver.stop(path, pid)
+
+
+def _side_by_side(args, codes):
+    base = "kept" if args.keep_warm else "baseline"
+    print(f"--backend {args.backend} --modes {args.modes} (--jobs auto), nothing cached, fastest of {args.repeat}"
+          + (" (kept: with --keep-warm, its servers started by a replay before)" if args.keep_warm else "") + ":")
+    print(f"{'model':10} {'this s':>7} {'CPU s':>6} {base + ' s':>11} {'CPU s':>6} {'ratio':>6}  verdicts")
     for name in args.models.split(","):
         model, inputs = MODELS[name]()
         torch.set_num_threads(1)
         with tempfile.TemporaryDirectory() as d:
             bundle = export_quietly(model, inputs, Path(d) / f"{name}.irt")
             best = {}
+            if args.keep_warm:  # the servers started (not timed)
+                cli_replay(bundle.path, args, Path(d) / "warming", *codes["baseline"])
             for _ in range(args.repeat):
-                for which, code in codes.items():
+                for which, (code, extra) in codes.items():
                     shutil.rmtree(f"{bundle.path}.cache", ignore_errors=True)  # uncached: a first run
-                    run = cli_replay(bundle.path, args, Path(d) / which, code)
+                    run = cli_replay(bundle.path, args, Path(d) / which, code, extra)
                     best[which] = min(best.get(which, run), run, key=lambda r: r[0])
         (s, c, mine), (bs, bc, theirs) = best["this"], best["baseline"]
         same = "the same" if mine == theirs else f"DIFFER: {mine} / {theirs}"
