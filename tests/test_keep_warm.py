@@ -28,6 +28,7 @@ import dataclasses, json, sys
 from irtrace.replay import backends, forkserver
 from irtrace.replay.worker import WorkerProxy
 keep, backend, name = float(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None
+forkserver.IMPORT_WAIT_S = float(sys.argv[4]) if len(sys.argv) > 4 else forkserver.IMPORT_WAIT_S
 info = backends.get(backend)
 if name:
     info = dataclasses.replace(info, name=name, needs=("torch", name))
@@ -53,8 +54,9 @@ def servers(monkeypatch):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _worker(keep, backend="torch", name=None, env=None):
-    done = subprocess.run([sys.executable, "-c", WORKER, str(keep), backend] + ([name] if name else []),
+def _worker(keep, backend="torch", name=None, env=None, wait=None):
+    extra = ([name] if name else []) + ([str(wait)] if wait else [])
+    done = subprocess.run([sys.executable, "-c", WORKER, str(keep), backend] + extra,
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=180)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -98,6 +100,30 @@ def test_a_kept_server_that_refuses_stays_and_refuses_the_next_process_at_once(s
     assert not first["forked"] and first["parent"] != server  # a plain process of the replay's own
     second = _worker(60, name="irtrace_threads_kept", env=env)
     assert not second["forked"] and forkserver.running() == [(path, server)]  # the same server: not imported again
+
+
+def test_a_kept_server_whose_imports_hang_is_killed_and_the_worker_is_a_plain_process(servers, tmp_path):
+    (tmp_path / "irtrace_hangs_kept.py").write_text("import time\ntime.sleep(600)\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    first = _worker(60, name="irtrace_hangs_kept", env=env, wait=2)
+    assert not first["forked"]
+    deadline = time.monotonic() + 10
+    while _servers_importing("irtrace_hangs_kept") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _servers_importing("irtrace_hangs_kept") and forkserver.running() == []
+
+
+def _servers_importing(module):
+    """Pids of live processes whose command line names `module` (a kept server importing it)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"--listen" in argv and module.encode() in argv and _alive(pid):
+            out.append(pid)
+    return out
 
 
 # a worker forked from a kept server, the server stopped (irtrace servers --stop) while the worker runs: whether the

@@ -9,10 +9,11 @@ One thread only: a process forked while another thread holds a lock (a BLAS pool
 held forever, so a server whose imports started threads refuses every request (the host then starts the
 worker as a plain process).
 
-Kept warm (`python -m backends._runtime.zygote --listen PATH IDLE MODULE...`, irtrace replay --keep-warm): the
+Kept warm (`python -m backends._runtime.zygote --listen PATH IDLE LIMIT MODULE...`, irtrace replay --keep-warm): the
 server listens on the Unix socket PATH instead, for any process of this user (each connection asks as above,
 and is told of its own workers' exits), outlives the process that started it, and ends once no process has
-been connected and none of its workers has run for IDLE seconds (its socket removed). A server that refuses
+been connected and none of its workers has run for IDLE seconds (its socket removed); one whose imports take
+more than LIMIT seconds is killed. A server that refuses
 stays as long, refusing at once: the next replay does not import the framework a second time to learn it."""
 import importlib
 import json
@@ -175,7 +176,7 @@ def _unlink(path, inode):
         pass
 
 
-def listen(path, idle, modules):
+def listen(path, idle, limit, modules):
     """Serve every process of this user that connects to `path` until none has been connected and no worker has
     run for `idle` seconds. The parent process returns as soon as the socket listens (the host waits for that,
     not for the imports); the server is its child, in a session of its own. SIGTERM (irtrace servers --stop):
@@ -194,7 +195,12 @@ def listen(path, idle, modules):
     if srv is None:
         return
     inode = os.stat(path).st_ino
+    # imports that hang would leave a server every later replay connects to and waits on: killed after `limit`
+    # seconds, as long as the host waits for a fork (SIGALRM; its socket then refuses connections, and the next
+    # replay starts another in its place)
+    signal.alarm(max(1, round(limit)))
     safe = _import(modules)
+    signal.alarm(0)
     # owner: pid of a worker -> the connection that asked for it; closing: connections whose process is done
     # asking, open until each of its workers' exits is told (it waits for them as they end)
     conns, closing, owner, quiet, stop = [], [], {}, time.monotonic(), []
@@ -242,7 +248,7 @@ def listen(path, idle, modules):
 
 if __name__ == "__main__":
     if sys.argv[1] == "--listen":
-        listen(sys.argv[2], float(sys.argv[3]), sys.argv[4:])
+        listen(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5:])
     else:
         serve(int(sys.argv[1]), sys.argv[2:])
     # ended without the interpreter's teardown of what it imported (torch's took 0.6 s here): it holds nothing

@@ -8,9 +8,9 @@ interpreter, environment and module list; where a server cannot fork safely (thr
 imports) or has died, the worker starts as a plain process (fork returns None).
 
 Kept warm (keep(seconds): irtrace replay --keep-warm): every backend's server listens on a socket in this user's
-cache folder, outlives the replay, and ends after that long unused; any later replay whose server would have the
-same key (interpreter, environment, folder, modules, and the stamp of the code and packages it imports: stamp())
-forks its workers from the one running. A replay without --keep-warm uses one that runs too, and starts none."""
+servers_folder(), outlives the replay, and ends after that long unused; a later replay with --keep-warm whose
+server would have the same key (interpreter, environment, folder, modules, and the stamp of the code and packages
+it imports: stamp()) forks its workers from the one running. A replay without it neither uses nor starts one."""
 import hashlib
 import json
 import logging
@@ -72,9 +72,9 @@ class _Server:
         self.lock = threading.Lock()
         self.sock = _connect(path) if path is not None else None
         if self.sock is None and path is not None and _KEEP is not None:
-            subprocess.run([interpreter, "-m", "backends._runtime.zygote", "--listen", path, f"{_KEEP:g}", *modules],
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                           cwd=cwd, start_new_session=True, check=False)
+            subprocess.run([interpreter, "-m", "backends._runtime.zygote", "--listen", path, f"{_KEEP:g}",
+                            f"{IMPORT_WAIT_S:g}", *modules], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True, check=False)
             self.sock = _connect(path)  # listening once that returns (its imports go on in the server)
             if self.sock is None:
                 self.gone = True
@@ -306,7 +306,7 @@ def describe():
             rss = int(open(f"/proc/{pid}/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, ValueError, IndexError):
             argv, rss = [], 0
-        modules = argv[argv.index("--listen") + 3:-1] if "--listen" in argv else []
+        modules = argv[argv.index("--listen") + 4:-1] if "--listen" in argv else []
         out.append((path, pid, modules, rss))
     return out
 
