@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -225,3 +226,14 @@ def test_keep_warm_is_parsed_from_the_flag_and_the_environment(monkeypatch):
     assert build_parser().parse_args(["replay", "b.irt", "--keep-warm", "90s"]).keep_warm == 90
     monkeypatch.setenv("IRTRACE_KEEP_WARM", "20m")
     assert build_parser().parse_args(["replay", "b.irt"]).keep_warm == 1200
+
+
+def test_a_kept_server_drops_a_connection_that_sends_garbage_and_serves_on(servers):
+    first = _worker(60)
+    [(path, server)] = forkserver.running()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+        s.connect(path)
+        s.sendall(b"not json")
+        assert s.recv(4096) == b""  # dropped
+    second = _worker(60)
+    assert first["forked"] and second["forked"] and second["parent"] == server and _alive(server)

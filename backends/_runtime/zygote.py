@@ -236,7 +236,17 @@ def listen(path, idle, limit, modules):
                 conns.remove(s)
                 closing.append(s)
                 continue
-            pid = _fork(s, msg, fds, safe, listening + conns + closing)
+            try:
+                pid = _fork(s, msg, fds, safe, listening + conns + closing)
+            except (ValueError, KeyError, TypeError, OSError):  # not a request of irtrace's, or its asker gone
+                for f in fds:
+                    try:
+                        os.close(f)
+                    except OSError:  # closed already (the fork was made, telling its pid failed)
+                        pass
+                conns.remove(s)
+                s.close()
+                continue
             if pid is not None:
                 owner[pid] = s
         if conns or closing or owner:
