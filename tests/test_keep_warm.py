@@ -3,7 +3,6 @@ replay started outlives it and forks the workers of the next replay, in another 
 as long as it was asked to stay; one that refuses to fork (threads after its imports) stays, refusing at once; a
 changed backend file names another server; `irtrace servers` lists them and --stop ends them. Each replay here is a
 process of its own, as a user's are."""
-import dataclasses
 import json
 import os
 import shutil
