@@ -236,3 +236,11 @@ def test_a_kept_server_drops_a_connection_that_sends_garbage_and_serves_on(serve
         assert s.recv(4096) == b""  # dropped
     second = _worker(60)
     assert first["forked"] and second["forked"] and second["parent"] == server and _alive(server)
+
+
+def test_a_bad_keep_warm_in_the_environment_is_one_line_naming_it_and_exit_2(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "irtrace", "replay", "b.irt"], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "IRTRACE_KEEP_WARM": "soon"}, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "irtrace: error: argument --keep-warm: 'soon' is not a number (from the environment's IRTRACE_KEEP_WARM) "
+        "(see irtrace replay --help)"]

@@ -60,6 +60,16 @@ def duration(text):
     return value * (unit or 1)
 
 
+def keep_warm(text):
+    """duration(), saying where a bad value came from when it is $IRTRACE_KEEP_WARM's (the option's default)."""
+    try:
+        return duration(text)
+    except argparse.ArgumentTypeError as e:
+        if text == os.environ.get("IRTRACE_KEEP_WARM"):
+            raise argparse.ArgumentTypeError(f"{e} (from the environment's IRTRACE_KEEP_WARM)") from None
+        raise
+
+
 def _number(text):
     try:
         return float(text)
@@ -117,7 +127,7 @@ def _add_replay(sub):
     r.add_argument("--cache-size", metavar="SIZE",
                    help="the most BUNDLE.cache/ keeps after the replay, the entries least recently used removed "
                         "first: bytes (500MB, 2GB) or a multiple of the bundle's size (1.5x); default: no limit")
-    r.add_argument("--keep-warm", type=duration, metavar="DURATION", default=os.environ.get("IRTRACE_KEEP_WARM"),
+    r.add_argument("--keep-warm", type=keep_warm, metavar="DURATION", default=os.environ.get("IRTRACE_KEEP_WARM"),
                    help="keep each backend's fork server, its framework imported, running this long unused after "
                         "the replay (90s, 20m, 1h; default $IRTRACE_KEEP_WARM, else off): a later replay with "
                         "--keep-warm starts its workers from it in milliseconds instead of importing the framework "
