@@ -3,6 +3,7 @@ replay started outlives it and forks the workers of the next replay, in another 
 as long as it was asked to stay; one that refuses to fork (threads after its imports) stays, refusing at once; a
 changed backend file names another server; `irtrace servers` lists them and --stop ends them. Each replay here is a
 process of its own, as a user's are."""
+import dataclasses
 import json
 import os
 import shutil
@@ -244,3 +245,22 @@ def test_a_bad_keep_warm_in_the_environment_is_one_line_naming_it_and_exit_2(tmp
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "irtrace: error: argument --keep-warm: 'soon' is not a number (from the environment's IRTRACE_KEEP_WARM) "
         "(see irtrace replay --help)"]
+
+
+def test_a_worker_launched_early_that_fails_on_its_thread_is_ended_and_not_adopted(monkeypatch):
+    """launch_early launches each worker on a thread (a kept server answers after its imports): one whose launch
+    fails there is not handed to the replay, and a process it started is not left running."""
+    from irtrace.replay import backends, worker
+    started = []
+
+    def launch(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        started.append(self.proc)
+        raise RuntimeError("its hello could not be asked")
+    monkeypatch.setattr(worker.WorkerProxy, "launch", launch)
+    info = dataclasses.replace(backends.get("torch"), name="irtrace_fails_early")
+    monkeypatch.setattr(backends.BackendInfo, "unavailable", lambda self: None)
+    worker.launch_early([info])
+    assert worker.adopt(info) is None
+    [proc] = started
+    assert proc.wait(10) == -9  # killed, not left running

@@ -80,8 +80,11 @@ def launch_early(infos):
 def _launch(w):
     try:
         w.launch()
-    except (OSError, IrtraceError):
-        w.proc = None  # not launched: adopt hands out none (the pool's own worker says why)
+    except Exception as e:  # noqa: BLE001 - on this thread: not launched, adopt hands out none (the pool's own
+        log.info("%s: not launched early (%s: %s)", w.info.name, type(e).__name__, e)  # worker says why)
+        if w.proc is not None:  # started, then its hello could not be asked: ended, not left running
+            w.kill()
+        w.proc = None
 
 
 def adopt(info):
