@@ -15,7 +15,6 @@ import numpy as np
 from backends._runtime.wire import is_float
 from irtrace.compare import close
 from irtrace.ir.graph import dag
-from irtrace.ir.spec import node_specs
 
 OP_CLASS = {"Conv": "conv", "ConvTranspose": "convT", "Gemm": "linear", "MatMul": "linear",
             "BatchNormalization": "norm", "TrainBatchNormalization": "norm", "InstanceNormalization": "norm",
@@ -46,7 +45,7 @@ class Pair:
 
 
 def _compute_nodes(bundle):
-    specs = node_specs(bundle.model)
+    specs = list(bundle.specs)
     v = bundle.values
     out = []
     for i, s in enumerate(specs):

@@ -519,7 +519,7 @@ def _attribute_differences(bundle, report, path, nodes):
     port = next((mod for mod in report.port_modules if mod["path"] == path), None)
     if port is None:
         return []
-    specs = {s.name: s for s in node_specs(bundle.model)}
+    specs = {s.name: s for s in bundle.specs}
     mine = port.get("attributes") or {}
     out = []
     for name in nodes:

@@ -264,7 +264,7 @@ class _Chain:
             if ORACLE in pool.available() else (None, {}, {}, {})
         declared = m.get("differentiable")
         self.path = gradient_path(bundle.model, declared if declared is not None else gradient_sources(bundle.model))
-        specs = node_specs(bundle.model)
+        specs = list(bundle.specs)
         self.index = {s.name: i for i, s in enumerate(specs)}  # the report's node indices
         self.op_of = {s.name: s.op_type for s in specs}
         self.producer = {o: (self.index[s.name], s.name) for s in request.specs for o in s.outputs if o}

@@ -10,7 +10,6 @@ import numpy as np
 from backends._runtime.wire import is_float
 from irtrace.errors import IrtraceError, suggest
 from irtrace.ir.graph import shape_arithmetic
-from irtrace.ir.spec import node_specs
 from irtrace.replay import backends as registry
 from irtrace.replay.call import bundle_paths, differentiated, from_bundle, proto_text
 from irtrace.replay.select import search_names
@@ -175,7 +174,7 @@ def plan(bundle, options):
     if options.form not in FORMS:
         raise IrtraceError(f"unknown --form {options.form!r}; choose canonical or original")
     model = bundle.model
-    specs = node_specs(model)
+    specs = list(bundle.specs)
     originals = {}
     if options.form == "original":
         for n in model.graph.node:

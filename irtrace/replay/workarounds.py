@@ -89,11 +89,10 @@ def verify(session, nodes, everywhere=False):
     on every node of an op that has alternatives), for the replay `session`
     (irtrace.replay.engine.Session). `matches`: every mode the backend computes that has something to
     judge on that node gave only MATCH or NOISE."""
-    from irtrace.ir.spec import node_specs
     executor = session.executor
     local = executor.local()
     pool, timeout = local.pool, local.timeout
-    specs = {s.name: s for s in node_specs(session.bundle.model)}
+    specs = {s.name: s for s in session.bundle.specs}
     out = {}
     for backend in session.backends:
         if backend in (REFERENCE, ORACLE):

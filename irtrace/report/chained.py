@@ -108,8 +108,7 @@ def plot(section, bundle, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from irtrace.ir.spec import node_specs
-    specs = node_specs(bundle.model)
+    specs = list(bundle.specs)
     n = len(specs)
     fig, ax = plt.subplots(figsize=(min(24, 8 + n / 60), 5.5), dpi=110)
     floor = 1e-9

@@ -7,7 +7,6 @@ import re
 import numpy as np
 
 from irtrace import compare
-from irtrace.ir.spec import node_specs
 
 
 def attr_signature(attrs):
@@ -54,7 +53,7 @@ def group(replay, strict=False):
     of its nodes are listed in it with their node counts (one cause often spans kernel sizes, strides and
     groups: 46 grouped convolutions are one TensorFlow finding, not 46). UNSUPPORTED is a coverage gap, a
     finding only with `strict`."""
-    specs = {s.name: s for s in node_specs(replay.bundle.model)}
+    specs = {s.name: s for s in replay.bundle.specs}
     failing = set(compare.FAILING) | ({compare.UNSUPPORTED} if strict else set())
     groups = {}
     for node in replay.nodes:

@@ -15,7 +15,7 @@ from onnx import helper
 from backends._runtime.wire import Status, is_float
 from irtrace import compare
 from irtrace.errors import IrtraceError, suggest
-from irtrace.ir.spec import decode_attrs, node_specs
+from irtrace.ir.spec import decode_attrs
 from irtrace.replay import backends
 from irtrace.ir.semantics import input_role
 from irtrace.replay.call import NodeCall, bundle_paths, differentiated, from_bundle, proto_text, wire_spec
@@ -284,7 +284,7 @@ def _replayed(bundle, f):
     same inputs require grad, the same directions are in vjp2's s, and for vjp2 the same part (ds/dx with
     the cotangent a constant, or ds/dg)."""
     mode = f["mode"]
-    spec = next(s for s in node_specs(bundle.model) if s.name == f["first_node"])
+    spec = next(s for s in bundle.specs if s.name == f["first_node"])
     node = next(n for n in bundle.model.graph.node if n.name == spec.name)
     recorded = from_bundle(bundle, spec, mode, proto_text(node))
     part = ("g" if str(f.get("worst", {}).get("output", "")).startswith("d2g") else "x") if mode == "vjp2" else None

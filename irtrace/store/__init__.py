@@ -235,6 +235,14 @@ class Bundle:
             self._model = _read_graph(self.path / GRAPH, self.values)
         return self._model
 
+    @functools.cached_property
+    def specs(self):
+        """The model's NodeSpecs (irtrace.ir.spec.node_specs), in graph order: decoded once per opened bundle. A
+        replay's plan, its workaround search and its report's findings each walked them, 10 us a node each
+        (benchmarks/fixed_cost.py)."""
+        from irtrace.ir.spec import node_specs
+        return tuple(node_specs(self.model))
+
     @property
     def state(self):
         """Names of the model's parameters and buffers (the manifest's lists; empty for foreign ONNX)."""
