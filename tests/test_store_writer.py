@@ -93,3 +93,38 @@ def test_bfloat16_values_are_laid_out_as_safetensors_lays_them_out(tmp_path):
     theirs = {k: torch.from_numpy(a.view(np.int16)).view(torch.bfloat16) if k == "b" else torch.from_numpy(a)
               for k, a in given.items()}
     _written_as_theirs(tmp_path, given, theirs, save_file)
+
+
+def _resident_of(path):
+    """Bytes of `path`'s mapping in this process's resident memory (/proc/self/smaps)."""
+    total, mine = 0, False
+    for line in open("/proc/self/smaps"):
+        head = line.split()
+        if "-" in head[0] and len(head) >= 5:  # a mapping's first line: address range, perms, offset, dev, inode[, path]
+            mine = line.rstrip().endswith(str(path))
+        elif mine and head[0] == "Rss:":
+            total += int(head[1]) * 1024
+    return total
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/smaps"), reason="needs Linux's /proc/self/smaps")
+def test_release_gives_back_the_pages_read_once_a_megabyte_of_views_was_handed_out(tmp_path):
+    """A replay calls release after each node: the pages its views read leave resident memory, once views of
+    RELEASED bytes were handed out since the last time (a one-element node's madvise was a fortieth of its replay)."""
+    from irtrace.store import RELEASED
+    big = np.arange(4 << 20, dtype=np.uint8)
+    write_values(tmp_path / "v.safetensors", {"big": big, **{f"s{k}": np.full(1024, k, np.float32) for k in range(300)}})
+    values = LazyValues(tmp_path / "v.safetensors")
+    assert int(values["big"].sum(dtype=np.int64)) == int(big.sum(dtype=np.int64))  # every page read
+    assert _resident_of(tmp_path / "v.safetensors") >= 4 << 20
+    values.release()
+    assert _resident_of(tmp_path / "v.safetensors") < 64 << 10
+    for k in range(200):  # 800 kB of small views: kept until a megabyte was handed out
+        assert values[f"s{k}"][0] == k
+        values.release()
+    held = _resident_of(tmp_path / "v.safetensors")
+    assert held >= 700 << 10 and 200 * 4096 < RELEASED
+    for k in range(200, 300):
+        assert values[f"s{k}"][0] == k
+        values.release()
+    assert _resident_of(tmp_path / "v.safetensors") < held

@@ -147,6 +147,9 @@ def _externalize(model, values):
     return out
 
 
+RELEASED = 1 << 20  # bytes of views handed out before LazyValues.release gives their pages back
+
+
 class LazyValues:
     """Read-only mapping name -> np.ndarray over a safetensors file, memory-mapped.
 
@@ -160,6 +163,7 @@ class LazyValues:
         # validated completely (store_check.read_header) before anything is mapped or allocated
         self.metadata, self._header, self._start = store_check.read_header(self.path)
         self._map = self._plain = None
+        self._given = 0  # bytes of the views handed out since the last release
 
     def _mm(self):
         if self._map is None:
@@ -174,7 +178,12 @@ class LazyValues:
     def release(self):
         """Let the pages read so far leave this process's resident memory: they are the file's, clean,
         and stay in the page cache; a view handed out before reads them again from there. Called after
-        each node of a replay, so its resident memory does not grow with the depth of the model."""
+        each node of a replay, so its resident memory does not grow with the depth of the model: once views of
+        RELEASED bytes or more were handed out since the last time (madvise takes 5-8 us even when the
+        pages are few, a fortieth of a one-element node's replay)."""
+        if self._given < RELEASED:
+            return
+        self._given = 0
         if self._map is not None and self._map.size:
             try:
                 self._map._mmap.madvise(mmap.MADV_DONTNEED)
@@ -214,6 +223,7 @@ class LazyValues:
         dtype, shape, b, e = self._entry(name)
         if e == b:  # only an empty tensor: read_header checked end - begin == prod(shape) * itemsize
             return np.zeros(shape, dtype)
+        self._given += e - b
         return self._mm()[self._start + b:self._start + e].view(dtype).reshape(shape)
 
     def get(self, name, default=None):
