@@ -6,9 +6,8 @@ reference and oracle served from the cache (each bundle is replayed once first t
 
 --baseline DIR: the same replays by the irtrace of another checkout (`git worktree add DIR <commit>`),
 alternating with this one's (this machine's speed drifts by 20-30 % within minutes), and their ratio.
---busy N: N processes spinning on the CPU all along, as other work on a loaded machine (a test run, a build).
 
-    .venv/bin/python benchmarks/fixed_cost.py [--nodes 3000] [--backends onnxruntime,torch] [--baseline DIR] [--busy 1]
+    .venv/bin/python benchmarks/fixed_cost.py [--nodes 3000] [--backends onnxruntime,torch] [--baseline DIR]
 """
 import argparse
 import os
@@ -56,18 +55,7 @@ def main():
     ap.add_argument("--backends", default="onnxruntime,torch")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--baseline", metavar="DIR", help="a checkout of another commit, replayed side by side")
-    ap.add_argument("--busy", type=int, default=0, help="processes spinning on the CPU meanwhile")
     args = ap.parse_args()
-    spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
-    try:
-        measure(args)
-    finally:
-        for p in spinning:
-            p.kill()
-            p.wait()
-
-
-def measure(args):
     x = {"x": np.array([0.5], np.float32)}
     codes = ([("baseline", Path(args.baseline).resolve())] if args.baseline else []) + [("this", None)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,8 +63,7 @@ def measure(args):
         bundles = {1: bundle_from_onnx(chain(1), x, tmp / "one.irt", name="one").path,
                    args.nodes: bundle_from_onnx(chain(args.nodes), x, tmp / "many.irt", name="many").path}
         print(f"fixed cost per node, {args.nodes} one-element nodes, fwd, reference and oracle cached, best of "
-              f"{args.repeat}{f', {args.busy} process(es) spinning meanwhile' if args.busy else ''} "
-              f"(target <= {TARGET_MS} ms):")
+              f"{args.repeat} (target <= {TARGET_MS} ms):")
         for b in args.backends.split(","):
             best = {}
             for name, code in codes:  # fills BUNDLE.cache/ for this code's keys

@@ -71,23 +71,3 @@ def test_a_widened_pipe_holds_a_megabyte():
     with os.fdopen(r, "rb") as rf, os.fdopen(w, "wb") as wf:
         wire.widen_pipes(rf, wf, io.BytesIO())  # not a pipe: left as it is
         assert fcntl.fcntl(w, getattr(fcntl, "F_GETPIPE_SZ", 1032)) == 1 << 20
-
-
-def test_a_frame_is_written_at_once_only_into_an_empty_pipe_with_room_for_it(tmp_path):
-    """WorkerProxy.send writes a batch's frame itself (no thread) when takes_at_once says so: then the write
-    cannot wait for a busy worker to read."""
-    r, w = os.pipe()
-    with os.fdopen(r, "rb") as rf, os.fdopen(w, "wb") as wf:
-        size = fcntl.fcntl(w, getattr(fcntl, "F_GETPIPE_SZ", 1032))
-        assert wire.takes_at_once(wf, size // 4) and not wire.takes_at_once(wf, size // 4 + 1)
-        header, blobs = wire.split({"kind": "batch"}, [np.zeros(size // 16, np.uint8)])
-        n = wire.frame_bytes(header, blobs)
-        assert n == 8 + len(header.encode()) + size // 16 and wire.takes_at_once(wf, n)
-        wire.write_split(wf, header, blobs)  # nobody reads yet: it returns, the frame in the pipe
-        assert not wire.takes_at_once(wf, 1)  # bytes unread: a thread writes the next frame
-        msg, (got,) = wire.read(rf)
-        assert msg == {"kind": "batch"} and got.nbytes == size // 16
-        assert wire.takes_at_once(wf, 1)
-    with open(tmp_path / "f", "wb") as f:
-        assert not wire.takes_at_once(f, 1)  # not a pipe
-    assert not wire.takes_at_once(io.BytesIO(), 1)

@@ -100,16 +100,7 @@ def join(header, blobs):
 
 
 def write(stream, msg, arrays=(), by_reference=False):
-    write_split(stream, *split(msg, arrays, by_reference))
-
-
-def frame_bytes(header, blobs):
-    """How many bytes the frame of split()'s `header` and `blobs` is on a stream."""
-    return _LEN.size + len(header.encode()) + sum(b.nbytes for b in blobs)
-
-
-def write_split(stream, header, blobs):
-    """Write the frame of split()'s `header` and `blobs`."""
+    header, blobs = split(msg, arrays, by_reference)
     header = header.encode()
     stream.write(_LEN.pack(len(header)))
     stream.write(header)
@@ -173,20 +164,6 @@ def _read_array(stream, dtype, shape, nbytes):
             raise EOFError("stream closed")
         got += k
     return a
-
-
-def takes_at_once(stream, nbytes):
-    """Whether writing `nbytes` to the pipe `stream` cannot block: nothing in it is unread and `nbytes` fills at
-    most a quarter of it (a pipe holds pages, not bytes: a few writes may each begin a page). False where that
-    cannot be asked (not a pipe, not Linux)."""
-    try:
-        import fcntl
-        import termios
-        fd = stream.fileno()
-        unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
-        return unread == 0 and 4 * nbytes <= fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
-    except (ImportError, OSError, ValueError, AttributeError):
-        return False
 
 
 def widen_pipes(*streams, size=1 << 20):

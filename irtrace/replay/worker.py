@@ -307,7 +307,7 @@ class WorkerProxy:
         self._frames = queue.Queue()
         threading.Thread(target=self._reader, args=(self.proc, self._frames), daemon=True).start()
         self._greeting = self._ask()
-        self._write(wire.split({"kind": "hello", "id": self._greeting}))
+        self._write({"kind": "hello", "id": self._greeting}, [])
 
     def ensure(self):
         """Start the worker unless it runs; a start that fails is tried once more, then the worker is
@@ -355,10 +355,9 @@ class WorkerProxy:
         lines = [normalise(ln) for ln in lines if ln.strip() and not ln.startswith(_BANNER)]
         return " | ".join(lines[-n:])
 
-    def _write(self, frame, stream=None):
-        """Write `frame` (wire.split's header and arrays)."""
+    def _write(self, msg, arrays, stream=None):
         try:
-            wire.write_split(stream or self.proc.stdin, *frame)
+            wire.write(stream or self.proc.stdin, msg, arrays, by_reference=True)
         except (BrokenPipeError, OSError, ValueError):
             pass  # it died (ValueError: its pipe closed meanwhile): the reader reports EOF when the reply is read
 
@@ -430,9 +429,9 @@ class WorkerProxy:
     def send(self, msg, arrays, background=False):
         """Start a request and return its id at once (a "batch" request: the list of its calls' ids, one
         per call): several workers compute at the same time; receive(timeout, id) gets the reply (a worker
-        that cannot start fails there). `background`: a frame the pipe cannot take at once is written by a
-        thread, so the host goes on while a busy worker has not read it yet (a batch sent ahead); the next
-        send waits for it, receive does not (the worker's replies come on another pipe)."""
+        that cannot start fails there). `background`: the frame is written by a thread, so the host goes on
+        while a busy worker has not read it yet (a batch sent ahead); the next send waits for it, receive
+        does not (the worker's replies come on another pipe)."""
         self._written()
         try:
             self.ensure()
@@ -447,14 +446,11 @@ class WorkerProxy:
             ids = self._ask()
             msg = {**msg, "id": ids}
         self._mark = self._stderr.seek(0, 2)
-        frame = wire.split(msg, arrays, by_reference=True)
-        # a thread only for a frame the pipe may not take at once: starting one waits for it to run, which, with the
-        # reader thread and the worker on this machine's cores, cost 30-60 us a node of a batched replay
-        if background and not wire.takes_at_once(self.proc.stdin, wire.frame_bytes(*frame)):
-            self._writer = threading.Thread(target=self._write, args=(frame, self.proc.stdin), daemon=True)
+        if background:
+            self._writer = threading.Thread(target=self._write, args=(msg, arrays, self.proc.stdin), daemon=True)
             self._writer.start()
         else:
-            self._write(frame)
+            self._write(msg, arrays)
         return ids
 
     def _written(self):
