@@ -188,6 +188,9 @@ CONTRACTS = {c.name: c for c in (
              # on an AMD EPYC with AVX-512 (DIVERGENT, 31 float32 ulps): either verdict is accepted within
              # twice the allowance; more than that is a finding like any other
              borderline=frozenset({("logsoftmax", "vjp", "d:logsoftmax.in0")}),
+             # and its double gradient's max abs moves with the machine's vector unit: 1.55e-6 where the table was
+             # recorded, 1.49e-6 on an Intel Xeon with AVX-512 (2026-12-07; the code before this change the same)
+             numbers_rel=0.1,
              padding="oneflow_known:PADDING", versions={"oneflow": "0.9.0", "numpy": "1.26.4"}, ops=103,
              quiet=("I1", "W1"),
              penalty_gaps={"wideresnet": "gradient function for op normalization_grad is not found"}),
