@@ -636,14 +636,21 @@ def test_small_answers_are_packed_and_served_bit_for_bit_only_while_their_files_
     from irtrace.replay import entry
     read_known = entry.read_known
     monkeypatch.setattr(entry, "read_known", lambda *a: reads.append(a[0]) or read_known(*a))
+    indexed = []  # the index of verified answers, read: only where an answer is not served by the pack
+    read_index = ResultCache._read_index
+    monkeypatch.setattr(ResultCache, "_read_index", lambda self: indexed.append(1) or read_index(self))
     b = small(tmp_path / "b.irt")
     reports = {}
     for run, extra in (("computed", ["--no-cache"]), ("cold", []), ("verified", []), ("packed", [])):
         reads.clear()
+        indexed.clear()
         assert main(["replay", str(b.path), "--backend", "torch,onnxruntime", "-o", str(tmp_path / run), *extra]) == 0
         reports[run] = (tmp_path / run / "report.json").read_bytes()
         packs = list(Path(f"{b.path}.cache").glob("*.pack"))
         assert len(packs) == (run in ("verified", "packed"))  # packed at the end of the replay that verified them
+        # read by the replay that verified entry files, not by the one the pack serves
+        if run in ("verified", "packed"):
+            assert bool(indexed) == (run == "verified"), run
     assert reads == []  # served from the pack: not one entry read from its file
     assert len(set(reports.values())) == 1
     assert main(["replay", str(b.path), "--backend", "torch", "-o", str(tmp_path / "sized"), "--cache-size",
