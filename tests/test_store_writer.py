@@ -100,7 +100,7 @@ def _resident_of(path):
     total, mine = 0, False
     for line in open("/proc/self/smaps"):
         head = line.split()
-        if "-" in head[0] and len(head) >= 5:  # a mapping's first line: address range, perms, offset, dev, inode[, path]
+        if "-" in head[0] and len(head) >= 5:  # a mapping's first line: addresses, perms, offset, dev, inode, path
             mine = line.rstrip().endswith(str(path))
         elif mine and head[0] == "Rss:":
             total += int(head[1]) * 1024
@@ -113,7 +113,8 @@ def test_release_gives_back_the_pages_read_once_a_megabyte_of_views_was_handed_o
     RELEASED bytes were handed out since the last time (a one-element node's madvise was a fortieth of its replay)."""
     from irtrace.store import RELEASED
     big = np.arange(4 << 20, dtype=np.uint8)
-    write_values(tmp_path / "v.safetensors", {"big": big, **{f"s{k}": np.full(1024, k, np.float32) for k in range(300)}})
+    small = {f"s{k}": np.full(1024, k, np.float32) for k in range(300)}
+    write_values(tmp_path / "v.safetensors", {"big": big, **small})
     values = LazyValues(tmp_path / "v.safetensors")
     assert int(values["big"].sum(dtype=np.int64)) == int(big.sum(dtype=np.int64))  # every page read
     assert _resident_of(tmp_path / "v.safetensors") >= 4 << 20
