@@ -688,3 +688,47 @@ def test_small_answers_are_packed_and_served_bit_for_bit_only_while_their_files_
     entry.write_bytes(bytes(data))
     os.utime(entry, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert ResultCache(b, [REFERENCE, ORACLE]).get(call, ORACLE) is None
+
+
+def test_a_replay_that_writes_removes_the_entries_of_codes_before_the_last_two(tmp_path, started, monkeypatch):
+    """Each irtrace, torch or numpy version (each edit of backends/) is a code of its own, whose entries no other
+    reads: a replay that writes entries keeps its code's and the one replayed last before it, and removes those of
+    every code before (a fourth version no longer leaves the folder three all-modes replays larger). A code whose
+    marker has no listing (an older irtrace's), a file that is no entry, and a name a listing was edited to hold
+    stay. The reports are the same bytes throughout, and the code kept answers its replay from the cache."""
+    import json
+    import time
+
+    from irtrace.replay import cache as cache_module
+    b = small(tmp_path / "b.irt")
+    folder = Path(f"{b.path}.cache")
+    files = {}
+
+    def replay_as(code, out):
+        monkeypatch.setattr(cache_module, "_code_key", lambda: code)
+        report = replay(b, tmp_path / out)
+        time.sleep(0.02)  # the next code's marker is newer
+        return report
+    first = replay_as("A", "a")
+    files["A"] = {p.name for p in folder.iterdir()}
+    old = folder / "0123456789abcdef0123456789abcdef01234567.replayed"  # an older irtrace's marker: no listing
+    old.write_text("x")
+    theirs = folder / ("e" * 40 + ".replayed")  # another user's code: its marker is not signed by this key
+    theirs.write_text("x")
+    theirs.with_suffix(".entries").write_text(json.dumps(["e" * 40 + ".safetensors"]))
+    (folder / ("e" * 40 + ".safetensors")).write_bytes(b"theirs")
+    (folder / "notes.txt").write_text("mine")
+    listing = next(folder.glob("*.entries"))
+    json.dump(sorted(json.loads(listing.read_text())) + ["notes.txt", "../b.irt/graph.onnx"], listing.open("w"))
+    assert replay_as("B", "b") == first
+    files["B"] = {p.name for p in folder.iterdir()} - files["A"]
+    assert files["A"] <= {p.name for p in folder.iterdir()}  # A is the code before B: kept
+    assert replay_as("C", "c") == first
+    left = {p.name for p in folder.iterdir()}
+    assert not left & files["A"]  # its answers, judged rows, marker and listing
+    assert files["B"] <= left and {"notes.txt", old.name} <= left and (b.path / "graph.onnx").exists()
+    assert {theirs.name, "e" * 40 + ".entries", "e" * 40 + ".safetensors"} <= left
+    started.clear()
+    assert replay_as("B", "b2") == first  # the code kept: its answers still serve
+    assert started == ["onnxruntime"]
+    assert {p.name for p in folder.iterdir()} >= files["B"]

@@ -13,7 +13,9 @@ oracle's result as its difference from the reference's): irtrace/replay/entry.py
 entries are written behind, by a thread of the cache's own, while the replay goes on (at most BEHIND
 bytes of answers wait; an answer put and not yet written is served from memory); the replay's end
 waits for them, then packs the small answers it verified into one file that the next replay reads once
-(irtrace/replay/pack.py: served only while each entry's file is the one packed).
+(irtrace/replay/pack.py: served only while each entry's file is the one packed). A replay that writes entries
+lists them under its code (<key>.entries) and removes the entries of the codes replayed before the last two
+(CODES_KEPT): an upgrade of irtrace, torch or numpy is another code, whose first replay computes everything.
 
 The reference's own rows (torch judged against float64) are a function of those answers, the policy
 and the host's judging code: they are kept too (a JSON file per call, and one more where the oracle's
@@ -39,6 +41,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -111,6 +114,8 @@ ENTRIES = "2"
 BEHIND = 256 << 20  # bytes of answers put and not yet written that a replay holds at most (behind=True)
 USES = "uses.json"  # in the cache folder: each entry's last replay (a count), for ResultCache.trim
 VERIFIED = "verified"  # in the user's cache folder: per cache, the answers already verified, by identity
+CODES_KEPT = 2  # the codes whose entries a replay that writes keeps: its own and the one replayed last before it
+_ENTRY_NAME = re.compile(r"[0-9a-f]{40}\.(safetensors|json)")  # what an entry's name is (_name); nothing else goes
 _SETTLED_NS = 2 * 10**9  # an answer changed this recently is verified again next time
 
 
@@ -158,6 +163,8 @@ class ResultCache:
         base = hashlib.sha256((bundle.content_key + _code_key() + trust.fingerprint() + ENTRIES).encode())
         self.marker = self.dir / f"{base.hexdigest()[:40]}.replayed"
         self.pack = self.dir / f"{base.hexdigest()[:40]}.pack"  # the small answers in one file (pack.py)
+        self.listing = self.dir / f"{base.hexdigest()[:40]}.entries"  # every entry of this code (_list_and_evict)
+        self._wrote = False  # whether this replay wrote an entry
         self._packed = None  # name -> (identity, metadata, arrays) of the pack's entries, read at the first get
         self._served = set()  # the pack's entries get served: their files had the identity packed then (_repack)
         self.keys = {}
@@ -226,8 +233,51 @@ class ResultCache:
             if self.limit is not None:
                 self.trim(self.limit)
             self._repack()
+            if self._wrote or not self.listing.exists():
+                self._list_and_evict()
         if self.usable:
             self._keep_index()
+
+    def _listed(self, path):
+        """The entry names a code's listing (<key>.entries) holds; empty when it is absent or unreadable."""
+        try:
+            names = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return set()
+        return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
+
+    def _list_and_evict(self):
+        """Add the entries this replay used to its code's listing, and remove the entries of the codes replayed
+        before the last CODES_KEPT (each irtrace, torch or numpy version, each edit of backends/, is a code: its
+        entries are never read by another, and without this the folder grew by an all-modes replay's answers
+        with each). A code is as recent as its last replay (its marker's time); one whose marker has no listing
+        (an older irtrace's) or is not signed by this user's key (another user's, in a shared folder) is left
+        alone. A listing only names what goes, among the folder's own entries (a name that is not an entry's is
+        never removed), so an edited one can only make more be computed again."""
+        mine = self._listed(self.listing)
+        names = mine | {n for n in self.used if _ENTRY_NAME.fullmatch(n)}
+        if names != mine and not self._write(self.listing, lambda tmp: tmp.write_text(json.dumps(sorted(names)))):
+            return
+        others = []
+        for marker in self.dir.glob("*.replayed"):
+            listing = marker.with_suffix(".entries")
+            if marker.name != self.marker.name and listing.exists() and _verified(marker) is not None:
+                try:
+                    others.append((marker.stat().st_mtime_ns, marker, listing))
+                except OSError:
+                    pass
+        others.sort(reverse=True)  # the most recently replayed first
+        keep = set(names)
+        for _, _, listing in others[:CODES_KEPT - 1]:
+            keep |= self._listed(listing)
+        for _, marker, listing in others[CODES_KEPT - 1:]:
+            for name in self._listed(listing) - keep:
+                if _ENTRY_NAME.fullmatch(name):
+                    (self.dir / name).unlink(missing_ok=True)
+            for path in (marker, marker.with_suffix(".pack"), listing):
+                path.unlink(missing_ok=True)
+            log.info("%s: removed the entries of a code replayed before the last %d (%s)", self.dir, CODES_KEPT,
+                     marker.stem)
 
     def _packed_entries(self):
         if self._packed is None:
@@ -380,6 +430,7 @@ class ResultCache:
             path = self.dir / name
             if self._write(path, lambda tmp: tmp.write_text(_signed(path.name, text))):
                 self.used.add(path.name)
+                self._wrote = True
             else:
                 log.info("%s: not keeping the judged rows of %s %s", self.dir, call.spec.name, call.mode)
         self._later(write)
@@ -546,6 +597,7 @@ class ResultCache:
             return
         if self._write(path, lambda tmp: write_values(tmp, tensors, metadata)):
             self.used.add(path.name)
+            self._wrote = True
             self.room -= nbytes
             if digest:
                 self._remember(path.name, digest, answer)
@@ -561,10 +613,11 @@ class ResultCache:
 
     def _fits(self, nbytes):
         """Whether an answer of `nbytes` may be written: a replay's answers take at most half the free space
-        of the disk the cache is on, as it was at the first (a large model's answers are several times its
-        bundle: about 60 GB for a 1.1B-parameter one). Past it, this replay keeps no more (logged once); the
-        verdicts are the same, the next replay computes what is missing. An answer put before the one that did
-        not fit and written after it (the writer thread lags behind a busy replay) is not kept either."""
+        of the disk the cache is on, as it was at the first (the answers are larger than the bundle: ResNet-50's
+        1.4x it, which for a 1.1B-parameter model's 26 GB bundle is about 37 GB). Past it, this replay keeps no
+        more (logged once); the verdicts are the same, the next replay computes what is missing. An answer put
+        before the one that did not fit and written after it (the writer thread lags behind a busy replay) is not
+        kept either."""
         if not self.writable:
             return False
         if self.room is None:
