@@ -732,3 +732,38 @@ def test_a_replay_that_writes_removes_the_entries_of_codes_before_the_last_two(t
     assert replay_as("B", "b2") == first  # the code kept: its answers still serve
     assert started == ["onnxruntime"]
     assert {p.name for p in folder.iterdir()} >= files["B"]
+
+
+def test_an_older_code_that_cannot_be_removed_stays_whole_and_the_replay_ends(tmp_path, monkeypatch):
+    """A file of an older code this user may not remove: that code stays (its listing too, for a later replay
+    to finish), the replay's end goes on; once it can be removed, it goes."""
+    import json
+    import os
+
+    from irtrace.replay.cache import ResultCache, _signed
+    cache = ResultCache(small(tmp_path / "b.irt"), ("torch",))
+    cache.dir.mkdir()
+    for k, (code, name) in enumerate((("1" * 40, "a" * 40), ("2" * 40, "b" * 40))):  # "1" replayed before "2"
+        marker = cache.dir / f"{code}.replayed"
+        marker.write_text(_signed(marker.name, "{}"))
+        os.utime(marker, ns=(10**9 * (k + 1), 10**9 * (k + 1)))
+        (cache.dir / f"{code}.entries").write_text(json.dumps([f"{name}.safetensors"]))
+        (cache.dir / f"{name}.safetensors").write_bytes(b"x")
+    (cache.dir / ("c" * 40 + ".safetensors")).write_bytes(b"mine")
+    cache.used = {"c" * 40 + ".safetensors"}
+    real = Path.unlink
+
+    def unlink(self, missing_ok=False):
+        if self.name == "a" * 40 + ".safetensors":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, missing_ok=missing_ok)
+    monkeypatch.setattr(Path, "unlink", unlink)
+    cache._list_and_evict()
+    everything = {"1" * 40 + ".replayed", "1" * 40 + ".entries", "a" * 40 + ".safetensors",
+                  "2" * 40 + ".replayed", "2" * 40 + ".entries", "b" * 40 + ".safetensors",
+                  "c" * 40 + ".safetensors", cache.listing.name}
+    assert {p.name for p in cache.dir.iterdir()} == everything
+    monkeypatch.setattr(Path, "unlink", real)
+    cache._list_and_evict()
+    assert {p.name for p in cache.dir.iterdir()} == everything - {"1" * 40 + ".replayed", "1" * 40 + ".entries",
+                                                                  "a" * 40 + ".safetensors"}

@@ -271,11 +271,13 @@ class ResultCache:
         for _, _, listing in others[:CODES_KEPT - 1]:
             keep |= self._listed(listing)
         for _, marker, listing in others[CODES_KEPT - 1:]:
-            for name in self._listed(listing) - keep:
-                if _ENTRY_NAME.fullmatch(name):
-                    (self.dir / name).unlink(missing_ok=True)
-            for path in (marker, marker.with_suffix(".pack"), listing):
-                path.unlink(missing_ok=True)
+            gone = [self.dir / name for name in self._listed(listing) - keep if _ENTRY_NAME.fullmatch(name)]
+            try:
+                for path in gone + [marker.with_suffix(".pack"), marker, listing]:  # its listing last: kept until done
+                    path.unlink(missing_ok=True)
+            except OSError as e:  # a file this user may not remove: the rest of that code stays, the replay is done
+                log.info("%s: the entries of an older code were not all removed (%s)", self.dir, e)
+                continue
             log.info("%s: removed the entries of a code replayed before the last %d (%s)", self.dir, CODES_KEPT,
                      marker.stem)
 
