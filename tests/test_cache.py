@@ -709,7 +709,13 @@ def test_a_replay_that_writes_removes_the_entries_of_codes_before_the_last_two(t
         report = replay(b, tmp_path / out)
         time.sleep(0.02)  # the next code's marker is newer
         return report
+    monkeypatch.setattr(cache_module, "_SETTLED_NS", 0)  # an entry just written counts as settled
     first = replay_as("A", "a")
+    listing = next(folder.glob("*.entries"))
+    listed = json.loads(listing.read_text())
+    listing.write_text(json.dumps(listed[1:]))  # as an interrupted replay leaves it: an entry it wrote not listed
+    assert replay_as("A", "a2") == first  # verifies the entries it reads from their files: lists them
+    assert json.loads(listing.read_text()) == listed
     files["A"] = {p.name for p in folder.iterdir()}
     old = folder / "0123456789abcdef0123456789abcdef01234567.replayed"  # an older irtrace's marker: no listing
     old.write_text("x")
@@ -718,7 +724,6 @@ def test_a_replay_that_writes_removes_the_entries_of_codes_before_the_last_two(t
     theirs.with_suffix(".entries").write_text(json.dumps(["e" * 40 + ".safetensors"]))
     (folder / ("e" * 40 + ".safetensors")).write_bytes(b"theirs")
     (folder / "notes.txt").write_text("mine")
-    listing = next(folder.glob("*.entries"))
     json.dump(sorted(json.loads(listing.read_text())) + ["notes.txt", "../b.irt/graph.onnx"], listing.open("w"))
     assert replay_as("B", "b") == first
     files["B"] = {p.name for p in folder.iterdir()} - files["A"]

@@ -233,7 +233,8 @@ class ResultCache:
             if self.limit is not None:
                 self.trim(self.limit)
             self._repack()
-            if self._wrote or not self.listing.exists():
+            # a replay that wrote entries, or verified some (an interrupted replay's, which no listing may name yet)
+            if self._wrote or self.newly or not self.listing.exists():
                 self._list_and_evict()
         if self.usable:
             self._keep_index()
