@@ -45,7 +45,7 @@ class Pair:
 
 
 def _compute_nodes(bundle):
-    specs = list(bundle.specs)
+    specs = bundle.specs
     v = bundle.values
     out = []
     for i, s in enumerate(specs):

@@ -16,7 +16,6 @@ from backends._runtime.wire import Status, is_float
 from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.ir.graph import dag, gradient_path, gradient_sources, shape_arithmetic
-from irtrace.ir.spec import node_specs
 from irtrace.replay.call import proto_text
 from irtrace.replay.plan import ORACLE, REFERENCE
 from irtrace.replay.worker import WorkerFailed
@@ -187,7 +186,7 @@ def chain_request(bundle, loss="bundle", substituted=(), workarounds=None):
     model = bundle.model
     # shape arithmetic is what a port computes in Python: every backend gets its recorded values
     shapes_only = shape_arithmetic(model, bundle.state) | set(substituted)
-    specs = [s for s in node_specs(model) if s.name not in shapes_only]
+    specs = [s for s in bundle.specs if s.name not in shapes_only]
     protos = {n.name: proto_text(n) for n in model.graph.node}
     m = bundle.manifest
     feeds = dict(initializers(model, bundle.values))

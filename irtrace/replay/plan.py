@@ -174,7 +174,7 @@ def plan(bundle, options):
     if options.form not in FORMS:
         raise IrtraceError(f"unknown --form {options.form!r}; choose canonical or original")
     model = bundle.model
-    specs = list(bundle.specs)
+    specs = bundle.specs
     originals = {}
     if options.form == "original":
         for n in model.graph.node:

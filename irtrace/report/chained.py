@@ -108,7 +108,7 @@ def plot(section, bundle, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    specs = list(bundle.specs)
+    specs = bundle.specs
     n = len(specs)
     fig, ax = plt.subplots(figsize=(min(24, 8 + n / 60), 5.5), dpi=110)
     floor = 1e-9
