@@ -158,12 +158,12 @@ def read_known(path, seen):
             return None  # written while it was read
     finally:
         os.close(fd)
-    from irtrace.store.check import ST_DTYPES
+    from irtrace.store.check import NP_DTYPES
     n = int.from_bytes(data[:8], "little")
     header, start, out = json.loads(data[8:8 + n]), 8 + n, {}
     metadata = header.pop("__metadata__", {})
     for name, info in header.items():
-        dtype, (b, e) = np.dtype(ST_DTYPES[info["dtype"]]), info["data_offsets"]
+        dtype, (b, e) = NP_DTYPES[info["dtype"]], info["data_offsets"]
         out[name] = np.frombuffer(data, dtype, (e - b) // dtype.itemsize, start + b).reshape(info["shape"]) \
             if e > b else np.zeros(info["shape"], dtype)
     meta = json.loads(metadata["irtrace"])

@@ -58,9 +58,9 @@ def read(path):
 
 
 def _view(data, start, spec):
-    from irtrace.store.check import ST_DTYPES
+    from irtrace.store.check import NP_DTYPES
     code, shape, offset = spec
-    dtype = np.dtype(ST_DTYPES[code])
+    dtype = NP_DTYPES[code]
     count = int(np.prod(shape, dtype=np.int64))
     return np.frombuffer(data, dtype, count, start + offset).reshape(shape) if count else np.zeros(shape, dtype)
 

@@ -147,7 +147,7 @@ def read_header(path):
 
 
 _FIELDS = frozenset(("dtype", "shape", "data_offsets"))
-_NP_DTYPES = {code: np.dtype(t) for code, t in ST_DTYPES.items()}
+NP_DTYPES = {code: np.dtype(t) for code, t in ST_DTYPES.items()}  # ST_DTYPES' as numpy dtypes, made once
 
 
 def _entry(where, name, info, data_size, budget):
@@ -164,7 +164,7 @@ def _entry(where, name, info, data_size, budget):
             raise IrtraceError(f"{at()}: missing {', '.join(missing)}")
         raise IrtraceError(f"{at()}: unknown field {quote(sorted(set(info) - _FIELDS)[0])}")
     code = info["dtype"]
-    dtype = _NP_DTYPES.get(code) if isinstance(code, str) else None
+    dtype = NP_DTYPES.get(code) if isinstance(code, str) else None
     if dtype is None:
         raise IrtraceError(f"{at()}: dtype {quote(code)} is not supported (supported: {', '.join(sorted(ST_DTYPES))})")
     shape = info["shape"]
@@ -519,15 +519,10 @@ def _path(at):
     return at + "".join(reversed(steps))
 
 
-_FIELD_KINDS = {}
-
-
+@functools.cache
 def _field(fd):
     """(its type, whether it is repeated) of a field descriptor, asked once per field of the schema."""
-    kind = _FIELD_KINDS.get(fd)
-    if kind is None:
-        kind = _FIELD_KINDS[fd] = (fd.type, _repeated(fd))
-    return kind
+    return fd.type, (fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED)
 
 
 @functools.cache
@@ -536,7 +531,3 @@ def _protos():
     from google.protobuf.descriptor import FieldDescriptor
     from onnx import AttributeProto, GraphProto, ModelProto, TensorProto
     return FieldDescriptor, AttributeProto, GraphProto, ModelProto, TensorProto
-
-
-def _repeated(fd):
-    return fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
