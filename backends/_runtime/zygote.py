@@ -163,9 +163,13 @@ def _bound(path):
     return None
 
 
+def peer(conn):
+    """(pid, uid, gid) of the process at the other end of the Unix socket `conn` (Linux's SO_PEERCRED)."""
+    return struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+
+
 def _same_user(conn):
-    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-    return uid == os.getuid()
+    return peer(conn)[1] == os.getuid()
 
 
 def _unlink(path, inode):

@@ -17,10 +17,11 @@ import logging
 import os
 import signal
 import socket
-import struct
 import subprocess
 import threading
 from pathlib import Path
+
+from backends._runtime.zygote import peer
 
 log = logging.getLogger(__name__)
 _SERVERS = {}   # (interpreter, environment, folder, modules) -> _Server
@@ -246,15 +247,14 @@ def running():
         sock = _connect(str(path))
         if sock is not None:
             with sock:
-                pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                          struct.calcsize("3i")))[0]
+                pid = peer(sock)[0]
             out.append((str(path), pid))
     return out
 
 
 def socket_path(key):
-    """Where the kept server of `key` listens: in the user's cache folder (made 0700; a connection from another
-    user is refused by the server too), named by the key and stamp() of its interpreter; None where that path is
+    """Where the kept server of `key` listens: in servers_folder() (made 0700; a connection from another user is
+    refused by the server too), named by the key and stamp() of its interpreter; None where that path is
     too long for a Unix socket (then no server is kept)."""
     interpreter, env, cwd, modules = key
     env = sorted((k, v) for k, v in env if k not in SHELL_VOLATILE)
