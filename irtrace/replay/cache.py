@@ -299,8 +299,8 @@ class ResultCache:
         held, entries = self._packed_entries(), {}
         for name in sorted(n for n in self.used | set(held) if n.endswith(".safetensors")):
             path = self._file(name)
-            # an entry the pack served had its identity then: not asked again (a stat each, 6 us here). Its file changed
-            # since is packed with the identity it had: the next replay's stat differs, and reads the file itself
+            # an entry the pack served had its identity then: not asked again (a stat each: 4-10 us in a replay here).
+            # Its file changed since is packed with the identity it had: the next replay's stat differs, and reads it
             now = held[name][0] if name in self._served else _identity_or_none(path)
             if now is None or now[2] > pack.PACKED_MAX:
                 continue
