@@ -393,3 +393,46 @@ def test_torch_resize_takes_an_empty_roi_that_requires_grad():
     (h, _), (w, _) = _resize_matrix(5, 0.8, "cubic"), _resize_matrix(4, 1.75, "cubic")
     assert np.allclose(y.detach().numpy(), np.einsum("ij,ncjk,lk->ncil", h, x, w), rtol=0, atol=1e-12)
 
+
+
+def _conv_by_hand(x, w, b, group, dilations, pads, strides):
+    """ONNX Conv element by element: y[n, m, o...] = b[m] + sum over c in m's group and the window of x * w."""
+    r = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + r]) for i in range(r)])
+    out = [(xp.shape[2 + i] - (w.shape[2 + i] - 1) * dilations[i] - 1) // strides[i] + 1 for i in range(r)]
+    m_per, c_per = w.shape[0] // group, w.shape[1]
+    y = np.zeros((x.shape[0], w.shape[0], *out))
+    for n, m, *o in itertools.product(range(x.shape[0]), range(w.shape[0]), *map(range, out)):
+        g, total = m // m_per, b[m]
+        for c, *k in itertools.product(range(c_per), *map(range, w.shape[2:])):
+            at = tuple(o[i] * strides[i] + k[i] * dilations[i] for i in range(r))
+            total += xp[(n, g * c_per + c) + at] * w[(m, c) + tuple(k)]
+        y[(n, m) + tuple(o)] = total
+    return y
+
+
+@pytest.mark.parametrize("x_shape, w_shape, group, dilations, pads, strides", [
+    ((2, 3, 6, 7), (4, 3, 3, 3), 1, [1, 1], [1, 1, 1, 1], [1, 1]),
+    ((1, 6, 9, 11), (4, 3, 2, 3), 2, [2, 1], [0, 2, 1, 0], [1, 2]),
+    ((2, 4, 5, 5), (4, 1, 3, 3), 4, [1, 1], [1, 1, 1, 1], [2, 2]),   # depthwise
+    ((2, 4, 17), (6, 2, 3), 2, [3], [2, 1], [2]),                    # 1-D
+    ((1, 2, 4, 5, 6), (3, 2, 2, 3, 2), 1, [1, 2, 1], [1, 0, 1, 0, 2, 1], [2, 1, 3]),  # 3-D
+    ((1, 2, 3, 3), (2, 2, 3, 3), 1, [1, 1], [0, 0, 0, 0], [1, 1]),   # one output position
+])
+def test_conv_is_the_sum_by_hand(oracle, x_shape, w_shape, group, dilations, pads, strides):
+    """The oracle's Conv (a matmul over the windows of the padded input, in place of onnx.reference's slower
+    im2col) is the float64 sum element by element, with groups, dilations, strides and uneven pads; with
+    auto_pad it is onnx.reference's own, the same numbers."""
+    x, w, b = RNG.standard_normal(x_shape), RNG.standard_normal(w_shape), RNG.standard_normal(w_shape[0])
+    r = len(x_shape) - 2
+    spec = _spec("Conv", 3, opset=17, group=group, dilations=dilations, pads=pads, strides=strides,
+                 kernel_shape=list(w_shape[2:]))
+    (y,) = oracle.fwd(oracle.lookup(spec), [x, w, b], spec)
+    want = _conv_by_hand(x, w, b, group, dilations, pads, strides)
+    assert y.dtype == np.float64 and y.shape == want.shape
+    np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
+    if pads == [1] * (2 * r) and strides == [1] * r and dilations == [1] * r:  # SAME: the library's own path
+        same = _spec("Conv", 3, opset=17, group=group, auto_pad="SAME_UPPER", strides=strides,
+                     kernel_shape=list(w_shape[2:]))
+        (y2,) = oracle.fwd(oracle.lookup(same), [x, w, b], same)
+        np.testing.assert_allclose(y2, want, rtol=1e-12, atol=1e-12)
