@@ -4,10 +4,16 @@ array's own memory; the pipe's buffer widened to 1 MB by the worker). A child pr
 of one float64 array with backends._runtime.wire.write, as a worker does; the host reads them. Prints
 wall seconds and CPU seconds (host + child) of each, and their ratios.
 
+Then a value the host sends by where it lies in a memory-mapped file (a bundle's value store; wire.write(...,
+by_reference=True)), as the worker reads it: mapped, copied out and let go (as before) against one pread into the
+array (wire._region now), small, middling and large values, thread CPU per read of each, side by side.
+
     .venv/bin/python benchmarks/wire.py [--mb 128] [--frames 8]
 """
 import argparse
+import os
 import resource
+import tempfile
 import subprocess
 import sys
 import time
@@ -58,6 +64,39 @@ def run(reader, widen, mb, frames):
     return wall, time.process_time() - h0 + (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
 
 
+def mapped_before(s):
+    """A value read by where it lies, as the worker read it before: the file mapped, the bytes copied out."""
+    return np.array(np.memmap(s["file"], dtype=wire.dtype_of(s["dtype"]), mode="r", offset=int(s["offset"]),
+                              shape=tuple(s["shape"])))
+
+
+def regions():
+    """Thread CPU per read of values sent by where they lie, mapped (before) against pread (now)."""
+    print("values read from the host's file by where they lie (thread CPU per read, best of 3 each):")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "values.bin")
+        sizes = {"1 kB x 2000": (1 << 10, 2000), "256 kB x 200": (256 << 10, 200), "16 MB x 16": (16 << 20, 16)}
+        with open(path, "wb") as f:
+            f.write(b"\0" * 8)  # the values start at an offset, as after a safetensors header
+            for nbytes, n in sizes.values():
+                f.write(np.random.default_rng(0).random(nbytes * n // 8).tobytes())
+        offset = 8
+        for label, (nbytes, n) in sizes.items():
+            specs = [{"file": path, "dtype": "<f8", "shape": [nbytes // 8], "offset": offset + k * nbytes}
+                     for k in range(n)]
+            offset += nbytes * n
+            best = {}
+            for _ in range(3):
+                for name, read in (("before", mapped_before), ("now", wire._region)):
+                    t = time.thread_time()
+                    for s in specs:
+                        read(s)
+                    best[name] = min(best.get(name, float("inf")), (time.thread_time() - t) / n)
+                    assert np.array_equal(read(specs[-1]), mapped_before(specs[-1]))
+            print(f"  {label:14} before {best['before'] * 1e6:8.1f} us   now {best['now'] * 1e6:8.1f} us   "
+                  f"ratio {best['now'] / best['before']:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=128)
@@ -72,6 +111,7 @@ def main():
     print(f"  before: {before[0]:6.2f} s wall ({total / before[0]:6.0f} MB/s), {before[1]:6.2f} s CPU")
     print(f"  now:    {now[0]:6.2f} s wall ({total / now[0]:6.0f} MB/s), {now[1]:6.2f} s CPU")
     print(f"  ratio now / before: wall {now[0] / before[0]:.2f}, CPU {now[1] / before[1]:.2f}")
+    regions()
 
 
 if __name__ == "__main__":
