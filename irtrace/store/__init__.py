@@ -62,15 +62,21 @@ _READ_NO_DATA = {"Shape", "Size", "CastLike"}  # NonDifferentiable inputs they r
 
 
 def same_bits(a, b):
-    """Whether arrays `a` and `b` have the same dtype, shape and bytes (NaN payloads and -0.0 included): compared
-    as the widest unsigned words their size divides into (8 bytes at a time, not one), the first few first (a
-    replay's cache asks it of every result, and most differ at once)."""
+    """Whether arrays `a` and `b` have the same dtype, shape and bytes (NaN payloads and -0.0 included). A large
+    one is compared as 8- or 4-byte words (not one byte at a time), its first few first: a replay's cache asks
+    it of every result, and most differ at once."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
-    x, y = (np.ascontiguousarray(v).reshape(-1).view(np.uint8) for v in (a, b))
-    word = next(w for w in (np.uint64, np.uint32, np.uint16, np.uint8) if x.nbytes % np.dtype(w).itemsize == 0)
-    x, y = x.view(word), y.view(word)
-    return bool(np.array_equal(x[:64], y[:64]) and np.array_equal(x, y))
+    x, y = np.ascontiguousarray(a).reshape(-1).view(np.uint8), np.ascontiguousarray(b).reshape(-1).view(np.uint8)
+    if x.nbytes >= _WORDS_FROM:
+        word = np.uint64 if x.nbytes % 8 == 0 else np.uint32 if x.nbytes % 4 == 0 else np.uint8
+        x, y = x.view(word), y.view(word)
+        if not np.array_equal(x[:64], y[:64]):
+            return False
+    return bool(np.array_equal(x, y))
+
+
+_WORDS_FROM = 1 << 16  # bytes: below, the views and the first few's test cost more than the bytes' compare
 
 
 def initializer_array(tensor, values):
