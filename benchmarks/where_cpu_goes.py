@@ -16,7 +16,10 @@ oracle's (its forward by onnx.reference, its gradients by torch autograd, the fi
 the arbiter independent of torch, the rounding model where a result needs it) and the imports of the processes that
 run them -- spread over the machine's cores.
 
-    .venv/bin/python benchmarks/where_cpu_goes.py [--model resnet50] [--modes fwd,vjp,vjp2]
+--baseline DIR: the same, by the irtrace of another checkout (`git worktree add DIR <commit>`) on the same bundle
+right after, its figures in a column beside this one's (a function it does not have: 0).
+
+    .venv/bin/python benchmarks/where_cpu_goes.py [--model resnet50] [--modes fwd,vjp,vjp2] [--baseline DIR]
 """
 import argparse
 import json
@@ -112,11 +115,14 @@ if os.environ.get("IRTRACE_CPU_PROFILE"):
                     dump()
             return run
         for module, qual, *rest in TIMED[kind]:
-            obj = importlib.import_module(module)
-            *path, name = qual.split(".")
-            for p in path:
-                obj = getattr(obj, p)
-            setattr(obj, name, timed(getattr(obj, name), f"{module}:{qual}", "whole" in rest))
+            try:  # a function another irtrace (--baseline) does not have is not timed
+                obj = importlib.import_module(module)
+                *path, name = qual.split(".")
+                for p in path:
+                    obj = getattr(obj, p)
+                setattr(obj, name, timed(getattr(obj, name), f"{module}:{qual}", "whole" in rest))
+            except (ImportError, AttributeError):
+                pass
         import atexit
         atexit.register(dump, True)
     TIMED = %s
@@ -145,6 +151,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="resnet50", choices=sorted(MODELS))
     p.add_argument("--modes", default="fwd,vjp,vjp2")
+    p.add_argument("--baseline", metavar="DIR", help="another checkout (git worktree add DIR <commit>), profiled too")
     args = p.parse_args()
     model, inputs = MODELS[args.model]()
     threads = torch.get_num_threads()
@@ -152,28 +159,38 @@ def main():
     own64 = own_double_backward(model.double(), tuple(x.double() if x.is_floating_point() else x for x in inputs))
     model.float()
     torch.set_num_threads(1)
+    codes = {"this": ROOT, **({"baseline": Path(args.baseline).resolve()} if args.baseline else {})}
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         bundle = export_quietly(model, inputs, d / f"{args.model}.irt")
         (d / "site").mkdir()
         (d / "site" / "sitecustomize.py").write_text(SITE % repr(TIMED))
-        (d / "spent").mkdir()
-        env = dict(os.environ, PYTHONPATH=f"{d / 'site'}{os.pathsep}{ROOT}", IRTRACE_CPU_PROFILE=str(d / "spent"))
-        cmd = [sys.executable, "-m", "irtrace", "replay", str(bundle.path), "--backend", "torch", "--modes",
-               args.modes, "-o", str(d / "out"), "--format", "json"]
-        seen, stop = {}, threading.Event()
-        poller = threading.Thread(target=processes, args=(seen, stop), daemon=True)
-        busy, t = _machine_busy(), time.perf_counter()
-        poller.start()
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=d)
-        seconds, cpu = time.perf_counter() - t, _machine_busy() - busy
-        stop.set()
-        poller.join()
-        if done.returncode not in (0, 1):
-            sys.exit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
-        summary = json.loads(done.stdout)["summary"]
-        profiles = {int(f.stem): json.loads(f.read_text()) for f in (d / "spent").glob("*.json")}
-    report(args, summary, seconds, cpu, (own32, own64, threads), seen, profiles)
+        runs = {name: profile(bundle.path, args.modes, code, d / name) for name, code in codes.items()}
+    report(args, runs, (own32, own64, threads))
+
+
+def profile(bundle, modes, code, folder):
+    """(seconds, the machine's CPU seconds, the summary, {pid: (CPU s, command line)}, {pid: timed functions}) of
+    one replay of `bundle` from an empty cache by the irtrace in `code`, timed by the sitecustomize beside it."""
+    import shutil
+    shutil.rmtree(f"{bundle}.cache", ignore_errors=True)  # a first replay
+    (folder / "spent").mkdir(parents=True)
+    site = folder.parent / "site"
+    env = dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{code}", IRTRACE_CPU_PROFILE=str(folder / "spent"))
+    cmd = [sys.executable, "-m", "irtrace", "replay", str(bundle), "--backend", "torch", "--modes", modes,
+           "-o", str(folder / "out"), "--format", "json"]
+    seen, stop = {}, threading.Event()
+    poller = threading.Thread(target=processes, args=(seen, stop), daemon=True)
+    busy, t = _machine_busy(), time.perf_counter()
+    poller.start()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=folder)  # not the checkout: -m
+    seconds, cpu = time.perf_counter() - t, _machine_busy() - busy
+    stop.set()
+    poller.join()
+    if done.returncode not in (0, 1):
+        sys.exit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    profiles = {int(f.stem): json.loads(f.read_text()) for f in (folder / "spent").glob("*.json")}
+    return seconds, cpu, json.loads(done.stdout)["summary"], seen, profiles
 
 
 def _machine_busy():
@@ -192,10 +209,9 @@ def _role(cmd, profile):
     return "fork server (imports)"
 
 
-def report(args, summary, seconds, cpu, own, seen, profiles):
-    own32, own64, threads = own
+def _parts(seen, profiles):
+    """({role: CPU s}, {role: {what: thread CPU s}}, {role: how many processes}) of one profiled replay."""
     names = {kind: {f"{m}:{q}": what for m, q, what, *_ in timed} for kind, timed in TIMED.items()}
-    floors = {what for kind in TIMED.values() for m, q, what, *tags in kind if "floor" in tags}
     roles, parts, count = Counter(), {}, Counter()
     for pid, (used, cmd) in seen.items():
         role = _role(cmd, profiles.get(pid))
@@ -203,31 +219,46 @@ def report(args, summary, seconds, cpu, own, seen, profiles):
         count[role] += 1
         for key, s in (profiles.get(pid) or {}).get("spent", {}).items():
             parts.setdefault(role, Counter())[names["host" if role == "host" else "worker"][key]] += s
-    cores = os.cpu_count()
-    print(f"{args.model}, torch in {args.modes}, nothing cached (--jobs auto): {seconds:.2f} s, {cpu:.1f} CPU s (the "
-          f"machine's), {sum(roles.values()):.1f} CPU s in irtrace's processes; "
-          + ", ".join(f"{k} {v}" for k, v in summary.items() if type(v) is int and (v or k == "findings")))
-    print(f"the model's own fwd+bwd+double bwd: {own32:.3f} s in float32, {own64:.3f} s in float64 "
-          f"({threads} threads); this replay is {seconds / own32:.1f}x the float32 one")
-    print(f"\n{'process':26} {'CPU s':>6}   of which (thread CPU s of the functions named; * the floor's)")
-    compute = 0.0
-    for role, used in sorted(roles.items(), key=lambda kv: -kv[1]):
-        print(f"{role + f' x{count[role]}':26} {used:6.2f}")
-        timed = 0.0
-        for what, s in sorted(parts.get(role, {}).items(), key=lambda kv: -kv[1]):
-            print(f"{'':26} {'':6}   {s:6.2f}{'*' if role != 'host' and what in floors else ' '} {what}")
-            timed += s
-            if role != "host" and what in floors:
-                compute += s
-        print(f"{'':26} {'':6}   {used - timed:6.2f}{'*' if role.startswith('fork') else ' '} the rest "
-              f"({'imports' if role.startswith('fork') else 'imports, loops, judging, ...'})")
-    imports = roles.get("fork server (imports)", 0.0)
-    floor = (compute + imports) / cores
-    print(f"\nthe floor under the design's rules: the reference's and the oracle's compute above ({compute:.1f} CPU s) "
-          f"and the fork server's imports ({imports:.1f}) on {cores} cores: {floor:.2f} s = {floor / own32:.1f}x the "
-          f"model's own float32 run; measured {seconds / own32:.1f}x, {seconds / floor:.2f}x the floor; the other "
-          f"{sum(roles.values()) - compute - imports:.1f} CPU s are irtrace's own (frames, cache, judging, the "
-          f"workers' loops, the checks' directions)")
+    return roles, parts, count
+
+
+def report(args, runs, own):
+    own32, own64, threads = own
+    floors = {what for kind in TIMED.values() for m, q, what, *tags in kind if "floor" in tags}
+    cores, split = os.cpu_count(), {}
+    for name, (seconds, cpu, summary, seen, profiles) in runs.items():
+        split[name] = _parts(seen, profiles)
+        print(f"{name}: {args.model}, torch in {args.modes}, nothing cached (--jobs auto): {seconds:.2f} s, {cpu:.1f} "
+              f"CPU s (the machine's), {sum(split[name][0].values()):.1f} CPU s in irtrace's processes; "
+              + ", ".join(f"{k} {v}" for k, v in summary.items() if type(v) is int and (v or k == "findings")))
+    print(f"the model's own fwd+bwd+double bwd: {own32:.3f} s in float32, {own64:.3f} s in float64 ({threads} threads)")
+    columns = list(runs)
+    print(f"\n{'process':26} " + " ".join(f"{c + ' CPU s':>14}" for c in columns)
+          + "   of which (thread CPU s of the functions named; * the floor's)")
+    roles, parts, count = split["this"]
+    compute = {c: 0.0 for c in columns}
+    for role in sorted(set().union(*(split[c][0] for c in columns)), key=lambda r: -roles.get(r, 0.0)):
+        print(f"{role + f' x{count[role]}':26} " + " ".join(f"{split[c][0].get(role, 0.0):14.2f}" for c in columns))
+        whats = set().union(*(split[c][1].get(role, {}) for c in columns))
+        for what in sorted(whats, key=lambda w: -parts.get(role, {}).get(w, 0.0)):
+            mark = "*" if role != "host" and what in floors else " "
+            print(f"{'':26} " + " ".join(f"{split[c][1].get(role, {}).get(what, 0.0):14.2f}" for c in columns)
+                  + f" {mark} {what}")
+            for c in columns:
+                compute[c] += split[c][1].get(role, {}).get(what, 0.0) if mark == "*" else 0.0
+        rest = [split[c][0].get(role, 0.0) - sum(split[c][1].get(role, {}).values()) for c in columns]
+        fork = role.startswith("fork")
+        print(f"{'':26} " + " ".join(f"{r:14.2f}" for r in rest)
+              + f" {'*' if fork else ' '} the rest ({'imports' if fork else 'imports, loops, judging, ...'})")
+    for c in columns:
+        seconds, roles_c = runs[c][0], split[c][0]
+        imports = roles_c.get("fork server (imports)", 0.0)
+        floor = (compute[c] + imports) / cores
+        print(f"\n{c}: {seconds / own32:.1f}x the model's own float32 run. The floor under the design's rules: the "
+              f"reference's and the oracle's compute above ({compute[c]:.1f} CPU s) and the fork server's imports "
+              f"({imports:.1f}) on {cores} cores: {floor:.2f} s = {floor / own32:.1f}x; measured {seconds / floor:.2f}x "
+              f"the floor; the other {sum(roles_c.values()) - compute[c] - imports:.1f} CPU s are irtrace's own "
+              f"(frames, cache, judging, the workers' loops, the checks' directions)")
 
 
 if __name__ == "__main__":
