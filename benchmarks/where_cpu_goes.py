@@ -68,8 +68,8 @@ TIMED = {
         ("backends.oracle.worker", "OracleAdapter.vjp", "vjp: its direction drawn, the rest"),
         ("backends.oracle.worker", "OracleAdapter.vjp2", "vjp2: the rest"),
         ("backends.oracle.worker", "OracleAdapter._check_along", "finite-difference checks (their forwards apart)"),
-        ("backends.oracle.worker", "OracleAdapter._directional", "finite-difference checks: onnx.reference forwards", "whole",
-         "floor"),
+        ("backends.oracle.worker", "OracleAdapter._directional", "finite-difference checks: onnx.reference forwards",
+         "whole", "floor"),
         ("backends.oracle.worker", "_checkable", "finite-difference checks: the kinks left out"),
         ("backends.oracle.worker", "OracleAdapter.magnitude", "rounding model", "whole", "floor"),
         ("backends.oracle.worker", "OracleAdapter.rounding", "rounding model", "whole", "floor"),
@@ -256,7 +256,8 @@ def report(args, runs, own):
         floor = (compute[c] + imports) / cores
         print(f"\n{c}: {seconds / own32:.1f}x the model's own float32 run. The floor under the design's rules: the "
               f"reference's and the oracle's compute above ({compute[c]:.1f} CPU s) and the fork server's imports "
-              f"({imports:.1f}) on {cores} cores: {floor:.2f} s = {floor / own32:.1f}x; measured {seconds / floor:.2f}x "
+              f"({imports:.1f}) on {cores} cores: {floor:.2f} s = {floor / own32:.1f}x; measured "
+              f"{seconds / floor:.2f}x "
               f"the floor; the other {sum(roles_c.values()) - compute[c] - imports:.1f} CPU s are irtrace's own "
               f"(frames, cache, judging, the workers' loops, the checks' directions)")
 
