@@ -2,6 +2,7 @@
 arrays (split/join, what a Ray task carries): dtype, shape and every byte, for the awkward arrays too."""
 import fcntl
 import io
+import json
 import os
 import subprocess
 import sys
@@ -71,3 +72,32 @@ def test_a_widened_pipe_holds_a_megabyte():
     with os.fdopen(r, "rb") as rf, os.fdopen(w, "wb") as wf:
         wire.widen_pipes(rf, wf, io.BytesIO())  # not a pipe: left as it is
         assert fcntl.fcntl(w, getattr(fcntl, "F_GETPIPE_SZ", 1032)) == 1 << 20
+
+
+def test_a_value_sent_by_where_it_lies_is_read_from_the_file_into_memory_of_its_own(tmp_path):
+    """A memory-mapped value (a bundle's value store) goes as its file and offset; the reader gets the same
+    dtype, shape and bytes in an array of its own, writable, the file unchanged; an offset past the file's end
+    is not a frame."""
+    path = tmp_path / "values.bin"
+    data = np.arange(1000, dtype=np.float32)
+    path.write_bytes(b"\0" * 12 + data.tobytes())  # the values start at an offset that is not 8-aligned
+    mapped = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray)
+    sent = [mapped[12:12 + 400].view(np.float32).reshape(10, 10),
+            mapped[12 + 4 * 999:].view(np.float32), mapped[12:].view(ml_dtypes.bfloat16)[:6]]
+    stream = io.BytesIO()
+    wire.write(stream, {"kind": "run"}, sent, by_reference=True)
+    assert stream.tell() < 1000  # the header alone: no value's bytes went through the stream
+    stream.seek(0)
+    _, got = wire.read(stream)
+    _same(sent, got)
+    assert all(g.flags.writeable and g.flags.aligned and g.flags.owndata for g in got)
+    got[0][0, 0] = -1.0
+    assert np.memmap(path, dtype=np.float32, mode="r", offset=12)[0] == 0.0
+    with pytest.raises(ValueError, match="ends before"):
+        wire.read(io.BytesIO(_frame({"kind": "run", "arrays": [
+            {"dtype": "<f4", "shape": [8], "file": str(path), "offset": path.stat().st_size - 8}]})))
+
+
+def _frame(msg):
+    header = json.dumps(msg).encode()
+    return len(header).to_bytes(8, "little") + header
