@@ -117,7 +117,6 @@ def _region(s):
     pipe): one pread from the page cache. Not by mapping the file: a map made and let go for each array cost
     a 1 kB value's read 18 us (2.6 us this way) and a 256 kB one's twice the time; a 16 MB one's is the same
     (benchmarks/wire.py)."""
-    import os
     a = np.empty(tuple(s["shape"]), dtype_of(s["dtype"]))
     view, offset = a.reshape(-1).view(np.uint8), int(s["offset"])
     fd = os.open(s["file"], os.O_RDONLY)

@@ -52,11 +52,11 @@ def _overrides():
 
     class Conv(RefConv):
         # onnx.reference 1.23 is right but slow: its im2col gathers with index arrays as large as the columns
-        # (a 3x3 convolution of 2x64x28x28 in float64: 38 ms against 9 ms here), and the oracle runs each Conv
-        # some eight times (its forward, the finite-difference checks of vjp and vjp2, the rounding model's
-        # magnitudes): ResNet-50's 53 took 1.3 of its 10 CPU s (benchmarks/first_run.py). The same sums by
-        # numpy's matmul over a strided view of the padded input; anything but explicit pads (auto_pad) goes
-        # to onnx.reference's own.
+        # (a 3x3 convolution of 2x64x28x28 in float64: 19.8 ms against 7.7 ms here, one thread), and the oracle
+        # runs each Conv some eight times (its forward, the finite-difference checks of vjp and vjp2, the rounding
+        # model's magnitudes): on ResNet-50 those three took 0.6 CPU s less (benchmarks/where_cpu_goes.py
+        # --baseline). The same sums by numpy's matmul over a strided view of the padded input; anything but
+        # explicit pads (auto_pad) goes to onnx.reference's own.
         def _run(self, X, W, B=None, auto_pad=None, dilations=None, group=None, kernel_shape=None, pads=None,
                  strides=None):
             plain = (auto_pad in (None, "NOTSET") and X.ndim >= 3 and W.ndim == X.ndim and X.dtype == W.dtype
@@ -298,7 +298,8 @@ class OracleAdapter(NativeAdapter):
         # the direction is drawn from the call itself, not from this process's history: a node's check is the
         # same whichever worker set, order or --nodes selection asks it
         # torch's float32 normals, widened: any direction checks a gradient, and these are drawn in a quarter of the
-        # CPU of numpy's float64 ones (benchmarks/where_cpu_goes.py)
+        # CPU of numpy's float64 ones (6 against 26 ns an element here; ResNet-50's vjp apart from its autograd and
+        # checks 0.55 -> 0.30 CPU s, benchmarks/where_cpu_goes.py --baseline)
         rng = torch.Generator().manual_seed(zlib.crc32(f"{spec.name} {spec.op_type} {list(spec.inputs)}".encode()))
         direction = [torch.randn(np.shape(g), generator=rng).numpy().astype(np.float64)
                      if g is not None and k not in fixed else None for k, g in enumerate(grads)]

@@ -98,10 +98,10 @@ def delta(o, base):
     base = None if base is None else np.asarray(base)
     if o.dtype != np.float64 or base is None or base.dtype != np.float32 or base.shape != o.shape:
         return None
-    # four passes over the elements where a plainer spelling made eight (the host's cache writes 1.1 GB of the
-    # oracle's float64 results for ResNet-50 in all modes: benchmarks/first_run.py): the difference made in the
-    # widened base's own memory; |d| <= STEP_MAX tested as one unsigned comparison of d + STEP_MAX (integers wrap:
-    # a d beyond int64's range either way comes out above 2 * STEP_MAX)
+    # four passes over the elements where a plainer spelling made eight (ResNet-50's oracle sends 1.1 GB of float64
+    # in all modes; its replay's differences 0.83 -> 0.53 CPU s, benchmarks/where_cpu_goes.py --baseline): the
+    # difference made in the widened base's own memory; |d| <= STEP_MAX tested as one unsigned comparison of
+    # d + STEP_MAX (integers wrap: a d beyond int64's range either way comes out above 2 * STEP_MAX)
     d = base.astype(np.float64).view(np.int64)
     # np.asarray(order="C"), not np.ascontiguousarray: that makes a 0-d result 1-d
     np.subtract(np.asarray(o, order="C").view(np.int64), d, out=d)
