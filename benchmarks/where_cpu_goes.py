@@ -7,8 +7,8 @@ One `irtrace replay BUNDLE --backend torch --modes fwd,vjp,vjp2` (default: ResNe
 a temporary folder; nothing of irtrace's is changed) that times the named functions in every process of the replay
 (the host, the fork server, every worker) by their thread's own CPU time, each second counted once: a timed
 function's time less that of the timed functions it calls (where the rounding model runs the op again, those runs
-are its own). Each process's whole CPU is read from /proc while it runs. Then the model's own forward + backward +
-double backward in float32 and float64 (this machine's threads), as benchmarks/first_run.py measures it.
+are its own). Each process's whole CPU is read from /proc while it runs. Before it, the model's own forward +
+backward + double backward in float32 and float64 (this machine's threads), as benchmarks/first_run.py measures it.
 
 The floor the design's rules leave (every node alone, in a process of its own, judged against float64): the
 frameworks' own compute that no replay can skip -- the reference's fwd, vjp and vjp2 of each node, the float64
