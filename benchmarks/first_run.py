@@ -74,7 +74,7 @@ def main():
               f"{bare:13.2f} {times[0] / bare:11.2f}x {own32:10.3f} {own64:10.3f} {min(times) / own32:13.1f}")
 
 
-def _machine_busy():
+def machine_busy():
     """CPU seconds this machine has spent (every process; the machine otherwise idle)."""
     v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
     return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
@@ -85,10 +85,10 @@ def cli_replay(bundle, args, out, code, extra=()):
     run outside the checkout (`python -m` would import the working directory's irtrace first)."""
     cmd = [sys.executable, "-m", "irtrace", "replay", str(bundle), "--backend", args.backend, "--modes", args.modes,
            "-o", str(out), "--format", "json", *extra]
-    busy, t = _machine_busy(), time.perf_counter()
+    busy, t = machine_busy(), time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(code)),
                           cwd=Path(bundle).parent)
-    seconds, cpu = time.perf_counter() - t, _machine_busy() - busy
+    seconds, cpu = time.perf_counter() - t, machine_busy() - busy
     if done.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
     return seconds, cpu, json.loads(done.stdout)["summary"]

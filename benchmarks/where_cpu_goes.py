@@ -24,6 +24,7 @@ right after, its figures in a column beside this one's (a function it does not h
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from pathlib import Path
 import torch
 
 from fast_replay import MODELS, export_quietly, own_double_backward  # benchmarks/fast_replay.py, beside this script
+from first_run import machine_busy  # the whole machine's CPU seconds, from /proc/stat
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -172,7 +174,6 @@ def main():
 def profile(bundle, modes, code, folder):
     """(seconds, the machine's CPU seconds, the summary, {pid: (CPU s, command line)}, {pid: timed functions}) of
     one replay of `bundle` from an empty cache by the irtrace in `code`, timed by the sitecustomize beside it."""
-    import shutil
     shutil.rmtree(f"{bundle}.cache", ignore_errors=True)  # a first replay
     (folder / "spent").mkdir(parents=True)
     site = folder.parent / "site"
@@ -181,21 +182,16 @@ def profile(bundle, modes, code, folder):
            "-o", str(folder / "out"), "--format", "json"]
     seen, stop = {}, threading.Event()
     poller = threading.Thread(target=processes, args=(seen, stop), daemon=True)
-    busy, t = _machine_busy(), time.perf_counter()
+    busy, t = machine_busy(), time.perf_counter()
     poller.start()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=folder)  # not the checkout: -m
-    seconds, cpu = time.perf_counter() - t, _machine_busy() - busy
+    seconds, cpu = time.perf_counter() - t, machine_busy() - busy
     stop.set()
     poller.join()
     if done.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
     profiles = {int(f.stem): json.loads(f.read_text()) for f in (folder / "spent").glob("*.json")}
     return seconds, cpu, json.loads(done.stdout)["summary"], seen, profiles
-
-
-def _machine_busy():
-    v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def _role(cmd, profile):

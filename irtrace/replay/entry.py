@@ -209,7 +209,7 @@ def narrow(a):
     bytes, widened again when read; None otherwise. NaN is kept as it was (its payload)."""
     if a.dtype != np.float64:
         return None
-    head = a.reshape(-1)[:64]  # most results are not float32 at their first elements already: no whole copy made
+    head = a.flat[:64]  # most results are not float32 at their first elements already (flat: no whole copy made)
     with np.errstate(over="ignore", invalid="ignore"):
         if not np.array_equal(head.astype(np.float32), head):
             return None
