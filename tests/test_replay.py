@@ -422,3 +422,37 @@ def test_a_warm_worker_is_kept_across_tests_after_a_library_call_turns_keeping_o
     kept = worker.warm(info)  # this one, or one an earlier test kept: none under a key with the new name
     assert kept is not None and kept.idle()
     assert worker.park(kept)
+
+
+def test_the_replay_leaves_the_collector_as_it_found_it(planted_bundle):
+    """The node loop freezes what survives each node (engine._survivors_frozen): once the replay returns nothing it
+    froze stays frozen, so a garbage cycle made during the loop is collected after; a caller's own frozen
+    objects stay frozen."""
+    import gc
+    import weakref
+
+    class Cycle:
+        pass
+    dead = []
+
+    def on_node(node):  # a cycle made and dropped in the loop, frozen with the node's survivors
+        c = Cycle()
+        c.me = c
+        dead.append(weakref.ref(c))
+    assert gc.get_freeze_count() == 0
+    run_opts = ReplayOptions(["onnxruntime"], modes=["fwd"], verify_workarounds=False)
+    rep = run(planted_bundle, run_opts, on_node=on_node).replay
+    assert rep.nodes and len(dead) == len(rep.nodes)
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert all(ref() is None for ref in dead)
+
+    mine = Cycle()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        run(planted_bundle, run_opts)
+        assert gc.get_freeze_count() >= frozen  # not unfrozen by the replay
+    finally:
+        gc.unfreeze()
+    assert mine is not None
