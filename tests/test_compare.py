@@ -157,6 +157,36 @@ def test_a_journal_lines_text_is_the_cleaned_values_text_in_one_pass_or_two():
     assert "NaN" not in dumps_clean(values[1]) and json.loads(dumps_clean(values[1])) == {"x": [1.5, {"y": None}]}
 
 
+def test_a_nodes_text_is_made_once_for_its_journal_line_report_json_and_report_html():
+    """json_report.node_text: the journal line's text (dumps_clean of to_json), made once; report.json's entry of
+    the node is json.loads of it, which is what clean made (numpy scalars, NaN, infinity, tuples); node_texts
+    gives report.html what json.dumps gives each entry of report["nodes"]; a result added since makes it again."""
+    import json
+    from types import SimpleNamespace
+
+    from irtrace.replay.engine import NodeReport
+    from irtrace.report.json_report import _worst, clean, dumps_clean, node_text, node_texts
+
+    metrics = compare.judge(np.float32([1, 2.5]), np.float32([1, 2]), np.float64([1, 2]))[1]
+    rows = [compare.Result("n", "Conv", "onnxruntime", "vjp", "d:x", compare.DIVERGENT, metrics=metrics,
+                           time_s=np.float64(1e-3), allowed=np.float32(0.1), tags=("kink",)),
+            compare.Result("n", "Conv", "torch", "fwd", "y", compare.MATCH, oracle_abs=float("nan"),
+                           rounding_bound=float("inf"), message='a "NaN" </script> word')]
+    nodes = [NodeReport("n", "Conv", "", 0, {"module": "a.b", "file_line": "m.py:3"}, rows,
+                        [{"mode": "vjp2", "output": "*", "backend": None, "reason": "why"}]),
+             NodeReport("m", "Relu", "", 1, {})]
+    for n in nodes:
+        assert node_text(n) == dumps_clean(n.to_json())
+        assert node_text(n) is node_text(n)  # made once
+        assert json.loads(node_text(n)) == clean(n.to_json())
+    report = {"nodes": [{**json.loads(node_text(n)), "worst": _worst(n)} for n in nodes]}
+    assert [e["worst"] for e in report["nodes"]] == ["DIVERGENT", None]
+    assert node_texts(SimpleNamespace(nodes=nodes), report) == [json.dumps(e, allow_nan=True) for e in report["nodes"]]
+    before = node_text(nodes[1])
+    nodes[1].results.append(rows[0])
+    assert node_text(nodes[1]) != before and node_text(nodes[1]) == dumps_clean(nodes[1].to_json())
+
+
 def test_rounding_model_accepts_a_different_summation_order_and_nothing_more():
     """Float32 dot products whose terms cancel (outputs tiny next to their terms), summed in two
     orders: the other order is within the rounding-error bound c·eps32·sqrt(n_eff)·max(|y|, ||t||)

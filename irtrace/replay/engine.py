@@ -28,6 +28,9 @@ class NodeReport:
     source: dict
     results: list = field(default_factory=list)
     skipped: list = field(default_factory=list)   # {"mode", "output", "backend" (None: all), "reason"}
+    # (the counts of results and skipped it was made from, to_json()'s strict JSON text), as
+    # irtrace.report.json_report.node_text made it: the journal's line, report.json's and report.html's node
+    made_text: tuple = field(default=None, repr=False, compare=False)
 
     def to_json(self):
         return {"name": self.name, "op_type": self.op_type, "domain": self.domain, "index": self.index,

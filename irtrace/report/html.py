@@ -120,7 +120,7 @@ def _escaped(text):
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _emit(report, extra_html, out):
+def _emit(report, extra_html, out, node_texts=None):
     """The page, piece by piece, into `out`: the report's JSON node by node (json's C encoder on each),
     so a large report is never held as one text besides the report itself: the host's memory stays flat in the
     depth of the model."""
@@ -155,14 +155,17 @@ def _emit(report, extra_html, out):
     out(before.format(**fields))
     head = json.dumps({k: v for k, v in report.items() if k != "nodes"}, allow_nan=True)
     out(_escaped(head[:-1] + ("," if head != "{}" else "") + '"nodes":['))
-    for k, node in enumerate(report.get("nodes", [])):
-        out(("," if k else "") + _escaped(json.dumps(node, allow_nan=True)))
+    texts = node_texts or (json.dumps(node, allow_nan=True) for node in report.get("nodes", []))
+    for k, text in enumerate(texts):
+        out(("," if k else "") + _escaped(text))
     out("]}")
     out(after.format(**fields))
 
 
-def write(report, out_dir, extra_html=""):
+def write(report, out_dir, extra_html="", node_texts=None):
+    """OUT/report.html of `report`; `node_texts`: json.dumps of each of its nodes where they are made already
+    (json_report.node_texts)."""
     p = Path(out_dir) / "report.html"
     with open(p, "w") as f:
-        _emit(report, extra_html, f.write)
+        _emit(report, extra_html, f.write, node_texts)
     return p

@@ -20,7 +20,7 @@ from pathlib import Path
 from irtrace.envs import trust
 from irtrace.errors import IrtraceError
 from irtrace.replay.engine import NodeReport
-from irtrace.report.json_report import clean, dumps_clean, write_atomic
+from irtrace.report.json_report import clean, node_text, write_atomic
 
 SCHEMA = "irtrace.journal/1"
 NAME = "journal.jsonl"
@@ -105,7 +105,7 @@ class Journal:
 
     def append(self, node):
         # keys in their own order (not sorted): a resumed report.json must be the same bytes
-        text = dumps_clean(node.to_json())
+        text = node_text(node)
         line = (_sign(text, trust.sign("journal line", self.head_sig, text)) + "\n").encode()
         try:
             if os.write(self.fd, line) != len(line):

@@ -75,13 +75,31 @@ def dumps_clean(v):
     return json.dumps(clean(v), allow_nan=False) if "NaN" in text or "Infinity" in text else text
 
 
+def node_text(node):
+    """`node`'s to_json() as strict JSON text (dumps_clean): made once, for the node's journal line, report.json's
+    entry of it (json.loads of the text: what a reader of the file gets) and report.html's (node_texts), not made
+    and encoded again for each (benchmarks/fixed_cost.py); made again where results came since. Only the text is
+    kept: a model of many nodes holds a kilobyte or so a node until its report is written."""
+    made = (len(node.results), len(node.skipped))
+    if node.made_text is None or node.made_text[0] != made:
+        node.made_text = (made, dumps_clean(node.to_json()))
+    return node.made_text[1]
+
+
+def node_texts(replay, report):
+    """The text json.dumps gives each entry of report["nodes"] (build's: a node's node_text and its "worst"),
+    from the node's node_text."""
+    return [f'{node_text(n)[:-1]}, "worst": {json.dumps(entry["worst"])}}}'
+            for n, entry in zip(replay.nodes, report["nodes"])]
+
+
 def build(replay, findings, strict=False):
     summary = {v: 0 for v in compare.VERDICTS}
     for node in replay.nodes:
         for r in node.results:
             summary[r.verdict] += 1
     m = replay.bundle.manifest
-    return clean({
+    report = clean({
         "schema": SCHEMA,
         "irtrace": __version__,
         "bundle": {"path": str(replay.bundle.path), "name": m.get("name"), "mode": m.get("mode"),
@@ -96,12 +114,14 @@ def build(replay, findings, strict=False):
         "host": {"python": platform.python_version(), "platform": platform.platform(),
                  "processor": platform.processor() or platform.machine()},
         "elapsed_s": round(replay.elapsed_s, 3),
-        "nodes": [{**n.to_json(), "worst": _worst(n)} for n in replay.nodes],
+        "nodes": [],  # below: each node's JSON read from the text its journal line was (node_text)
         "findings": [_with_workarounds(replay, _finding(f)) for f in findings],
         "warnings": warnings(replay),
         "speed": speed(replay),
         "summary": {**summary, "nodes": len(replay.nodes), "findings": len(findings), "strict": strict},
     })
+    report["nodes"] = [{**json.loads(node_text(n)), "worst": _worst(n)} for n in replay.nodes]
+    return report
 
 
 def warnings(replay):

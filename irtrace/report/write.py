@@ -30,7 +30,7 @@ def write(outcome, out):
         png = chained_report.plot(report["chained"], outcome.replay.bundle, out / "chained.png")
         extra = chained_report.html_section(report["chained"], png)
     json_report.write(report, out)
-    html.write(report, out, extra)
+    html.write(report, out, extra, json_report.node_texts(outcome.replay, report))
     return report
 
 
