@@ -138,7 +138,8 @@ def main():
                 line = (f"  {b:12s} {label:18s} {best[label, args.nodes]:6.2f} s for {args.nodes} nodes, "
                         f"{best[label, 1]:5.2f} s for 1: {per[label]:.3f} ms per node ({verdict})")
                 if site is not None:
-                    line += f"; collector {(collected[label, args.nodes] - collected[label, 1]) / (args.nodes - 1) * 1e6:.0f} us per node"
+                    gc_us = (collected[label, args.nodes] - collected[label, 1]) / (args.nodes - 1) * 1e6
+                    line += f"; collector {round(gc_us)} us per node"
                 if part:
                     line += f"; its absence saves {per['this'] - per[label]:.3f} ms ({1 - per[label] / per['this']:.0%})"
                 print(line)

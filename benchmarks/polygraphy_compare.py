@@ -14,9 +14,13 @@ Polygraphy is not an irtrace dependency: `.venv/bin/pip install polygraphy==0.49
 Python; it uses the onnx and onnxruntime already there). Each command runs `--repeat` times (default
 2), alternating, and the best of each is kept.
 
-    .venv/bin/python benchmarks/polygraphy_compare.py [--repeat 2]
+--baseline DIR: the irtrace commands also by the irtrace of another checkout (`git worktree add DIR <commit>`),
+in the same turns, each on its own cache (the two codes' keys differ), with their ratio to this one's.
+
+    .venv/bin/python benchmarks/polygraphy_compare.py [--repeat 2] [--baseline DIR]
 """
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -27,9 +31,13 @@ from pathlib import Path
 from fast_replay import MODELS, export_quietly  # benchmarks/fast_replay.py, beside this script
 
 
-def seconds(cmd):
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def seconds(cmd, code=None):
+    """Seconds of the command `cmd`; an irtrace command by the irtrace in the checkout `code` (default this one)."""
     t = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(code or ROOT)))
     took = time.perf_counter() - t
     if done.returncode not in (0, 1):  # irtrace replay exits 1 when it has findings
         sys.exit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -39,7 +47,9 @@ def seconds(cmd):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--baseline", metavar="DIR", help="a checkout of another commit, its irtrace run side by side")
     args = p.parse_args()
+    codes = {"": None, **({" (baseline)": Path(args.baseline).resolve()} if args.baseline else {})}
     polygraphy = shutil.which("polygraphy", path=str(Path(sys.executable).parent))
     if polygraphy is None:
         sys.exit("polygraphy is not installed: .venv/bin/pip install polygraphy==0.49.26")
@@ -47,21 +57,32 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         bundle = export_quietly(model, inputs, Path(d) / "resnet50.irt")
         graph = str(Path(bundle.path) / "graph.onnx")  # its weights stay in values.safetensors (external data)
-        replay = [sys.executable, "-m", "irtrace", "replay", bundle.path, "--backend", "onnxruntime",
-                  "--modes", "fwd", "-o", str(Path(d) / "out")]
-        commands = {
-            "irtrace first": replay,
-            "polygraphy ORT vs ORT, mark all": [polygraphy, "run", graph, "--onnxrt", "--onnxrt",
-                                                "--onnx-outputs", "mark", "all"],
-            "irtrace cached": replay,
-            "polygraphy ORT mark-all run": [polygraphy, "run", graph, "--onnxrt", "--onnx-outputs", "mark", "all"],
+        paths = {tag: Path(bundle.path) if not tag else Path(d) / "baseline" / "resnet50.irt" for tag in codes}
+        for tag, path in paths.items():  # a copy of the bundle for the baseline: a cache (BUNDLE.cache) of its own
+            if not path.exists():
+                shutil.copytree(bundle.path, path)
+
+        def replay(tag):
+            return [sys.executable, "-m", "irtrace", "replay", str(paths[tag]), "--backend", "onnxruntime",
+                    "--modes", "fwd", "-o", str(Path(d) / f"out{tag.strip()}")]
+        commands = {  # what: (command, the checkout whose irtrace runs it)
+            **{f"irtrace first{tag}": (replay(tag), code) for tag, code in codes.items()},
+            "polygraphy ORT vs ORT, mark all": ([polygraphy, "run", graph, "--onnxrt", "--onnxrt",
+                                                 "--onnx-outputs", "mark", "all"], None),
+            **{f"irtrace cached{tag}": (replay(tag), code) for tag, code in codes.items()},
+            "polygraphy ORT mark-all run": ([polygraphy, "run", graph, "--onnxrt", "--onnx-outputs", "mark", "all"],
+                                            None),
         }
         best = {k: float("inf") for k in commands}
-        for _ in range(args.repeat):
-            for what, cmd in commands.items():
-                if what == "irtrace first":
-                    shutil.rmtree(f"{bundle.path}.cache", ignore_errors=True)
-                best[what] = min(best[what], seconds(cmd))
+        for turn in range(args.repeat):
+            order = list(commands.items())
+            if turn % 2:  # this irtrace and the baseline's in the other order every other turn
+                for first in (0, len(codes) + 1):
+                    order[first:first + len(codes)] = order[first:first + len(codes)][::-1]
+            for what, (cmd, code) in order:
+                if what.startswith("irtrace first"):
+                    shutil.rmtree(f"{cmd[4]}.cache", ignore_errors=True)
+                best[what] = min(best[what], seconds(cmd, code))
     print(f"ResNet-50, {len(bundle.model.graph.node)} nodes; best of {args.repeat}, each a fresh command:")
     for what, s in best.items():
         print(f"  {what:34} {s:7.2f} s")
@@ -70,6 +91,9 @@ def main():
         ratio = best[ours] / best[theirs]
         print(f"{ours} / {theirs}: {ratio:.2f}  target <= 0.5  "
               f"{'met' if ratio <= 0.5 else f'MISSED by {ratio / 0.5:.1f}x'}")
+        if args.baseline:
+            print(f"  {ours} / the baseline's: {best[ours] / best[ours + ' (baseline)']:.2f} "
+                  f"(the baseline / {theirs}: {best[ours + ' (baseline)'] / best[theirs]:.2f})")
 
 
 if __name__ == "__main__":
