@@ -155,3 +155,19 @@ def test_a_resume_with_every_node_done_writes_the_first_runs_report(example_bund
     assert json.loads(text)["backends"][0]["versions"]["torch"]
     again = replay_into(example_bundle("resnet"), options, tmp_path / "out", resume=True)
     assert (again.out / "report.json").read_bytes() == text
+
+
+def test_a_line_signed_after_the_journals_parts_is_signed_as_all_its_parts_at_once():
+    """trust.sign_after(signer(*before), *parts) == sign(*before, *parts): the journal hashes "journal line" and
+    its header's signature once and signs each line after them; the signer it copies stays as it was, and
+    the parts stay apart (length-prefixed), however they are split."""
+    from irtrace.envs import trust
+    if not trust.available():
+        pytest.skip("no signing key here")
+    head = trust.sign("journal header", "{}")
+    h = trust.signer("journal line", head)
+    for text in ['{"name": "n0"}', "", "é ünïcode", b"\x00bytes"]:
+        assert trust.sign_after(h, text) == trust.sign("journal line", head, text)
+    assert trust.sign_after(h, "ab") == trust.sign_after(h, "ab")  # h itself unchanged by either
+    assert trust.sign_after(h, "ab") != trust.sign_after(h, "a", "b")
+    assert trust.sign_after(trust.signer("journal line"), head, "x") == trust.sign("journal line", head, "x")

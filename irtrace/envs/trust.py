@@ -122,11 +122,24 @@ def signer(*parts):
     if secret is None:
         return None
     h = hmac.new(secret, digestmod=hashlib.sha256)
+    _feed(h, parts)
+    return h
+
+
+def _feed(h, parts):
     for p in parts:
         b = p.encode() if isinstance(p, str) else bytes(p)
         h.update(len(b).to_bytes(8, "little"))
         h.update(b)
-    return h
+
+
+def sign_after(h, *parts):
+    """sign(*before, *parts), where `h` is signer(*before), itself left as it is: the parts before are hashed
+    once for many signatures (a journal signs each line after the same two parts; a new HMAC for each line was
+    a third of what appending the line cost)."""
+    h = h.copy()
+    _feed(h, parts)
+    return h.hexdigest()
 
 
 def sign(*parts):

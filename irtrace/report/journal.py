@@ -51,6 +51,7 @@ class Journal:
             self.done = self._read(head)
         else:
             self._write_new()
+        self._line_signer = trust.signer("journal line", self.head_sig)  # the header's as _read left it
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
     def _write_new(self, lines=()):  # an old journal is replaced whole, never mixed with this run
@@ -106,7 +107,8 @@ class Journal:
     def append(self, node):
         # keys in their own order (not sorted): a resumed report.json must be the same bytes
         text = node_text(node)
-        line = (_sign(text, trust.sign("journal line", self.head_sig, text)) + "\n").encode()
+        sig = trust.sign_after(self._line_signer, text) if self._line_signer is not None else None
+        line = (_sign(text, sig) + "\n").encode()
         try:
             if os.write(self.fd, line) != len(line):
                 raise OSError(28, "short write (the disk is full)")
