@@ -375,7 +375,12 @@ class ResultCache:
 
     def _name(self, call, role, h=None, suffix="safetensors"):
         """The file name of `role`'s entry of `call` (`h`: the hash to name it by instead, judged rows')."""
-        h = self.keys[role].copy() if h is None else h
+        if h is None:  # made once per call and key (this cache's of the role: held here, so its id is not reused)
+            key = ("cache entry", self.keys[role], suffix)
+            name = call.derived.get(key)
+            if name is None:
+                name = call.derived[key] = self._name(call, role, self.keys[role].copy(), suffix)
+            return name
         h.update(call.key_text.encode())
         return f"{h.hexdigest()[:40]}.{suffix}"
 

@@ -37,6 +37,12 @@ class NodeCall:
         return dict(self._message)
 
     @cached_property
+    def derived(self):
+        """What others make of this call, kept with it by their key (the cache's entry names: a node's are asked
+        for three to five times); a call is never changed, a changed one is another (dataclasses.replace)."""
+        return {}
+
+    @cached_property
     def _message(self):
         spec = wire_spec(self.spec, self.proto, list(self.out_dtypes) or [""] * len(self.spec.outputs))
         grads = {}
