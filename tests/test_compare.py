@@ -181,7 +181,8 @@ def test_a_nodes_text_is_made_once_for_its_journal_line_report_json_and_report_h
         assert json.loads(node_text(n)) == clean(n.to_json())
     report = {"nodes": [{**json.loads(node_text(n)), "worst": _worst(n)} for n in nodes]}
     assert [e["worst"] for e in report["nodes"]] == ["DIVERGENT", None]
-    assert node_texts(SimpleNamespace(nodes=nodes), report) == [json.dumps(e, allow_nan=True) for e in report["nodes"]]
+    texts = node_texts(SimpleNamespace(nodes=nodes), report)
+    assert texts == [json.dumps(e, allow_nan=True) for e in report["nodes"]]
     before = node_text(nodes[1])
     nodes[1].results.append(rows[0])
     assert node_text(nodes[1]) != before and node_text(nodes[1]) == dumps_clean(nodes[1].to_json())

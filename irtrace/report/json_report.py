@@ -189,7 +189,7 @@ def split_timings(report):
     for n in report["nodes"]:
         rows = []
         for r in n["results"]:
-            row = r.copy()  # a copy less two keys, the others in their order (a comprehension over each key: 2x the time)
+            row = r.copy()  # less two keys, the rest in their order (a comprehension over every key: twice the time)
             t, ref_t = row.pop("time_s", None), row.pop("ref_time_s", None)
             if t is not None or ref_t is not None:
                 timings["results"].append({"node": n["name"], "backend": r["backend"], "mode": r["mode"],
