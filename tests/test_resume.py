@@ -171,3 +171,52 @@ def test_a_line_signed_after_the_journals_parts_is_signed_as_all_its_parts_at_on
     assert trust.sign_after(h, "ab") == trust.sign_after(h, "ab")  # h itself unchanged by either
     assert trust.sign_after(h, "ab") != trust.sign_after(h, "a", "b")
     assert trust.sign_after(trust.signer("journal line"), head, "x") == trust.sign("journal line", head, "x")
+
+
+def _node(name):
+    from irtrace import compare
+    from irtrace.replay.engine import NodeReport
+    return NodeReport(name, "Relu", "", 0, {}, [compare.Result(name, "Relu", "torch", "fwd", "y", compare.MATCH)])
+
+
+def test_journal_lines_are_written_in_batches_yet_within_a_quarter_second_and_all_by_close(tmp_path):
+    """Journal.append writes a node's line with the next ones' (FLUSH_LINES of them, one write) or FLUSH_S after
+    it, whichever comes first, with no further append needed (a replay waiting on a node); close writes the rest;
+    every line reads back in order."""
+    from irtrace.report import journal as journal_mod
+    head = {"schema": "irtrace.journal/1", "bundle": "k", "options": {}}
+    j = journal_mod.Journal(tmp_path, head)
+    j.append(_node("first"))
+    assert journal_nodes(tmp_path) == []  # pending, not yet written
+    deadline = time.monotonic() + 5
+    while not journal_nodes(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert journal_nodes(tmp_path) == ["first"]
+    names = [f"n{k}" for k in range(journal_mod.FLUSH_LINES)]
+    for name in names:
+        j.append(_node(name))
+    assert journal_nodes(tmp_path) == ["first"] + names  # FLUSH_LINES lines pending: written at once
+    j.append(_node("last"))
+    j.close()
+    assert journal_nodes(tmp_path) == ["first"] + names + ["last"]
+    assert list(journal_mod.Journal(tmp_path, head, resume=True).done) == ["first"] + names + ["last"]
+
+
+def test_a_journal_write_that_fails_in_the_background_is_raised_by_the_next_append(tmp_path, monkeypatch):
+    import errno
+
+    from irtrace.errors import IrtraceError
+    from irtrace.report import journal as journal_mod
+    j = journal_mod.Journal(tmp_path, {"schema": "irtrace.journal/1", "bundle": "k", "options": {}})
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(journal_mod.os, "write", full)
+    j.append(_node("a"))
+    time.sleep(journal_mod.FLUSH_S + 0.5)  # the timer's write failed meanwhile
+    with pytest.raises(IrtraceError, match=r"journal.jsonl: cannot append node 'a' \(No space left on device\); "
+                                           r"free space, then finish with the same command and --resume"):
+        j.append(_node("b"))
+    monkeypatch.undo()
+    j.close()  # the failure was raised once; the replay stops there ("b" is not in: it runs again on resume)
+    assert journal_nodes(tmp_path) == [] and len((tmp_path / "journal.jsonl").read_text().splitlines()) == 1

@@ -1,7 +1,11 @@
-"""OUT/journal.jsonl: the results of a replay, one line per node, appended as each node completes.
+"""OUT/journal.jsonl: the results of a replay, one line per node, appended as the nodes complete.
 
-Each line is one write() of a whole line to a file opened for appending, so a killed run leaves at
-most a truncated last line, which a resume drops. Line 1 says which replay it belongs to (the bundle's
+Lines are appended whole to a file opened for appending, a node's together with the next ones' in one write()
+within FLUSH_LINES nodes or FLUSH_S seconds of its completion, whichever comes first, the replay running or
+waiting on a node (a write a line cost 10 us of a one-element node's 0.25 ms, benchmarks/fixed_cost.py); close()
+writes what is pending, and the replay closes its journal on SIGINT and SIGTERM too. A run killed outright loses
+at most those last nodes (a resume runs them again) and leaves at most a truncated last line, which a resume
+drops. Line 1 says which replay it belongs to (the bundle's
 content and the options that decide verdicts); `irtrace replay --resume` reads the journal, keeps its
 nodes and runs only the others (docs/report.md).
 
@@ -14,6 +18,8 @@ edited since (even keeping its files' sizes and modification times) is another r
 import json
 import os
 import re
+import threading
+import time
 from dataclasses import fields
 from pathlib import Path
 
@@ -24,6 +30,8 @@ from irtrace.report.json_report import clean, node_text, write_atomic
 
 SCHEMA = "irtrace.journal/1"
 NAME = "journal.jsonl"
+FLUSH_LINES = 64  # a node's line is written within this many nodes
+FLUSH_S = 0.25    # or this many seconds of its completion
 # options that change how fast or where, not what: a resume may change them
 _NOT_VERDICTS = ("jobs", "cache", "cache_size", "batch", "executor")
 
@@ -52,6 +60,8 @@ class Journal:
         else:
             self._write_new()
         self._line_signer = trust.signer("journal line", self.head_sig)  # the header's as _read left it
+        self._pending = []  # [(node name, line)] not written yet
+        self._lock, self._timer, self._failed = threading.Lock(), None, None
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
 
     def _write_new(self, lines=()):  # an old journal is replaced whole, never mixed with this run
@@ -109,15 +119,57 @@ class Journal:
         text = node_text(node)
         sig = trust.sign_after(self._line_signer, text) if self._line_signer is not None else None
         line = (_sign(text, sig) + "\n").encode()
+        with self._lock:
+            self._raise_failed()
+            self._pending.append((node.name, line))
+            if len(self._pending) >= FLUSH_LINES:
+                self._write_pending()
+            elif self._timer is None:  # written FLUSH_S from now, whatever the replay does meanwhile
+                self._timer = threading.Timer(FLUSH_S, self._write_later)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _write_later(self):
+        with self._lock:
+            self._timer = None
+            if self.fd is None:  # closed meanwhile (its number may be another file's by now): close wrote them
+                return
+            try:
+                self._write_pending()
+            except IrtraceError as e:  # raised by the replay's next append, or by close
+                self._failed = e
+
+    def _raise_failed(self):
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
+
+    def _write_pending(self):
+        """Write the lines not written yet, in one write (holding the lock)."""
+        if not self._pending:
+            return
+        data = b"".join(line for _, line in self._pending)
         try:
-            if os.write(self.fd, line) != len(line):
+            if os.write(self.fd, data) != len(data):
                 raise OSError(28, "short write (the disk is full)")
-        except OSError as e:  # a full disk or quota: the nodes already appended are whole; resume later
-            raise IrtraceError(f"{self.path}: cannot append node {node.name!r} ({e.strerror}); free space, then "
-                               f"finish with the same command and --resume") from e
+        except OSError as e:  # a full disk or quota: the nodes already written are whole; resume later
+            raise IrtraceError(f"{self.path}: cannot append node {self._pending[0][0]!r} ({e.strerror}); free space, "
+                               f"then finish with the same command and --resume") from e
+        finally:
+            self._pending.clear()
 
     def close(self):
-        os.close(self.fd)
+        """Every line appended written, and the file closed (the first write that failed raised)."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            try:
+                self._raise_failed()
+                self._write_pending()
+            finally:
+                os.close(self.fd)
+                self.fd = None
 
 
 _SIGNED = re.compile(r'(\{.+), "sig": "([0-9a-f]{64})"\}')
