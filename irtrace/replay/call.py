@@ -1,6 +1,7 @@
 """One node in one mode, as every backend receives it: built once, turned into a wire message by one
 function (engine, repro shrinking and conformance all send this)."""
 import base64
+import json
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -57,8 +58,7 @@ class NodeCall:
         """The call as the cache names its entries: the message (sorted keys) and which directions are in s;
         made once per call (a replay names each call's entries several times; a call is never changed, a
         changed one is another: dataclasses.replace)."""
-        import json
-        return json.dumps(self.message(), sort_keys=True, default=str) + repr([u is None for u in self.us])
+        return _KEY_TEXT(self._message) + repr([u is None for u in self.us])
 
     def arrays(self):
         """The arrays sent with the message: inputs, then cotangents (vjp, vjp2), then directions (vjp2)."""
@@ -127,6 +127,11 @@ def node_request(kind, spec, proto=None, out_dtypes=None, **fields):
     "workaround": NAME that alternative, as script text) or "alternatives" (the workarounds its backend
     declares for the op)."""
     return {"kind": kind, "spec": wire_spec(spec, proto, out_dtypes), **fields}
+
+
+# json.dumps(message, sort_keys=True, default=str), by an encoder made once (json.dumps makes one at every call
+# given an option); the message is encoded as it is, not copied first
+_KEY_TEXT = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 def from_bundle(bundle, spec, mode, proto, us_off=()):
