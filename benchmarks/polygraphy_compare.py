@@ -15,7 +15,8 @@ Python; it uses the onnx and onnxruntime already there). Each command runs `--re
 2), alternating, and the best of each is kept.
 
 --baseline DIR: the irtrace commands also by the irtrace of another checkout (`git worktree add DIR <commit>`),
-in the same turns, each on its own cache (the two codes' keys differ), with their ratio to this one's.
+in the same turns (the two in the other order every other turn), the baseline's on a copy of the bundle (a
+BUNDLE.cache of its own), with their ratio to this one's.
 
     .venv/bin/python benchmarks/polygraphy_compare.py [--repeat 2] [--baseline DIR]
 """
@@ -65,13 +66,13 @@ def main():
         def replay(tag):
             return [sys.executable, "-m", "irtrace", "replay", str(paths[tag]), "--backend", "onnxruntime",
                     "--modes", "fwd", "-o", str(Path(d) / f"out{tag.strip()}")]
-        commands = {  # what: (command, the checkout whose irtrace runs it)
-            **{f"irtrace first{tag}": (replay(tag), code) for tag, code in codes.items()},
+        commands = {  # what: (command, the checkout whose irtrace runs it, the cache it starts without)
+            **{f"irtrace first{tag}": (replay(tag), code, f"{paths[tag]}.cache") for tag, code in codes.items()},
             "polygraphy ORT vs ORT, mark all": ([polygraphy, "run", graph, "--onnxrt", "--onnxrt",
-                                                 "--onnx-outputs", "mark", "all"], None),
-            **{f"irtrace cached{tag}": (replay(tag), code) for tag, code in codes.items()},
+                                                 "--onnx-outputs", "mark", "all"], None, None),
+            **{f"irtrace cached{tag}": (replay(tag), code, None) for tag, code in codes.items()},
             "polygraphy ORT mark-all run": ([polygraphy, "run", graph, "--onnxrt", "--onnx-outputs", "mark", "all"],
-                                            None),
+                                            None, None),
         }
         best = {k: float("inf") for k in commands}
         for turn in range(args.repeat):
@@ -79,9 +80,9 @@ def main():
             if turn % 2:  # this irtrace and the baseline's in the other order every other turn
                 for first in (0, len(codes) + 1):
                     order[first:first + len(codes)] = order[first:first + len(codes)][::-1]
-            for what, (cmd, code) in order:
-                if what.startswith("irtrace first"):
-                    shutil.rmtree(f"{cmd[4]}.cache", ignore_errors=True)
+            for what, (cmd, code, cache) in order:
+                if cache is not None:
+                    shutil.rmtree(cache, ignore_errors=True)
                 best[what] = min(best[what], seconds(cmd, code))
     print(f"ResNet-50, {len(bundle.model.graph.node)} nodes; best of {args.repeat}, each a fresh command:")
     for what, s in best.items():
