@@ -166,7 +166,6 @@ class ResultCache:
         self.listing = self.dir / f"{base.hexdigest()[:40]}.entries"  # every entry of this code (_list_and_evict)
         self._wrote = False  # whether this replay wrote an entry
         self._packed = None  # name -> (identity, metadata, arrays) of the pack's entries, read at the first get
-        self._served = set()  # the pack's entries get served: their files had the identity packed then (_repack)
         self.keys = {}
         for role in roles:
             h = base.copy()
@@ -283,8 +282,12 @@ class ResultCache:
                      marker.stem)
 
     def _packed_entries(self):
+        """The pack's entries whose files have the identity they had when packed, each file asked once, as the
+        pack is read: a stat per answer served cost 16 us inside a replay's node loop here (the reply reader
+        and the worker busy beside it), 2 us in a row (benchmarks/fixed_cost.py)."""
         if self._packed is None:
-            self._packed = pack.read(self.pack) if self.usable else {}
+            held = pack.read(self.pack) if self.usable else {}
+            self._packed = {name: e for name, e in held.items() if _identity_or_none(self._file(name)) == e[0]}
         return self._packed
 
     def _repack(self):
@@ -299,9 +302,9 @@ class ResultCache:
         held, entries = self._packed_entries(), {}
         for name in sorted(n for n in self.used | set(held) if n.endswith(".safetensors")):
             path = self._file(name)
-            # an entry the pack served had its identity then: not asked again (a stat each: 4-10 us in a replay here).
-            # Its file changed since is packed with the identity it had: the next replay's stat differs, and reads it
-            now = held[name][0] if name in self._served else _identity_or_none(path)
+            # an entry of the pack had its identity when the pack was read: not asked again. Its file changed since
+            # is packed with the identity it had: the next replay's stat differs, and reads it
+            now = held[name][0] if name in held else _identity_or_none(path)
             if now is None or now[2] > pack.PACKED_MAX:
                 continue
             if name in held and held[name][0] == now:
@@ -489,8 +492,7 @@ class ResultCache:
             return pending
         path = self._file(name)
         packed = self._packed_entries().get(name)
-        if packed is not None and _identity_or_none(path) == packed[0]:  # the file it was packed from, unchanged
-            self._served.add(name)
+        if packed is not None:  # its file unchanged since it was packed
             return self._answer_of(call, role, name, packed[1], packed[2], True, None)
         try:
             known = entry.read_known(path, self.seen.get(name))

@@ -3,11 +3,12 @@
 A replay reads the reference's and the oracle's answer of every node: two files a node, each opened,
 checked and its two JSON headers parsed, 70-90 us each here, most of what a cached replay spends on a
 one-element node (benchmarks/fixed_cost.py). The pack holds the answers of up to PACKED_MAX bytes that
-a replay used, parsed: one read and one JSON header at a replay's first answer, then a dict lookup and a
-stat per answer.
+a replay used, parsed: one read and one JSON header at a replay's first answer, then a dict lookup per
+answer.
 
-The entries stay where they are, and they decide: the pack serves an entry only while its file has the
-identity (device, inode, size, modification and change time) it had when it was packed, which is an
+The entries stay where they are, and they decide: the pack serves an entry only when its file has, as the
+replay reads the pack, the identity (device, inode, size, modification and change time) it had when it was
+packed (ResultCache._packed_entries), which is an
 identity whose every byte was verified (ResultCache.seen). An entry computed again, trimmed, or touched is
 read from its file, or computed, as without the pack. The pack is signed under this user's key over its
 name and header, and the header holds the SHA-256 of its data: one that does not verify is not read.
