@@ -6,6 +6,8 @@ with a batch in flight is tests/test_faults.py's (a real MegEngine does not cras
 where replay differentiates only what a training step does)."""
 import json
 import shutil
+import threading
+import time
 
 import pytest
 
@@ -47,14 +49,19 @@ def test_a_first_replay_sends_the_reference_and_oracle_calls_ahead_in_batches_an
     """With no answer cached, the reference's and the oracle's calls go in batches too (they compute ahead
     while the host judges), and every row is what one call at a time gives; with their answers cached, no
     batch is made for them."""
-    from irtrace.replay import batch
-    made = []
-    original = batch.Batches.__init__
+    from irtrace.replay import batch, worker
+    made, writers = [], []
+    original, behind = batch.Batches.__init__, worker.WorkerProxy._write_behind
 
     def spy(self, pool, backend, calls, timeout):
         made.append((backend, len(calls)))
         original(self, pool, backend, calls, timeout)
+
+    def spy_behind(self, frames):
+        writers.append(self.info.name)
+        behind(self, frames)
     monkeypatch.setattr(batch.Batches, "__init__", spy)
+    monkeypatch.setattr(worker.WorkerProxy, "_write_behind", spy_behind)
     path = tmp_path / "resnet.irt"  # a copy, with no cache beside it (the session's bundle may have one)
     shutil.copytree(example_bundle("resnet").path, path)
     one = replay_into(path, ReplayOptions.parse("onnxruntime", "fwd,vjp,vjp2", batch=False, cache=False),
@@ -64,6 +71,17 @@ def test_a_first_replay_sends_the_reference_and_oracle_calls_ahead_in_batches_an
     assert rows(one) == rows(many)
     sizes = dict(made)  # the roles compute every node's fwd, vjp and vjp2; onnxruntime the forward of its ops
     assert 0 < sizes["onnxruntime"] <= len(one["nodes"]) < sizes["torch"] == sizes["oracle"], made
+    # each worker's batches are written behind by one thread of its own (not a thread a batch), ended with the replay
+    assert sum(-(-n // batch.MAX_CALLS) for n in sizes.values()) > 3
+    assert sorted(writers) == ["onnxruntime", "oracle", "torch"], writers
+    kept = sorted(f"irtrace-frames-{w.info.name}" for _, _, w in worker._WARM or [] if w._behind is not None)
+
+    def alive():
+        return sorted(t.name for t in threading.enumerate() if t.name.startswith("irtrace-frames-"))
+    deadline = time.monotonic() + 10
+    while alive() != kept and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert alive() == kept  # but those of workers kept warm (tests keep them: conftest.py)
     made.clear()
     again = replay_into(path, ReplayOptions.parse("onnxruntime", "fwd,vjp,vjp2"), out=tmp_path / "again").json
     assert rows(again) == rows(one)

@@ -263,7 +263,7 @@ class WorkerProxy:
         self.dead = None    # (status, message) once it failed to start twice: not started again
         self._mark = 0        # where its stderr was when the call began
         self._greeting = None   # the id of the hello launched and not read yet
-        self._writer = None     # the thread writing a frame sent in the background
+        self._behind = None     # the queue of frames a thread of its own writes in the background (_write_behind)
         self._seq = 0           # the last request id given out
         self._owed = {}         # id -> True: requests the running process has not answered yet, in order
         self._early = {}        # id -> (reply, arrays): a reply read while waiting for a later request's
@@ -447,17 +447,30 @@ class WorkerProxy:
             msg = {**msg, "id": ids}
         self._mark = self._stderr.seek(0, 2)
         if background:
-            self._writer = threading.Thread(target=self._write, args=(msg, arrays, self.proc.stdin), daemon=True)
-            self._writer.start()
+            if self._behind is None:  # one thread for the proxy's life: starting one per frame cost the host's
+                # main thread 0.7-1.4 ms a batch here, waiting for it to run (benchmarks/fixed_cost.py)
+                self._behind = queue.Queue()
+                threading.Thread(target=self._write_behind, args=(self._behind,), daemon=True,
+                                 name=f"irtrace-frames-{self.info.name}").start()
+            self._behind.put((msg, arrays, self.proc.stdin))
         else:
             self._write(msg, arrays)
         return ids
 
     def _written(self):
         """Wait until a frame written in the background is out (one frame at a time on its stdin)."""
-        if self._writer is not None:
-            self._writer.join()
-            self._writer = None
+        if self._behind is not None:
+            self._behind.join()
+
+    def _write_behind(self, frames):
+        while True:
+            frame = frames.get()
+            try:
+                if frame is None:
+                    return
+                self._write(*frame)
+            finally:
+                frames.task_done()
 
     def receive(self, timeout, rid):
         """The reply to request `rid` (send's id): (reply, arrays), or WorkerFailed when the worker died,
@@ -509,7 +522,13 @@ class WorkerProxy:
                 pass
             self.proc.wait()
             self.proc = None
+        self._end_writer()  # a frame it was writing failed with the process; a restarted one gets a thread of its own
         self._orphan(failure or WorkerFailed(wire.Status.CRASH, "worker killed by irtrace before it answered"))
+
+    def _end_writer(self):
+        if self._behind is not None:
+            self._behind.put(None)
+            self._behind = None
 
     def close(self):
         self.ask_to_exit()
@@ -533,6 +552,7 @@ class WorkerProxy:
                 self.kill()
 
     def wait_exit(self, timeout=10):
+        self._end_writer()  # ask_to_exit waited for what it had
         if self.proc is not None:
             try:
                 self.proc.wait(timeout=timeout)
