@@ -51,23 +51,23 @@ def test_a_first_replay_sends_the_reference_and_oracle_calls_ahead_in_batches_an
     batch is made for them."""
     from irtrace.replay import batch, worker
     made, writers, wrote = [], [], set()
-    original, behind, write = batch.Batches.__init__, worker.WorkerProxy._write_behind, worker.WorkerProxy._write
+    original, behind, write = batch.Batches.__init__, worker._write_behind, worker._write_frame
 
     def spy(self, pool, backend, calls, timeout):
         made.append((backend, len(calls)))
         original(self, pool, backend, calls, timeout)
 
-    def spy_behind(self, frames):
-        writers.append(self.info.name)
-        behind(self, frames)
+    def spy_behind(frames):
+        writers.append((frames, threading.current_thread()))
+        behind(frames)
 
-    def spy_write(self, msg, arrays, stream=None):
+    def spy_write(stream, msg, arrays):
         if msg.get("kind") == "batch":
-            wrote.add((self.info.name, threading.current_thread().name))
-        write(self, msg, arrays, stream)
+            wrote.add(threading.current_thread().name)
+        write(stream, msg, arrays)
     monkeypatch.setattr(batch.Batches, "__init__", spy)
-    monkeypatch.setattr(worker.WorkerProxy, "_write_behind", spy_behind)
-    monkeypatch.setattr(worker.WorkerProxy, "_write", spy_write)
+    monkeypatch.setattr(worker, "_write_behind", spy_behind)
+    monkeypatch.setattr(worker, "_write_frame", spy_write)
     path = tmp_path / "resnet.irt"  # a copy, with no cache beside it (the session's bundle may have one)
     shutil.copytree(example_bundle("resnet").path, path)
     one = replay_into(path, ReplayOptions.parse("onnxruntime", "fwd,vjp,vjp2", batch=False, cache=False),
@@ -78,19 +78,58 @@ def test_a_first_replay_sends_the_reference_and_oracle_calls_ahead_in_batches_an
     sizes = dict(made)  # the roles compute every node's fwd, vjp and vjp2; onnxruntime the forward of its ops
     assert 0 < sizes["onnxruntime"] <= len(one["nodes"]) < sizes["torch"] == sizes["oracle"], made
     # each worker's batches are written behind by one thread of its own (not a thread a batch; a worker kept warm
-    # from an earlier replay has its thread already), ended with the worker
+    # from an earlier replay has its thread already), which ends with the worker: those alive after the replay are
+    # those of the workers kept warm for the next
     assert sum(-(-n // batch.MAX_CALLS) for n in sizes.values()) > 3
-    assert wrote == {(name, f"irtrace-frames-{name}") for name in ("onnxruntime", "oracle", "torch")}, wrote
-    assert len(writers) == len(set(writers)) <= 3, writers
-    kept = sorted(f"irtrace-frames-{w.info.name}" for _, _, w in worker._WARM or [] if w._behind is not None)
-
-    def alive():
-        return sorted(t.name for t in threading.enumerate() if t.name.startswith("irtrace-frames-"))
+    assert wrote == {f"irtrace-frames-{name}" for name in ("onnxruntime", "oracle", "torch")}, wrote
+    assert len(writers) <= 3, writers
+    kept = [w._behind for _, _, w in worker._WARM or []]
     deadline = time.monotonic() + 10
-    while alive() != kept and time.monotonic() < deadline:
+    while any(t.is_alive() and not any(q is frames for q in kept) for frames, t in writers) and \
+            time.monotonic() < deadline:
         time.sleep(0.01)
-    assert alive() == kept  # but those of workers kept warm (tests keep them: conftest.py)
+    assert [t.name for frames, t in writers if t.is_alive() and not any(q is frames for q in kept)] == []
     made.clear()
     again = replay_into(path, ReplayOptions.parse("onnxruntime", "fwd,vjp,vjp2"), out=tmp_path / "again").json
     assert rows(again) == rows(one)
     assert made == [("onnxruntime", sizes["onnxruntime"])]
+
+
+def test_a_workers_frame_writer_ends_when_it_is_killed_or_closed_and_a_restarted_one_gets_its_own():
+    """The thread that writes a worker's frames sent behind lives as long as the worker's process: killed (a
+    timeout, a crash), it ends, and the process started next gets a thread of its own; closed, it ends too, while
+    the proxy is still held (not by a collected proxy's finalizer)."""
+    import base64
+
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    from irtrace.ir.spec import node_specs
+    from irtrace.replay.worker import WorkerProxy
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    model = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                                                [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    (spec,) = node_specs(model)
+    msg = {"kind": "run", "mode": "fwd", "spec": {**spec.to_json(), "out_dtypes": ["<f4"],
+                                                   "proto": base64.b64encode(node.SerializeToString()).decode()}}
+    w = WorkerProxy(backends.get("torch"))
+    others = set(threading.enumerate())  # workers kept warm by earlier tests have theirs
+
+    def relu_behind():
+        reply, out = w.receive(60.0, w.send(msg, [np.array([-1.0, 2.0], np.float32)], background=True))
+        assert reply["status"] == "ok" and out[0].tolist() == [0.0, 2.0]
+        (thread,) = [t for t in threading.enumerate() if t.name == "irtrace-frames-torch" and t not in others]
+        return thread
+
+    def ended(thread):
+        thread.join(10)
+        return not thread.is_alive()
+    first = relu_behind()
+    assert relu_behind() is first  # one thread for every frame the process is sent behind
+    w.kill()
+    assert ended(first)
+    second = relu_behind()  # the process started again, and a thread with it
+    assert second is not first
+    w.close()
+    assert ended(second) and w is not None

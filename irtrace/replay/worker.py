@@ -10,6 +10,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -243,6 +244,26 @@ def warm(info):
 START_MIN_S = 30.0  # the shortest wait for a worker's hello: a framework's import (TensorFlow: 4.6 s here, idle)
 
 
+def _write_frame(stream, msg, arrays):
+    try:
+        wire.write(stream, msg, arrays, by_reference=True)
+    except (BrokenPipeError, OSError, ValueError):
+        pass  # it died (ValueError: its pipe closed meanwhile): the reader reports EOF when the reply is read
+
+
+def _write_behind(frames):
+    """Write a worker's frames sent behind (WorkerProxy.send), in order: each (stream, msg, arrays); None ends it.
+    It holds the queue, not the proxy."""
+    while True:
+        frame = frames.get()
+        try:
+            if frame is None:
+                return
+            _write_frame(*frame)
+        finally:
+            frames.task_done()
+
+
 def start_wait(timeout):
     """How long a replay with per-call `timeout` waits for a worker to start: as long, but at least
     START_MIN_S (a framework's import is not a node's call)."""
@@ -307,7 +328,7 @@ class WorkerProxy:
         self._frames = queue.Queue()
         threading.Thread(target=self._reader, args=(self.proc, self._frames), daemon=True).start()
         self._greeting = self._ask()
-        self._write({"kind": "hello", "id": self._greeting}, [])
+        _write_frame(self.proc.stdin, {"kind": "hello", "id": self._greeting}, [])
 
     def ensure(self):
         """Start the worker unless it runs; a start that fails is tried once more, then the worker is
@@ -354,12 +375,6 @@ class WorkerProxy:
             return ""
         lines = [normalise(ln) for ln in lines if ln.strip() and not ln.startswith(_BANNER)]
         return " | ".join(lines[-n:])
-
-    def _write(self, msg, arrays, stream=None):
-        try:
-            wire.write(stream or self.proc.stdin, msg, arrays, by_reference=True)
-        except (BrokenPipeError, OSError, ValueError):
-            pass  # it died (ValueError: its pipe closed meanwhile): the reader reports EOF when the reply is read
 
     def _ask(self):
         """A new request id, owed by the running process."""
@@ -450,27 +465,18 @@ class WorkerProxy:
             if self._behind is None:  # one thread for the proxy's life: starting one per frame cost the host's
                 # main thread 0.7-1.4 ms a batch here, waiting for it to run (benchmarks/fixed_cost.py)
                 self._behind = queue.Queue()
-                threading.Thread(target=self._write_behind, args=(self._behind,), daemon=True,
+                threading.Thread(target=_write_behind, args=(self._behind,), daemon=True,
                                  name=f"irtrace-frames-{self.info.name}").start()
-            self._behind.put((msg, arrays, self.proc.stdin))
+                weakref.finalize(self, self._behind.put, None)  # a proxy let go unclosed ends it too
+            self._behind.put((self.proc.stdin, msg, arrays))
         else:
-            self._write(msg, arrays)
+            _write_frame(self.proc.stdin, msg, arrays)
         return ids
 
     def _written(self):
         """Wait until a frame written in the background is out (one frame at a time on its stdin)."""
         if self._behind is not None:
             self._behind.join()
-
-    def _write_behind(self, frames):
-        while True:
-            frame = frames.get()
-            try:
-                if frame is None:
-                    return
-                self._write(*frame)
-            finally:
-                frames.task_done()
 
     def receive(self, timeout, rid):
         """The reply to request `rid` (send's id): (reply, arrays), or WorkerFailed when the worker died,
