@@ -99,26 +99,15 @@ def test_a_workers_frame_writer_ends_when_it_is_killed_or_closed_and_a_restarted
     """The thread that writes a worker's frames sent behind lives as long as the worker's process: killed (a
     timeout, a crash), it ends, and the process started next gets a thread of its own; closed, it ends too, while
     the proxy is still held (not by a collected proxy's finalizer)."""
-    import base64
-
-    import numpy as np
-    from onnx import TensorProto, helper
-
-    from irtrace.ir.spec import node_specs
     from irtrace.replay.worker import WorkerProxy
-    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
-    model = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
-                                                [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    (spec,) = node_specs(model)
-    msg = {"kind": "run", "mode": "fwd", "spec": {**spec.to_json(), "out_dtypes": ["<f4"],
-                                                   "proto": base64.b64encode(node.SerializeToString()).decode()}}
+    from test_forkserver import relu_request
+    msg, arrays = relu_request()
     w = WorkerProxy(backends.get("torch"))
     others = set(threading.enumerate())  # workers kept warm by earlier tests have theirs
 
     def relu_behind():
-        reply, out = w.receive(60.0, w.send(msg, [np.array([-1.0, 2.0], np.float32)], background=True))
-        assert reply["status"] == "ok" and out[0].tolist() == [0.0, 2.0]
+        reply, out = w.receive(60.0, w.send(msg, arrays, background=True))
+        assert reply["status"] == "ok" and out[0].tolist() == [0.0, 0.5, 2.0]
         (thread,) = [t for t in threading.enumerate() if t.name == "irtrace-frames-torch" and t not in others]
         return thread
 

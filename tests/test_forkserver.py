@@ -25,8 +25,8 @@ def _warm():
         pytest.skip("workers are started per replay here (IRTRACE_COLD_WORKERS=1): none is forked")
 
 
-def _relu(w):
-    """One Relu forward asked of worker `w`: its output."""
+def relu_request():
+    """A Relu forward's request and its input (msg, arrays), as a replay sends them: its output is [0, 0.5, 2]."""
     node = helper.make_node("Relu", ["x"], ["y"], name="relu")
     model = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
                                                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
@@ -34,7 +34,12 @@ def _relu(w):
     (spec,) = node_specs(model)
     msg = {"kind": "run", "mode": "fwd", "spec": {**spec.to_json(), "out_dtypes": ["<f4"],
                                                    "proto": base64.b64encode(node.SerializeToString()).decode()}}
-    reply, out = w.call(msg, [np.array([-1.0, 0.5, 2.0], np.float32)], 60.0)
+    return msg, [np.array([-1.0, 0.5, 2.0], np.float32)]
+
+
+def _relu(w):
+    """One Relu forward asked of worker `w`: its output."""
+    reply, out = w.call(*relu_request(), 60.0)
     if reply["status"] != "ok":
         raise WorkerFailed(reply["status"], reply.get("message", ""))
     return out[0]

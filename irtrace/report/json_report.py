@@ -189,11 +189,11 @@ def split_timings(report):
     for n in report["nodes"]:
         rows = []
         for r in n["results"]:
-            row = r.copy()  # less two keys, the rest in their order (a comprehension over every key: twice the time)
-            t, ref_t = row.pop("time_s", None), row.pop("ref_time_s", None)
-            if t is not None or ref_t is not None:
+            row = r.copy()  # less the times, the rest in their order (a comprehension over every key: twice the time)
+            times = {k: row.pop(k, None) for k in _TIMES}
+            if any(t is not None for t in times.values()):
                 timings["results"].append({"node": n["name"], "backend": r["backend"], "mode": r["mode"],
-                                           "output": r["output"], "time_s": t, "ref_time_s": ref_t})
+                                           "output": r["output"], **times})
             rows.append(row)
         kept["nodes"].append({**n, "results": rows})
     kept["findings"] = [{**f, "worst": {k: v for k, v in f["worst"].items() if k not in _TIMES}}
