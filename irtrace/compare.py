@@ -413,7 +413,22 @@ def _judged(verdict, details, a, r, s, policy, full):
     return verdict, Metrics(s["max_abs"], rel, None, None, None, None, None, None, s["max_abs"], rel), details
 
 
-SAME_BITS_MAX = 4096  # elements: a result up to this size that is the reference's bits is MATCH at once (judge)
+SAME_BITS_MAX = 4096  # elements: up to this size a result's bytes are compared as bytes (_same_bits)
+
+
+def _same_bits(a, r):
+    """Whether `a` and `r` (arrays of one shape) hold the same bits: a small result's bytes compared as they
+    are; a larger one's elements as unsigned integers of their size, without a copy (a 400K-element float32
+    result: 0.18 ms, where judge's sweep takes 3.3; onnxruntime gives torch's bits in 248 of ResNet-50's 281
+    forward results). A large result that is not C-contiguous is not compared (the sweep judges it)."""
+    if a.dtype != r.dtype:
+        return False
+    if a.size <= SAME_BITS_MAX:
+        return a.tobytes() == r.tobytes()
+    size = a.dtype.itemsize
+    if size not in (1, 2, 4, 8) or not (a.flags.c_contiguous and r.flags.c_contiguous):
+        return False
+    return bool(np.array_equal(a.view(f"u{size}"), r.view(f"u{size}")))
 
 
 def judge(actual, ref, oracle=None, policy=Policy(), model=None, spread=None, full=True, shared=None):
@@ -430,9 +445,10 @@ def judge(actual, ref, oracle=None, policy=Policy(), model=None, spread=None, fu
     if a.dtype.kind in "biu" or r.dtype.kind in "biu" or a.dtype == np.bool_:
         m = metrics(a.astype(np.float64), r.astype(np.float64))
         return (MATCH if np.array_equal(a, r) else DIVERGENT), m, {}
-    if not full and a.dtype == r.dtype and a.size <= SAME_BITS_MAX and a.tobytes() == r.tobytes():
+    if not full and _same_bits(a, r):
         # the same bits (a selection, a move, an op both frameworks compute alike): what the sweep gives for
-        # them, without its twenty-odd numpy calls, 0.1 ms of a small result's (benchmarks/fixed_cost.py)
+        # them, without its twenty-odd numpy calls, 0.1 ms of a small result's (benchmarks/fixed_cost.py) and
+        # three passes in float64 over a large one's (benchmarks/polygraphy_compare.py)
         return MATCH, Metrics(0.0, 0.0, None, None, None, None, None, None, 0.0, 0.0), {}
     eps, tiny = eps_of(a.dtype, r.dtype), tiny_of(a.dtype, r.dtype)
     a, r = _floats(a), _floats(r)

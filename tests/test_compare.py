@@ -289,28 +289,37 @@ def test_a_passing_result_gets_max_abs_and_max_rel_by_hand():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
-def test_a_result_with_the_references_bits_is_judged_as_the_sweep_judges_it(monkeypatch, dtype):
-    """judge(full=False) takes a small result that is the reference's bits for MATCH without its sweep: the
-    same verdict, metrics and details the sweep gives (with it turned off), with NaN, infinities, -0.0 and a
-    subnormal among the elements, with and without an oracle; a result one bit away, or of another dtype,
-    is swept."""
+@pytest.mark.parametrize("repeat", [1, 1000])
+def test_a_result_with_the_references_bits_is_judged_as_the_sweep_judges_it(monkeypatch, dtype, repeat):
+    """judge(full=False) takes a result that is the reference's bits for MATCH without its sweep: the same
+    verdict, metrics and details the sweep gives (with the shortcut turned off), with NaN, infinities, -0.0 and a
+    subnormal among the elements, with and without an oracle, for a small result (its bytes compared) and a large
+    one (7000 elements: compared as unsigned integers); a result one bit away, or of another dtype, is swept, and
+    so is a large one that is not contiguous."""
     import ml_dtypes
     dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
-    x = np.array([1.5, -0.0, np.nan, np.inf, -np.inf, 3e-39 if dtype != "float16" else 3e-8, -2.25], np.float32) \
-        .astype(dt)
+    x = np.tile(np.array([1.5, -0.0, np.nan, np.inf, -np.inf, 3e-39 if dtype != "float16" else 3e-8, -2.25],
+                         np.float32), repeat).astype(dt)
+    assert (x.size > compare.SAME_BITS_MAX) == (repeat > 1)
     oracles = [None, np.array(x, np.float64) + 1e-9]
     swept = {}
-    for size in (compare.SAME_BITS_MAX, -1):  # the shortcut on, then off
-        monkeypatch.setattr(compare, "SAME_BITS_MAX", size)
-        swept[size] = [compare.judge(x, x.copy(), o, full=False) for o in oracles]
-    assert swept[compare.SAME_BITS_MAX] == swept[-1]
+    bits = compare._same_bits
+    for on in (True, False):
+        monkeypatch.setattr(compare, "_same_bits", bits if on else lambda a, r: False)
+        swept[on] = [compare.judge(x, x.copy(), o, full=False) for o in oracles]
+    assert swept[True] == swept[False]
     assert all(v == compare.MATCH and (m.max_abs, m.max_rel, m.min_atol, m.min_rtol) == (0.0,) * 4 and d == {}
-               for v, m, d in swept[-1])
-    monkeypatch.setattr(compare, "SAME_BITS_MAX", 4096)
+               for v, m, d in swept[False])
+    monkeypatch.setattr(compare, "_same_bits", bits)
+    assert bits(x, x.copy()) and not bits(x, x.astype(np.float64) if dtype != "float64" else x.astype(np.float32))
     apart = x.copy()
-    apart[0] = np.nextafter(np.float32(1.5), np.float32(2)).astype(dt) if dtype == "float32" else 1.75
+    apart[-1] = np.nextafter(np.float32(-2.25), np.float32(-3)).astype(dt) if dtype == "float32" else -2.5
+    assert not bits(apart, x)
     v, m, _ = compare.judge(apart, x, None, full=False)
     assert v != compare.MATCH or m.max_abs > 0
+    strided = np.repeat(x, 2)[::2]  # x's elements, not contiguous
+    assert not bits(strided, x) if repeat > 1 else bits(strided, x)
+    assert compare.judge(strided, x, oracles[1], full=False) == swept[True][1]
     v, m, _ = compare.judge(x.astype(np.float64) if dtype != "float64" else x.astype(np.float32), x, None, full=False)
     assert v == compare.MATCH  # another dtype with the same values: swept, and equal
 
