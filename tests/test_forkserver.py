@@ -140,6 +140,7 @@ def test_a_replays_reference_and_oracle_fork_from_one_server_that_ends_with_the_
 def test_a_first_replays_role_server_started_early_is_the_one_its_workers_fork_from(cold_workers):
     """`irtrace replay` of a bundle with no cache yet starts the roles' server before it loads the bundle
     (serve_roles_early: torch imports meanwhile); the replay's workers fork from that one, not from another."""
+    worker.release_forks()  # a role server an earlier test in this process left running would be the one used
     before = set(forkserver._SERVERS)
     worker.serve_roles_early()
     (key,) = set(forkserver._SERVERS) - before
