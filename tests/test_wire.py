@@ -74,28 +74,59 @@ def test_a_widened_pipe_holds_a_megabyte():
         assert fcntl.fcntl(w, getattr(fcntl, "F_GETPIPE_SZ", 1032)) == 1 << 20
 
 
-def test_a_value_sent_by_where_it_lies_is_read_from_the_file_into_memory_of_its_own(tmp_path):
+def test_a_value_sent_by_where_it_lies_is_viewed_in_the_file_mapped_copy_on_write(tmp_path):
     """A memory-mapped value (a bundle's value store) goes as its file and offset; the reader gets the same
-    dtype, shape and bytes in an array of its own, writable, the file unchanged; an offset past the file's end
-    is not a frame."""
+    dtype, shape and bytes as a view of the file mapped copy-on-write, writable, aligned, the file unchanged by a
+    write; an offset the dtype's alignment does not divide is read into an array of its own; an offset past the
+    file's end is not a frame."""
     path = tmp_path / "values.bin"
     data = np.arange(1000, dtype=np.float32)
     path.write_bytes(b"\0" * 12 + data.tobytes())  # the values start at an offset that is not 8-aligned
     mapped = np.memmap(path, dtype=np.uint8, mode="r").view(np.ndarray)
     sent = [mapped[12:12 + 400].view(np.float32).reshape(10, 10),
-            mapped[12 + 4 * 999:].view(np.float32), mapped[12:].view(ml_dtypes.bfloat16)[:6]]
+            mapped[12 + 4 * 999:].view(np.float32), mapped[12:].view(ml_dtypes.bfloat16)[:6],
+            mapped[13:13 + 8].view(np.float32)]  # 4 bytes into the value 0, 1 into the next: not aligned
     stream = io.BytesIO()
     wire.write(stream, {"kind": "run"}, sent, by_reference=True)
     assert stream.tell() < 1000  # the header alone: no value's bytes went through the stream
     stream.seek(0)
     _, got = wire.read(stream)
     _same(sent, got)
-    assert all(g.flags.writeable and g.flags.aligned and g.flags.owndata for g in got)
+    assert all(g.flags.writeable and g.flags.aligned for g in got)
+    assert [g.flags.owndata for g in got] == [False, False, False, True]  # views of the map; the unaligned one read
     got[0][0, 0] = -1.0
-    assert np.memmap(path, dtype=np.float32, mode="r", offset=12)[0] == 0.0
+    got[3][0] = -1.0
+    assert np.memmap(path, dtype=np.float32, mode="r", offset=12)[0] == 0.0  # this process's copy of the page only
     with pytest.raises(ValueError, match="ends before"):
         wire.read(io.BytesIO(_frame({"kind": "run", "arrays": [
             {"dtype": "<f4", "shape": [8], "file": str(path), "offset": path.stat().st_size - 8}]})))
+
+
+def test_a_file_replaced_or_changed_is_mapped_again_and_few_maps_are_kept(tmp_path):
+    """A value's file is asked its identity at every read: a file replaced at the same path (a bundle exported
+    again), or changed in place, gives its new bytes, and its old map is let go (an array still viewing it keeps
+    its bytes); at most MAPS_KEPT files stay mapped."""
+    path = tmp_path / "values.bin"
+
+    def value(path, n=4):
+        return wire._region({"dtype": "<f4", "shape": [n], "file": str(path), "offset": 8})
+    path.write_bytes(b"\0" * 8 + np.arange(4, dtype=np.float32).tobytes())
+    first = value(path)
+    assert first.tolist() == [0, 1, 2, 3]
+    other = tmp_path / "new.bin"
+    other.write_bytes(b"\0" * 8 + np.full(4, 7, np.float32).tobytes())
+    os.replace(other, path)  # another file at the same path
+    assert value(path).tolist() == [7, 7, 7, 7] and first.tolist() == [0, 1, 2, 3]
+    assert sum(k[0] == str(path) for k in wire._MAPS) == 1
+    with open(path, "r+b") as f:  # changed in place, one value longer
+        f.seek(8)
+        f.write(np.full(5, 9, np.float32).tobytes())
+    assert value(path, 5).tolist() == [9] * 5
+    for k in range(wire.MAPS_KEPT + 2):
+        p = tmp_path / f"{k}.bin"
+        p.write_bytes(b"\0" * 8 + np.full(4, k, np.float32).tobytes())
+        assert value(p).tolist() == [k] * 4
+    assert len(wire._MAPS) == wire.MAPS_KEPT and str(path) not in {k[0] for k in wire._MAPS}
 
 
 def _frame(msg):
