@@ -129,6 +129,23 @@ def test_a_file_replaced_or_changed_is_mapped_again_and_few_maps_are_kept(tmp_pa
     assert len(wire._MAPS) == wire.MAPS_KEPT and str(path) not in {k[0] for k in wire._MAPS}
 
 
+def test_release_mapped_lets_the_viewed_pages_go_once_a_megabyte_was_viewed(tmp_path, monkeypatch):
+    """A worker calls release_mapped after each request: below RELEASED bytes viewed it does nothing; past it, the
+    pages of every kept map leave resident memory, seen here as a page this process wrote in its own copy reading
+    the file's bytes again (madvise(MADV_DONTNEED) on a copy-on-write map), and the count starts over."""
+    path = tmp_path / "values.bin"
+    path.write_bytes(b"\0" * 8 + np.arange(1 << 18, dtype=np.float32).tobytes())  # 1 MB of values
+    monkeypatch.setattr(wire, "_viewed", 0)
+    small = wire._region({"dtype": "<f4", "shape": [4], "file": str(path), "offset": 8})
+    small[0] = -1.0
+    wire.release_mapped()
+    assert small[0] == -1.0 and wire._viewed == 16  # 16 bytes viewed: nothing let go
+    whole = wire._region({"dtype": "<f4", "shape": [1 << 18], "file": str(path), "offset": 8})
+    assert whole[0] == -1.0  # the same page of the same map
+    wire.release_mapped()
+    assert wire._viewed == 0 and small[0] == 0.0 and whole[0] == 0.0  # this process's copy let go: the file's again
+
+
 def _frame(msg):
     header = json.dumps(msg).encode()
     return len(header).to_bytes(8, "little") + header

@@ -115,6 +115,8 @@ def write(stream, msg, arrays=(), by_reference=False):
 MAPS_KEPT = 4        # files a process keeps mapped for values sent by where they lie (_mapped)
 _MAPS = {}           # (path, device, inode, size, modification time) -> the file's copy-on-write map, oldest first
 _MAPS_LOCK = threading.Lock()
+RELEASED = 1 << 20   # bytes of views handed out after which release_mapped lets their pages go
+_viewed = 0          # bytes of views handed out since the last release_mapped
 
 
 def _mapped(path):
@@ -150,8 +152,28 @@ def _region(s):
     if count and offset % dtype.alignment == 0:
         m = _mapped(s["file"])
         if m is not None and offset + count * dtype.itemsize <= len(m):
+            global _viewed
+            _viewed += count * dtype.itemsize
             return np.frombuffer(m, dtype, count, offset).reshape(shape)
     return _read_region(s)
+
+
+def release_mapped():
+    """Let the pages of the files mapped for values (_region) leave this process's resident memory once views of
+    RELEASED bytes or more were handed out since the last time: a worker calls it after each request it answered,
+    so its resident memory does not grow with the bundle it reads (a 26 GB bundle's, docs/scale.md). The file's
+    pages stay in the page cache; a page a request wrote in its own copy is let go too (its request is done)."""
+    global _viewed
+    if _viewed < RELEASED:
+        return
+    _viewed = 0
+    with _MAPS_LOCK:
+        maps = list(_MAPS.values())
+    for m in maps:
+        try:
+            m.madvise(mmap.MADV_DONTNEED)
+        except (AttributeError, OSError, ValueError):
+            pass  # a platform without madvise: the pages stay
 
 
 def _read_region(s):

@@ -43,10 +43,14 @@ def serve(name):
                 wire.write(stdout, {**reply, "id": call.get("id")}, out)
                 if reply.get("ends"):
                     return  # the batch's other calls, owed by a process that ended, are sent again alone
+            del arrays
+            wire.release_mapped()  # the inputs viewed in the bundle's file leave resident memory
             continue
         reply, out = answer(adapter, kind, msg, arrays)
         reply = ending(adapter, reply)
         wire.write(stdout, {**reply, "id": msg.get("id")}, out)  # the host matches replies to requests by id
+        del arrays, out
+        wire.release_mapped()
         if reply.get("ends"):
             return  # the next call starts another process
 

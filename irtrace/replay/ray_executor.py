@@ -109,6 +109,8 @@ class RayWorker:
             why = self._ready(backend)
             answer = failed(WorkerFailed(wire.Status.ERROR, why)) if why else \
                 self.executor.run(backend, _Frame(msg, arrays))
+        del arrays
+        wire.release_mapped()  # the inputs viewed in the bundle's file leave this process's resident memory
         return wire.split({**answer.reply, "status": answer.status.value}, answer.arrays())
 
     def hello(self, backend):
