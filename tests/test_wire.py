@@ -74,11 +74,15 @@ def test_a_widened_pipe_holds_a_megabyte():
         assert fcntl.fcntl(w, getattr(fcntl, "F_GETPIPE_SZ", 1032)) == 1 << 20
 
 
-def test_a_value_sent_by_where_it_lies_is_viewed_in_the_file_mapped_copy_on_write(tmp_path):
+@pytest.mark.parametrize("mapped_min", [0, None])
+def test_a_value_sent_by_where_it_lies_is_viewed_in_the_file_mapped_copy_on_write(tmp_path, monkeypatch, mapped_min):
     """A memory-mapped value (a bundle's value store) goes as its file and offset; the reader gets the same
-    dtype, shape and bytes as a view of the file mapped copy-on-write, writable, aligned, the file unchanged by a
-    write; an offset the dtype's alignment does not divide is read into an array of its own; an offset past the
-    file's end is not a frame."""
+    dtype, shape and bytes, writable, aligned, the file unchanged by a write: a value of MAPPED_MIN bytes or more
+    as a view of the file mapped copy-on-write (here every one, MAPPED_MIN 0), a smaller one (MAPPED_MIN as it is)
+    and one at an offset the dtype's alignment does not divide in an array of its own; an offset past the file's
+    end is not a frame."""
+    if mapped_min is not None:
+        monkeypatch.setattr(wire, "MAPPED_MIN", mapped_min)
     path = tmp_path / "values.bin"
     data = np.arange(1000, dtype=np.float32)
     path.write_bytes(b"\0" * 12 + data.tobytes())  # the values start at an offset that is not 8-aligned
@@ -93,7 +97,8 @@ def test_a_value_sent_by_where_it_lies_is_viewed_in_the_file_mapped_copy_on_writ
     _, got = wire.read(stream)
     _same(sent, got)
     assert all(g.flags.writeable and g.flags.aligned for g in got)
-    assert [g.flags.owndata for g in got] == [False, False, False, True]  # views of the map; the unaligned one read
+    # views of the map; the unaligned one read (and all of them, below MAPPED_MIN)
+    assert [g.flags.owndata for g in got] == ([False, False, False, True] if mapped_min == 0 else [True] * 4)
     got[0][0, 0] = -1.0
     got[3][0] = -1.0
     assert np.memmap(path, dtype=np.float32, mode="r", offset=12)[0] == 0.0  # this process's copy of the page only
@@ -102,10 +107,11 @@ def test_a_value_sent_by_where_it_lies_is_viewed_in_the_file_mapped_copy_on_writ
             {"dtype": "<f4", "shape": [8], "file": str(path), "offset": path.stat().st_size - 8}]})))
 
 
-def test_a_file_replaced_or_changed_is_mapped_again_and_few_maps_are_kept(tmp_path):
+def test_a_file_replaced_or_changed_is_mapped_again_and_few_maps_are_kept(tmp_path, monkeypatch):
     """A value's file is asked its identity at every read: a file replaced at the same path (a bundle exported
     again), or changed in place, gives its new bytes, and its old map is let go (an array still viewing it keeps
     its bytes); at most MAPS_KEPT files stay mapped."""
+    monkeypatch.setattr(wire, "MAPPED_MIN", 0)  # these values are small
     path = tmp_path / "values.bin"
 
     def value(path, n=4):
@@ -129,21 +135,30 @@ def test_a_file_replaced_or_changed_is_mapped_again_and_few_maps_are_kept(tmp_pa
     assert len(wire._MAPS) == wire.MAPS_KEPT and str(path) not in {k[0] for k in wire._MAPS}
 
 
-def test_release_mapped_lets_the_viewed_pages_go_once_a_megabyte_was_viewed(tmp_path, monkeypatch):
+def test_release_mapped_lets_the_viewed_pages_go_once_enough_was_viewed(tmp_path, monkeypatch):
     """A worker calls release_mapped after each request: below RELEASED bytes viewed it does nothing; past it, the
-    pages of every kept map leave resident memory, seen here as a page this process wrote in its own copy reading
-    the file's bytes again (madvise(MADV_DONTNEED) on a copy-on-write map), and the count starts over."""
+    pages of the ranges viewed leave resident memory, seen here as a page this process wrote in its own copy
+    reading the file's bytes again (madvise(MADV_DONTNEED) on a copy-on-write map), and the count starts over;
+    a page of the map no view covered keeps what this process wrote in it."""
+    monkeypatch.setattr(wire, "RELEASED", 1 << 20)
+    monkeypatch.setattr(wire, "MAPPED_MIN", 0)
+    monkeypatch.setattr(wire, "_viewed", [])
     path = tmp_path / "values.bin"
-    path.write_bytes(b"\0" * 8 + np.arange(1 << 18, dtype=np.float32).tobytes())  # 1 MB of values
-    monkeypatch.setattr(wire, "_viewed", 0)
-    small = wire._region({"dtype": "<f4", "shape": [4], "file": str(path), "offset": 8})
-    small[0] = -1.0
+    n = 1 << 18  # 1 MB of values, then a page of others
+    path.write_bytes(b"\0" * 8 + np.arange(n + 2048, dtype=np.float32).tobytes())
+
+    def value(offset, count):
+        return wire._region({"dtype": "<f4", "shape": [count], "file": str(path), "offset": 8 + 4 * offset})
+    small, apart = value(0, 4), value(n + 1024, 4)  # apart: its own page, past the large value's
+    small[0] = apart[0] = -1.0
     wire.release_mapped()
-    assert small[0] == -1.0 and wire._viewed == 16  # 16 bytes viewed: nothing let go
-    whole = wire._region({"dtype": "<f4", "shape": [1 << 18], "file": str(path), "offset": 8})
+    assert small[0] == -1.0 and sum(b for _, _, b in wire._viewed) == 32  # 32 bytes viewed: nothing let go
+    wire._viewed.remove(wire._viewed[-1])  # apart's range: not viewed, as far as release_mapped knows
+    whole = value(0, n)
     assert whole[0] == -1.0  # the same page of the same map
     wire.release_mapped()
-    assert wire._viewed == 0 and small[0] == 0.0 and whole[0] == 0.0  # this process's copy let go: the file's again
+    assert wire._viewed == [] and small[0] == 0.0 and whole[0] == 0.0  # this process's copy let go: the file's again
+    assert apart[0] == -1.0
 
 
 def _frame(msg):
