@@ -119,6 +119,7 @@ _MAPS_LOCK = threading.Lock()
 MAPPED_MIN = 64 << 10  # bytes: a smaller value is read by pread (_read_region), a larger one viewed in a kept map
 RELEASED = 16 << 20  # bytes of views handed out after which release_mapped lets their pages go
 _viewed = []         # (map, offset, bytes) of the views handed out since the last release_mapped
+_viewed_bytes = 0    # their bytes
 
 
 def _mapped(path):
@@ -148,14 +149,17 @@ def _region(s):
     reads it; writable, and a write changes this process's copy of the page, never the file. A cached
     onnxruntime forward replay of ResNet-50 reads 306 MB of inputs: read into arrays of its own by pread, the
     worker spent 222 ms in it, the critical path once the host was faster. A smaller value, one at an offset the
-    dtype's alignment does not divide, or one past the file's end is read by pread (_read_region): a 1 kB
-    value's view cost 9.6 us with the file's identity asked, against 5.3 (benchmarks/wire.py)."""
+    dtype's alignment does not divide, or one past the file's end is read by pread (_read_region): a 1 kB value
+    costs about the same either way (5.2-5.8 us viewed, with its file's identity asked, against 6.1-6.3 read,
+    each with a sum of it), and each view is a range release_mapped lets go by a system call of its own."""
     dtype, shape, offset = dtype_of(s["dtype"]), tuple(s["shape"]), int(s["offset"])
     nbytes = math.prod(shape) * dtype.itemsize  # a shape's ints from JSON: math.prod, 0.1 us (np.prod 3.5)
     if nbytes >= MAPPED_MIN and offset % dtype.alignment == 0:
         m = _mapped(s["file"])
         if m is not None and offset + nbytes <= len(m):
+            global _viewed_bytes
             _viewed.append((m, offset, nbytes))
+            _viewed_bytes += nbytes
             return np.frombuffer(m, dtype, nbytes // dtype.itemsize, offset).reshape(shape)
     return _read_region(s)
 
@@ -166,10 +170,12 @@ def release_mapped():
     grow with the bundle it reads (a 26 GB bundle's, docs/scale.md). Only the ranges viewed are let go (madvise
     of a whole map walks all of it). The file's pages stay in the page cache; a page a request wrote in its own
     copy is let go too (its request is done)."""
-    if sum(n for _, _, n in _viewed) < RELEASED:
+    global _viewed_bytes
+    if _viewed_bytes < RELEASED:
         return
     viewed = _viewed[:]
     del _viewed[:len(viewed)]
+    _viewed_bytes = sum(n for _, _, n in _viewed)  # views another thread handed out meanwhile
     for m, offset, nbytes in viewed:
         start = offset - offset % mmap.PAGESIZE
         try:
