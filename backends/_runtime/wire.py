@@ -125,7 +125,9 @@ _viewed_bytes = 0    # their bytes
 def _mapped(path):
     """The whole file at `path` mapped copy-on-write (mmap.ACCESS_COPY), kept while it is one of the last MAPS_KEPT
     files read this way; None for an empty file. Its identity is asked at every call: a file replaced or changed
-    since is mapped again, and its old map let go (an array still viewing it keeps it alive)."""
+    since is mapped again, and its old map let go (an array still viewing it keeps it alive). A worker that one
+    process keeps warm between its replays (worker.keep_warm) holds its last files mapped until it ends: a bundle
+    removed meanwhile keeps its disk space until then."""
     st = os.stat(path)
     key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     with _MAPS_LOCK:
