@@ -77,7 +77,9 @@ def regions():
     """Thread CPU per read (and one pass over the value) of values sent by where they lie: mapped and copied out,
     read by pread, and as wire._region reads them now."""
     print("values read from the host's file by where they lie, then summed (thread CPU per read, best of 3 each):")
-    ways = (("mapped", mapped_before), ("pread", wire._read_region), ("now", wire._region))
+    def pread(s):
+        return wire._read_region(s["file"], wire.dtype_of(s["dtype"]), tuple(s["shape"]), int(s["offset"]))
+    ways = (("mapped", mapped_before), ("pread", pread), ("now", wire._region))
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "values.bin")
         sizes = {"1 kB x 2000": (1 << 10, 2000), "256 kB x 200": (256 << 10, 200), "16 MB x 16": (16 << 20, 16)}

@@ -4,8 +4,8 @@ A frame is: 8-byte little-endian length of a JSON header, the header, then the r
 bytes of each array it lists ({"dtype", "shape", "nbytes"} or null for None), in order.
 An array that is a view of a file mapped into memory (a bundle's value store, a cache entry) is sent
 by the host as where it lies ({"dtype", "shape", "file", "offset"}; write(..., by_reference=True)):
-the worker views the same bytes in the file, mapped copy-on-write (its page cache), instead of receiving a
-copy through the pipe.
+the worker views the same bytes in the file, mapped copy-on-write (its page cache), or reads a small value
+from it by pread (_region), instead of receiving a copy through the pipe.
 """
 import json
 import math
@@ -119,7 +119,6 @@ _MAPS_LOCK = threading.Lock()
 MAPPED_MIN = 64 << 10  # bytes: a smaller value is read by pread (_read_region), a larger one viewed in a kept map
 RELEASED = 16 << 20  # bytes of views handed out after which release_mapped lets their pages go
 _viewed = []         # (map, offset, bytes) of the views handed out since the last release_mapped
-_viewed_bytes = 0    # their bytes
 
 
 def _mapped(path):
@@ -159,11 +158,9 @@ def _region(s):
     if nbytes >= MAPPED_MIN and offset % dtype.alignment == 0:
         m = _mapped(s["file"])
         if m is not None and offset + nbytes <= len(m):
-            global _viewed_bytes
             _viewed.append((m, offset, nbytes))
-            _viewed_bytes += nbytes
             return np.frombuffer(m, dtype, nbytes // dtype.itemsize, offset).reshape(shape)
-    return _read_region(s)
+    return _read_region(s["file"], dtype, shape, offset)
 
 
 def release_mapped():
@@ -172,12 +169,10 @@ def release_mapped():
     grow with the bundle it reads (a 26 GB bundle's, docs/scale.md). Only the ranges viewed are let go (madvise
     of a whole map walks all of it). The file's pages stay in the page cache; a page a request wrote in its own
     copy is let go too (its request is done)."""
-    global _viewed_bytes
-    if _viewed_bytes < RELEASED:
+    viewed = _viewed[:]  # a view of 64 KB or more each: a few hundred at most between two releases
+    if sum(n for _, _, n in viewed) < RELEASED:
         return
-    viewed = _viewed[:]
-    del _viewed[:len(viewed)]
-    _viewed_bytes = sum(n for _, _, n in _viewed)  # views another thread handed out meanwhile
+    del _viewed[:len(viewed)]  # not those another thread handed out meanwhile
     for m, offset, nbytes in viewed:
         start = offset - offset % mmap.PAGESIZE
         try:
@@ -186,20 +181,20 @@ def release_mapped():
             pass  # a platform without madvise, or a map let go meanwhile: the pages stay
 
 
-def _read_region(s):
-    """A value read from its file by where it lies into numpy's own memory (an aligned, writable array of the
+def _read_region(path, dtype, shape, offset):
+    """A value (`dtype`, `shape`) read from the file at `path` at byte `offset` into numpy's own memory (an aligned, writable array of the
     worker's own, as through the pipe): one pread from the page cache. Not by a map made for the value: a map
     made and let go for each array cost a 1 kB value's read 18 us (2.6 us this way) and a 256 kB one's twice the
     time; a 16 MB one's is the same (benchmarks/wire.py)."""
-    a = np.empty(tuple(s["shape"]), dtype_of(s["dtype"]))
-    view, offset = a.reshape(-1).view(np.uint8), int(s["offset"])
-    fd = os.open(s["file"], os.O_RDONLY)
+    a = np.empty(shape, dtype)
+    view = a.reshape(-1).view(np.uint8)
+    fd = os.open(path, os.O_RDONLY)
     try:
         got = 0
         while got < view.nbytes:
             n = os.preadv(fd, [view[got:]], offset + got)
             if n <= 0:
-                raise ValueError(f"not a frame: {s['file']} ends before the {view.nbytes} bytes at offset {offset}")
+                raise ValueError(f"not a frame: {path} ends before the {view.nbytes} bytes at offset {offset}")
             got += n
     finally:
         os.close(fd)

@@ -110,7 +110,9 @@ class RayWorker:
             answer = failed(WorkerFailed(wire.Status.ERROR, why)) if why else \
                 self.executor.run(backend, _Frame(msg, arrays))
         del arrays
-        wire.release_mapped()  # the inputs viewed in the bundle's file leave this process's resident memory
+        # the inputs viewed in the bundle's file leave this process's resident memory; another thread's request still
+        # running reads its pages again from the file (nothing here writes into its inputs: they go to a worker)
+        wire.release_mapped()
         return wire.split({**answer.reply, "status": answer.status.value}, answer.arrays())
 
     def hello(self, backend):
