@@ -135,31 +135,32 @@ def test_a_file_replaced_or_changed_is_mapped_again_and_few_maps_are_kept(tmp_pa
     assert len(wire._MAPS) == wire.MAPS_KEPT and str(path) not in {k[0] for k in wire._MAPS}
 
 
-def test_release_mapped_lets_the_viewed_pages_go_once_enough_was_viewed(tmp_path, monkeypatch):
-    """A worker calls release_mapped after each request: below RELEASED bytes viewed it does nothing; past it, the
-    pages of the ranges viewed leave resident memory, seen here as a page this process wrote in its own copy
-    reading the file's bytes again (madvise(MADV_DONTNEED) on a copy-on-write map), and the count starts over;
-    a page of the map no view covered keeps what this process wrote in it."""
-    monkeypatch.setattr(wire, "RELEASED", 1 << 20)
+def test_a_write_into_a_viewed_input_is_gone_once_its_call_is_answered(tmp_path, monkeypatch):
+    """A worker calls release_mapped after each call it answered (with the call's inputs, in a batch): the pages of
+    the ranges those views cover are let go (madvise(MADV_DONTNEED) on a copy-on-write map), so what the call wrote
+    into an input in this process's copy of a page (an op computed in place) reads as the file's bytes again, in
+    that view and in any later one of the range, another call's input; a page only another view covers keeps its
+    write until release_mapped() lets every view go. Where madvise cannot drop a written page (not Linux), no
+    value is viewed: each is read into an array of its own."""
     monkeypatch.setattr(wire, "MAPPED_MIN", 0)
-    monkeypatch.setattr(wire, "_viewed", [])
+    monkeypatch.setattr(wire, "_viewed", {})
     path = tmp_path / "values.bin"
     n = 1 << 18  # 1 MB of values, then a page of others
     path.write_bytes(b"\0" * 8 + np.arange(n + 2048, dtype=np.float32).tobytes())
 
     def value(offset, count):
         return wire._region({"dtype": "<f4", "shape": [count], "file": str(path), "offset": 8 + 4 * offset})
-    small, apart = value(0, 4), value(n + 1024, 4)  # apart: its own page, past the large value's
-    small[0] = apart[0] = -1.0
+    whole, apart = value(0, n), value(n + 1024, 4)  # apart: its own page, past the large value's
+    whole[0] = apart[0] = -1.0
+    assert value(0, 4)[0] == -1.0  # the same page of the same map: what a later call would read, unreleased
+    wire.release_mapped([whole])
+    assert whole[0] == 0.0 and value(0, 4)[0] == 0.0  # this process's copy let go: the file's again
+    assert apart[0] == -1.0  # another call's input, not let go yet
     wire.release_mapped()
-    assert small[0] == -1.0 and sum(b for _, _, b in wire._viewed) == 32  # 32 bytes viewed: nothing let go
-    wire._viewed.remove(wire._viewed[-1])  # apart's range: not viewed, as far as release_mapped knows
-    whole = value(0, n)
-    assert whole[0] == -1.0  # the same page of the same map
-    wire.release_mapped()
-    assert wire._viewed == []
-    assert small[0] == 0.0 and whole[0] == 0.0  # this process's copy let go: the file's again
-    assert apart[0] == -1.0
+    assert apart[0] == n + 1024 and wire._viewed == {}
+    monkeypatch.setattr(wire, "_DROPS_COPIES", False)
+    read = value(0, 4)
+    assert read.flags.owndata and read.tolist() == [0, 1, 2, 3] and wire._viewed == {}
 
 
 def _frame(msg):

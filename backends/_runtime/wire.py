@@ -12,6 +12,7 @@ import math
 import mmap
 import os
 import struct
+import sys
 import threading
 from enum import Enum
 
@@ -117,8 +118,11 @@ MAPS_KEPT = 4        # files a process keeps mapped for values sent by where the
 _MAPS = {}           # (path, device, inode, size, modification time) -> the file's copy-on-write map, oldest first
 _MAPS_LOCK = threading.Lock()
 MAPPED_MIN = 64 << 10  # bytes: a smaller value is read by pread (_read_region), a larger one viewed in a kept map
-RELEASED = 16 << 20  # bytes of views handed out after which release_mapped lets their pages go
-_viewed = []         # (map, offset, bytes) of the views handed out since the last release_mapped
+_viewed = {}         # id of a view handed out and not let go since -> [(map, offset, bytes)] (release_mapped)
+_VIEWED_LOCK = threading.Lock()
+# Linux's madvise(MADV_DONTNEED) drops a copy-on-write map's written pages (release_mapped); elsewhere it may only
+# advise, and every value is read (_read_region)
+_DROPS_COPIES = sys.platform.startswith("linux") and hasattr(mmap, "MADV_DONTNEED")
 
 
 def _mapped(path):
@@ -147,7 +151,8 @@ def _mapped(path):
 def _region(s):
     """The host's memory-mapped value a frame names by where it lies. One of MAPPED_MIN bytes or more is a view
     of the same file mapped here copy-on-write and kept (_mapped), no byte copied or read until the framework
-    reads it; writable, and a write changes this process's copy of the page, never the file. A cached
+    reads it; writable, and a write changes this process's copy of the page, never the file, nor a later call's
+    input (release_mapped). A cached
     onnxruntime forward replay of ResNet-50 reads 306 MB of inputs: read into arrays of its own by pread, the
     worker spent 222 ms in it, the critical path once the host was faster. A smaller value, one at an offset the
     dtype's alignment does not divide, or one past the file's end is read by pread (_read_region): a 1 kB value
@@ -155,30 +160,40 @@ def _region(s):
     each with a sum of it), and each view is a range release_mapped lets go by a system call of its own."""
     dtype, shape, offset = dtype_of(s["dtype"]), tuple(s["shape"]), int(s["offset"])
     nbytes = math.prod(shape) * dtype.itemsize  # a shape's ints from JSON: math.prod, 0.1 us (np.prod 3.5)
-    if nbytes >= MAPPED_MIN and offset % dtype.alignment == 0:
+    if nbytes >= MAPPED_MIN and offset % dtype.alignment == 0 and _DROPS_COPIES:
         m = _mapped(s["file"])
         if m is not None and offset + nbytes <= len(m):
-            _viewed.append((m, offset, nbytes))
-            return np.frombuffer(m, dtype, nbytes // dtype.itemsize, offset).reshape(shape)
+            view = np.frombuffer(m, dtype, nbytes // dtype.itemsize, offset).reshape(shape)
+            with _VIEWED_LOCK:  # a list: the id of a view gone may be a later one's
+                _viewed.setdefault(id(view), []).append((m, offset, nbytes))
+            return view
     return _read_region(s["file"], dtype, shape, offset)
 
 
-def release_mapped():
-    """Let the pages of the views handed out (_region) leave this process's resident memory once they add up to
-    RELEASED bytes or more: a worker calls it after each request it answered, so its resident memory does not
-    grow with the bundle it reads (a 26 GB bundle's, docs/scale.md). Only the ranges viewed are let go (madvise
-    of a whole map walks all of it). The file's pages stay in the page cache; a page a request wrote in its own
-    copy is let go too (its request is done)."""
-    viewed = _viewed[:]  # a view of 64 KB or more each: a few hundred at most between two releases
-    if sum(n for _, _, n in viewed) < RELEASED:
-        return
-    del _viewed[:len(viewed)]  # not those another thread handed out meanwhile
-    for m, offset, nbytes in viewed:
+def release_mapped(arrays=None):
+    """Let go the pages of the views handed out (_region): those of `arrays` (the inputs of one call of a batch), or
+    all of them. A worker calls it after each call it answered. The map is copy-on-write: a call that writes into an
+    input (an op computed in place, a user's port whose training step updates a buffer it was given) changes this
+    process's copy of the page, which every later view of the range in this process would read, another node's
+    input as the call left it. madvise(MADV_DONTNEED) drops that copy: each call reads its inputs as the file holds
+    them, as it did when each was read into an array of its own. It also keeps the worker's resident memory from
+    growing with the bundle it reads (a 26 GB bundle's, docs/scale.md); the file's pages stay in the page cache.
+    One system call per view (64 KB or more each), as many as when the pages were let go 16 MB at a time (the
+    views a later call makes of the same range fault its pages in again: benchmarks/polygraphy_compare.py)."""
+    with _VIEWED_LOCK:
+        if arrays is None:
+            ranges = [r for held in _viewed.values() for r in held]
+            _viewed.clear()
+        else:
+            ranges = [r for a in arrays if a is not None for r in _viewed.pop(id(a), ())]
+    for m, offset, nbytes in ranges:
         start = offset - offset % mmap.PAGESIZE
         try:
             m.madvise(mmap.MADV_DONTNEED, start, min(offset + nbytes, len(m)) - start)
-        except (AttributeError, OSError, ValueError):
-            pass  # a platform without madvise, or a map let go meanwhile: the pages stay
+        except (OSError, ValueError):  # a map closed meanwhile, or one madvise refuses: no later view reads it
+            with _MAPS_LOCK:
+                for key in [k for k, kept in _MAPS.items() if kept is m]:
+                    del _MAPS[key]
 
 
 def _read_region(path, dtype, shape, offset):

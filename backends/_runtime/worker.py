@@ -44,7 +44,7 @@ def serve(name):
                 if reply.get("ends"):
                     return  # the batch's other calls, owed by a process that ended, are sent again alone
             del arrays
-            wire.release_mapped()  # the inputs viewed in the bundle's file leave resident memory
+            wire.release_mapped()  # the inputs viewed in the bundle's file: the file's bytes again, for the next request
             continue
         reply, out = answer(adapter, kind, msg, arrays)
         reply = ending(adapter, reply)
@@ -162,6 +162,8 @@ def batch(adapter, msg, arrays):
             yield {"status": wire.Status.OK, "time_s": seconds}, list(results)
         else:
             yield handle(adapter, call, part)
+            # its reply written (serve asks for the next): whatever it wrote into its inputs is not the next call's
+            wire.release_mapped(part)
 
 
 def alternatives(adapter, msg):
