@@ -91,6 +91,30 @@ KNOWN = {('batchnorm_eval', 'vjp2', 'd2g:*'): ('ERROR',
  ('gatherelements_smaller_indices', 'vjp2', 'd2x:*'): ('ERROR',
                                                        'Exception: The gradient function for op dim_scatter_add_like '
                                                        'is not found. Please check whether it h'),
+ ('gathernd_batch1', 'vjp2', 'd2g:*'): ('ERROR',
+                                        'Exception: The gradient function for op scatter_nd_like is not found. Please '
+                                        'check whether it has be'),
+ ('gathernd_batch1', 'vjp2', 'd2x:*'): ('ERROR',
+                                        'Exception: The gradient function for op scatter_nd_like is not found. Please '
+                                        'check whether it has be'),
+ ('gathernd_negative', 'vjp2', 'd2g:*'): ('ERROR',
+                                          'Exception: The gradient function for op scatter_nd_like is not found. '
+                                          'Please check whether it has be'),
+ ('gathernd_negative', 'vjp2', 'd2x:*'): ('ERROR',
+                                          'Exception: The gradient function for op scatter_nd_like is not found. '
+                                          'Please check whether it has be'),
+ ('gathernd_pairs', 'vjp2', 'd2g:*'): ('ERROR',
+                                       'Exception: The gradient function for op scatter_nd_like is not found. Please '
+                                       'check whether it has be'),
+ ('gathernd_pairs', 'vjp2', 'd2x:*'): ('ERROR',
+                                       'Exception: The gradient function for op scatter_nd_like is not found. Please '
+                                       'check whether it has be'),
+ ('gathernd_rows', 'vjp2', 'd2g:*'): ('ERROR',
+                                      'Exception: The gradient function for op scatter_nd_like is not found. Please '
+                                      'check whether it has be'),
+ ('gathernd_rows', 'vjp2', 'd2x:*'): ('ERROR',
+                                      'Exception: The gradient function for op scatter_nd_like is not found. Please '
+                                      'check whether it has be'),
  ('gelu_tanh', 'vjp2', 'd2g:*'): ('ERROR',
                                   'Exception: The gradient function for op fast_gelu_grad is not found. Please check '
                                   'whether it has bee'),

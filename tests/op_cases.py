@@ -158,6 +158,15 @@ CASES = [
     # attention), more positions than np.choose takes, negative pads, negative axes, cubic sampling
     C("gatherelements_smaller_indices", "GatherElements", X(2, 3, 5), ("idx", (2, 2, 3), 5), axis=-1),
     C("gatherelements_long_axis", "GatherElements", X(2, 70), ("idx", (2, 9), 70), axis=1),
+    # advanced indexing and index assignment as torch.onnx emits them (attention-bias tables, Swin's relative
+    # position index and shifted-window mask): ONNX GatherND / ScatterND, negative indices among them
+    C("gathernd_pairs", "GatherND", X(3, 4, 5), ("idx", (2, 3, 2), 3)),
+    C("gathernd_rows", "GatherND", X(6, 4), ("idx", (3, 1), 6)),
+    C("gathernd_batch1", "GatherND", X(2, 3, 4), ("idx", (2, 5, 1), 3), batch_dims=1),
+    C("gathernd_negative", "GatherND", X(4, 3), INT((-1,), (0,), (-3,))),
+    C("scatternd", "ScatterND", X(5, 3), INT((0,), (3,), (-1,)), X(3, 3)),
+    C("scatternd_pairs", "ScatterND", X(3, 4, 2), INT((0, 1), (2, 3)), X(2, 2)),
+    C("scatternd_add", "ScatterND", X(4, 3), INT((1,), (1,), (2,)), X(3, 3), reduction="add"),
     C("pad_negative_crop", "Pad", X(2, 5, 4), INT(0, -1, 1, 0, 2, -2), ("fixed", (0.5,)), mode="constant"),
     C("cumsum_exclusive_reverse", "CumSum", X(3, 4), INT(-1), exclusive=1, reverse=1),
     C("resize_negative_axes", "Resize", X(1, 2, 3, 4), ("none",), ("none",), INT(5, 7), mode="linear",
@@ -293,7 +302,8 @@ OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_n
 OPTIONAL = {"gridsample_linear", "gridsample_cubic_border", "atan", "asin", "acos", "sinh", "cosh", "asinh",
             "acosh", "atanh", "mish", "celu", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
             "bitshift_left", "det", "eyelike", "nonzero", "unique", "nll_loss", "softmax_cross_entropy", "col2im",
-            "dft", "stft", "hannwindow", "lstm", "gru", "rnn"}
+            "dft", "stft", "hannwindow", "lstm", "gru", "rnn", "gathernd_pairs", "gathernd_rows",
+            "gathernd_batch1", "gathernd_negative", "scatternd", "scatternd_pairs", "scatternd_add"}
 
 
 def claimed(backend):

@@ -33,6 +33,7 @@ def test_op_cases_clean_on_the_host_backends(cases_replay):
     judged = {(name, r.backend, r.mode) for name, r in rows if r.verdict in (compare.MATCH, compare.NOISE)}
     assert {c.id for c in op_cases.CASES} == {name for name, b, m in judged if b == "torch" and m == "fwd"}
     for case in ("gatherelements_smaller_indices", "gatherelements_long_axis", "pad_negative_crop",
-                 "gridsample_cubic_border", "lstm", "gru", "atan", "nll_loss", "col2im", "det"):
+                 "gridsample_cubic_border", "lstm", "gru", "atan", "nll_loss", "col2im", "det", "gathernd_batch1",
+                 "gathernd_negative", "scatternd", "scatternd_add"):
         assert {(case, "torch", m) for m in ("fwd", "vjp", "vjp2")} <= judged, case
         assert (case, "onnxruntime", "fwd") in judged, case

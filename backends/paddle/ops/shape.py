@@ -190,3 +190,37 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
     if ctm == "asymmetric" and mode == "linear":
         return functional.interpolate(x, mode=paddle_mode, align_corners=False, align_mode=1, **kw)
     raise Unsupported(f"Paddle's interpolate has no {mode}/{ctm}")
+
+
+def _nd_indices(x, indices, batch_dims):
+    """ONNX GatherND/ScatterND indices (..., k) into x's dims batch_dims..batch_dims+k-1, negative ones wrapped
+    (paddle.gather_nd and scatter_nd_add take none)."""
+    sizes = paddle.to_tensor(list(x.shape[batch_dims:batch_dims + indices.shape[-1]]), dtype=indices.dtype)
+    return paddle.where(indices < 0, indices + sizes, indices)
+
+
+@OPS.register("GatherND", since=13)
+def gather_nd(x, indices, *, batch_dims=0):
+    idx = _nd_indices(x, indices, batch_dims)
+    if not batch_dims:
+        return paddle.gather_nd(x, idx)
+    # paddle.gather_nd has no batch dims: the batch dims folded into one, each index led by its batch's position
+    lead = list(x.shape[:batch_dims])
+    n = int(np.prod(lead))
+    xf = paddle.reshape(x, [n] + list(x.shape[batch_dims:]))
+    idf = paddle.reshape(idx, [n] + list(idx.shape[batch_dims:]))
+    at = paddle.arange(n, dtype=idf.dtype).reshape([n] + [1] * (idf.ndim - 1))
+    out = paddle.gather_nd(xf, paddle.concat([paddle.expand(at, list(idf.shape[:-1]) + [1]), idf], axis=-1))
+    return paddle.reshape(out, lead + list(out.shape[1:]))
+
+
+@OPS.register("ScatterND", since=18)
+def scatter_nd(x, indices, updates, *, reduction="none"):
+    idx = _nd_indices(x, indices, 0)
+    if reduction == "add":
+        return paddle.scatter_nd_add(x, idx, updates)
+    if reduction != "none":
+        raise Unsupported(f"ScatterND reduction={reduction!r}")
+    # x where no index points, the update where one does (ONNX's indices are distinct): scatter_nd_add into zeros
+    hit = paddle.scatter_nd_add(paddle.zeros_like(x), idx, paddle.ones_like(updates))
+    return paddle.where(hit > 0, paddle.scatter_nd_add(paddle.zeros_like(x), idx, updates), x)

@@ -206,3 +206,26 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
                           "weights within ~1e-4): no exact cubic Resize")
     raise Unsupported(f"tf.image.resize has no {mode} Resize with {ct}"
                       + (f"/{nearest_mode}" if mode == "nearest" else "") + (" antialias" if aa else ""))
+
+
+def _nd_indices(x, indices, batch_dims):
+    """ONNX GatherND/ScatterND indices (..., k) into x's dims batch_dims..batch_dims+k-1, negative ones wrapped
+    (tf.gather_nd and the tensor_scatter_nd ops take none)."""
+    sizes = tf.constant(list(x.shape[batch_dims:batch_dims + indices.shape[-1]]), indices.dtype)
+    return tf.where(indices < 0, indices + sizes, indices)
+
+
+@OPS.register("GatherND", since=13)
+def gather_nd(x, indices, *, batch_dims=0):
+    return tf.gather_nd(x, _nd_indices(x, indices, batch_dims), batch_dims=batch_dims)
+
+
+_SCATTER_ND = {"none": tf.tensor_scatter_nd_update, "add": tf.tensor_scatter_nd_add,
+               "max": tf.tensor_scatter_nd_max, "min": tf.tensor_scatter_nd_min}
+
+
+@OPS.register("ScatterND", since=18)
+def scatter_nd(x, indices, updates, *, reduction="none"):
+    if reduction not in _SCATTER_ND:
+        raise Unsupported(f"ScatterND reduction={reduction!r}")
+    return _SCATTER_ND[reduction](x, _nd_indices(x, indices, 0), updates)
