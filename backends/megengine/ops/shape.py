@@ -156,3 +156,37 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
         return functional.vision.interpolate(x, mode="bilinear", align_corners=coordinate_transformation_mode == "align_corners",
                                     **kw)
     raise Unsupported(f"MegEngine's interpolate has no {mode}/{coordinate_transformation_mode}")
+
+
+def _nd_flat(x, indices, batch_dims):
+    """ONNX GatherND/ScatterND indices (..., k) as one int32 index into x with its first batch_dims + k dims made
+    one (negative indices wrapped; each index of the batch dims' own position there), and that x's shape. A porter
+    indexes with one flat index as Gather does here (MegEngine has no gather_nd)."""
+    idx = indices.numpy() if hasattr(indices, "numpy") else np.asarray(indices)
+    k = idx.shape[-1]
+    dims = tuple(int(d) for d in x.shape[:batch_dims + k])
+    idx = np.where(idx < 0, idx + np.array(dims[batch_dims:], idx.dtype), idx)
+    coords = list(np.indices(idx.shape[:-1])[:batch_dims]) + [idx[..., j] for j in range(k)]
+    flat = np.ravel_multi_index(coords, dims) if coords else np.zeros(idx.shape[:-1], np.int64)
+    return mge.tensor(flat.reshape(-1).astype(np.int32)), (int(np.prod(dims)),) + tuple(x.shape[batch_dims + k:]), \
+        idx.shape[:-1]
+
+
+@OPS.register("GatherND", since=13)
+def gather_nd(x, indices, *, batch_dims=0):
+    flat, shape, lead = _nd_flat(x, indices, batch_dims)
+    return functional.reshape(functional.reshape(x, shape)[flat], tuple(lead) + shape[1:])
+
+
+@OPS.register("ScatterND", since=18)
+def scatter_nd(x, indices, updates, *, reduction="none"):
+    flat, shape, _ = _nd_flat(x, indices, 0)
+    if reduction not in ("none", "add"):
+        raise Unsupported(f"ScatterND reduction={reduction!r}")
+    if reduction == "add" and len(np.unique(flat.numpy())) < flat.shape[0]:
+        raise Unsupported("ScatterND reduction='add' with an index repeated: MegEngine's indexing assignment keeps "
+                          "one update of a place, it has no scatter-add")
+    y = functional.reshape(x, shape)
+    u = functional.reshape(updates, (flat.shape[0],) + shape[1:])
+    y[flat] = y[flat] + u if reduction == "add" else u  # x[idx] = v, as a porter writes it
+    return functional.reshape(y, x.shape)
