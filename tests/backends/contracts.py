@@ -42,6 +42,13 @@ def _shared_cases():
     return list(CASES)
 
 
+def _megengine_cases():
+    """The shared table and the rest of MegEngine's op table (ReduceL1, ReduceL2: weight_norm's norm)."""
+    from op_cases import CASES, INT, C, X
+    return CASES + [C("reducel2", "ReduceL2", X(2, 3, 4), INT(1, 2), keepdims=1),
+                    C("reducel1", "ReduceL1", X(2, 3, 4), INT(2), keepdims=0)]
+
+
 def _oneflow_cases():
     """The shared table, a training-mode BatchNorm that asks for ONNX's biased running_var, and the
     rest of OneFlow's table (ops the shared table and the examples do not reach)."""
@@ -165,7 +172,7 @@ class Contract:
 
 
 CONTRACTS = {c.name: c for c in (
-    Contract("megengine", replay_with=("megengine", "torch"),
+    Contract("megengine", cases=_megengine_cases, replay_with=("megengine", "torch"),
              fwd_only=("cast_int", "equal", "greater", "less"),
              fwd_findings={("cumsum_exclusive_reverse", "*"): compare.UNSUPPORTED,
                            ("einsum", "*"): compare.UNSUPPORTED, ("erf", "*"): compare.UNSUPPORTED,
@@ -176,7 +183,7 @@ CONTRACTS = {c.name: c for c in (
                            ("einsum", "*", compare.UNSUPPORTED), ("erf", "*", compare.UNSUPPORTED),
                            ("gelu_tanh", "*", compare.UNSUPPORTED), ("pad_negative_crop", "*", compare.UNSUPPORTED),
                            ("scatternd_add", "*", compare.UNSUPPORTED), ("topk_ties", "d:topk_ties.in0", compare.DIVERGENT)),
-             padding=None, versions={"megengine": "1.13.0", "numpy": "1."}, ops=96, quiet=("debug: ", "info: "),
+             padding=None, versions={"megengine": "1.13.0", "numpy": "1."}, ops=98, quiet=("debug: ", "info: "),
              examples_slow=False, float64=False),
     Contract("oneflow", cases=_oneflow_cases, replay_with=("oneflow",),
              fwd_only=("argmax_last", "cast_int", "equal", "greater", "isinf", "less"),

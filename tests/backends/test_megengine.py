@@ -87,8 +87,8 @@ def test_every_case_and_mode_is_covered(cases):
     # (negative pads, exclusive/reverse cumsum); topk_ties in every mode; batchnorm_eval_stats (statistics
     # from the graph) in vjp and vjp2; the other cases with a known vjp2 failure (matmul_2d_nd's segfault
     # and resize_negative_axes's ds/dg among them); ScatterND's add with a repeated index in every mode
-    assert per_mode == {"fwd": {"cases": 110, "ok": 103, "known": 7}, "vjp": {"cases": 106, "ok": 98, "known": 8},
-                        "vjp2": {"cases": 106, "ok": 68, "known": 38}}, per_mode
+    assert per_mode == {"fwd": {"cases": 112, "ok": 105, "known": 7}, "vjp": {"cases": 108, "ok": 100, "known": 8},
+                        "vjp2": {"cases": 108, "ok": 70, "known": 38}}, per_mode
     assert {m: len({c for c, mode, _ in KNOWN if mode == m}) for m in per_mode} == \
         {m: c["known"] for m, c in per_mode.items()}  # and every known row is one of them
 
@@ -149,11 +149,15 @@ def test_irtrace_env_names_its_python310():
 
 
 _SLACK = """
-import json, os
+import json, os, time
 from backends.megengine.worker import make_adapter
 before = int(open("/proc/self/timerslack_ns").read())
 make_adapter()
-threads = {t: open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")}
+for _ in range(200):  # the thread names itself once it runs: on a busy machine, after make_adapter returns
+    threads = {t: open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")}
+    if "CompNodeSync" in threads.values():
+        break
+    time.sleep(0.01)
 print(json.dumps({"before": before, "main": int(open("/proc/self/timerslack_ns").read()),
                   "others": {name: int(open(f"/proc/{t}/timerslack_ns").read()) for t, name in threads.items()
                              if t != str(os.getpid())}}))

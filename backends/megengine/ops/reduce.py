@@ -15,6 +15,9 @@ _reduce("ReduceMax", lambda x, a, k: functional.max(x, axis=a, keepdims=k))
 _reduce("ReduceMin", lambda x, a, k: functional.min(x, axis=a, keepdims=k))
 _reduce("ReduceProd", lambda x, a, k: functional.prod(x, axis=a, keepdims=k))
 _reduce("ReduceSumSquare", lambda x, a, k: functional.sum(functional.square(x), axis=a, keepdims=k))
+_reduce("ReduceL1", lambda x, a, k: functional.sum(functional.abs(x), axis=a, keepdims=k))
+# weight_norm's norm (wav2vec2's positional conv): F.norm takes one axis, a porter writes the sum out
+_reduce("ReduceL2", lambda x, a, k: functional.sqrt(functional.sum(functional.square(x), axis=a, keepdims=k)))
 _reduce("ReduceLogSumExp", lambda x, a, k: functional.logsumexp(x, axis=a, keepdims=k))
 
 
