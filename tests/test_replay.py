@@ -456,3 +456,25 @@ def test_the_replay_leaves_the_collector_as_it_found_it(planted_bundle):
     finally:
         gc.unfreeze()
     assert mine is not None
+
+
+def test_a_findings_worst_result_is_the_one_most_allowances_out_where_relative_errors_tie():
+    """Where the reference is ~0 a relative error saturates at 1, on every output: the finding shows the result
+    that is the most allowances out, not the first (MegEngine's softmax double backward on EdgeNeXt: a d2x of
+    5.5e-16 against 4.6e-23, and a d2g of 0.42 against 5e-8; numbers from that replay)."""
+    from types import SimpleNamespace
+
+    from irtrace.replay.engine import NodeReport
+
+    def row(node, output, max_abs, allowed):
+        metrics = compare.Metrics(max_abs=max_abs, max_rel=1.0, ulp=1e9, cosine=0.0, frac_out=1.0, worst_index=(0,),
+                                  actual_at_worst=max_abs, ref_at_worst=0.0, min_atol=max_abs, min_rtol=1.0)
+        return compare.Result(node, "Softmax", "megengine", "vjp2", output, compare.DIVERGENT, metrics,
+                              allowed=allowed)
+    nodes = [NodeReport("node_softmax", "Softmax", "", 0, {}, [row("node_softmax", "d2x:mul_6", 5.49e-16, 8.65e-22),
+                                                               row("node_softmax", "d2g:softmax", 0.424, 4.64e-7)]),
+             NodeReport("node_softmax_1", "Softmax", "", 1, {}, [row("node_softmax_1", "d2x:mul_14", 5.07e-16, 6.41e-22),
+                                                                 row("node_softmax_1", "d2g:softmax_1", 0.226, 5.0e-7)])]
+    (f,) = group(SimpleNamespace(bundle=SimpleNamespace(specs=[]), nodes=nodes, backends=["megengine"]))
+    assert (f.worst["node"], f.worst["output"], f.worst["max_abs"]) == ("node_softmax", "d2g:softmax", 0.424)
+    assert f.first_node == "node_softmax" and f.nodes == ["node_softmax", "node_softmax_1"]
