@@ -471,10 +471,11 @@ def test_a_findings_worst_result_is_the_one_most_allowances_out_where_relative_e
                                   actual_at_worst=max_abs, ref_at_worst=0.0, min_atol=max_abs, min_rtol=1.0)
         return compare.Result(node, "Softmax", "megengine", "vjp2", output, compare.DIVERGENT, metrics,
                               allowed=allowed)
-    nodes = [NodeReport("node_softmax", "Softmax", "", 0, {}, [row("node_softmax", "d2x:mul_6", 5.49e-16, 8.65e-22),
-                                                               row("node_softmax", "d2g:softmax", 0.424, 4.64e-7)]),
-             NodeReport("node_softmax_1", "Softmax", "", 1, {}, [row("node_softmax_1", "d2x:mul_14", 5.07e-16, 6.41e-22),
-                                                                 row("node_softmax_1", "d2g:softmax_1", 0.226, 5.0e-7)])]
+    first = [row("node_softmax", "d2x:mul_6", 5.49e-16, 8.65e-22), row("node_softmax", "d2g:softmax", 0.424, 4.64e-7)]
+    second = [row("node_softmax_1", "d2x:mul_14", 5.07e-16, 6.41e-22),
+              row("node_softmax_1", "d2g:softmax_1", 0.226, 5.0e-7)]
+    nodes = [NodeReport("node_softmax", "Softmax", "", 0, {}, first),
+             NodeReport("node_softmax_1", "Softmax", "", 1, {}, second)]
     (f,) = group(SimpleNamespace(bundle=SimpleNamespace(specs=[]), nodes=nodes, backends=["megengine"]))
     assert (f.worst["node"], f.worst["output"], f.worst["max_abs"]) == ("node_softmax", "d2g:softmax", 0.424)
     assert f.first_node == "node_softmax" and f.nodes == ["node_softmax", "node_softmax_1"]
