@@ -191,12 +191,12 @@ def test_a_worker_an_error_breaks_ends_and_the_nodes_after_it_are_judged_by_a_fr
     showed Tile, Cos, Exp, Unsqueeze ... vjp DIVERGENT (max rel 1), none of which shows alone. The
     worker checks a Mul's gradient after every error (a*b: d/da = g b, d/db = g a) and ends when it comes
     out wrong; the calls after it go to a new process. Seeded cases 2409 (MatMul, x 6, w 2x6x1) and 2411
-    (Tile of a 7x5 tensor), as irtrace fuzz --seed 7 draws them."""
+    (Tile of a 7x5 tensor), as irtrace fuzz --seed 7 drew them (the op a case index picks moves with Paddle's op
+    table; the case an op and index draw does not)."""
     from irtrace.fuzz import generate
     from irtrace.fuzz import run as fuzz_run
-    ops = sorted(o for o in fuzz_run.declared_ops("paddle") if generate.fuzzable(o))
-    cases = [generate.draw_case(7, i, generate.pick_op(7, i, ops), ()) for i in (2409, 2411)]
-    assert [c.op for c in cases] == ["MatMul", "Tile"]
+    cases = [generate.draw_case(7, i, op, ()) for i, op in ((2409, "MatMul"), (2411, "Tile"))]
+    assert [[a.value.shape for a in c.inputs] for c in cases] == [[(6,), (2, 6, 1)], [(7, 5), (2,)]]
     bundle, kept, dropped = fuzz_run._record(tmp_path, cases, 7)
     assert len(kept) == 2 and not dropped
     with caplog.at_level("WARNING", logger="irtrace.replay.worker"):

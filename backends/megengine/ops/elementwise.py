@@ -64,6 +64,15 @@ OPS.register("IsNaN", since=9)(lambda x: functional.isnan(x))
 OPS.register("Identity", since=1)(lambda x: x)
 OPS.register("Softplus", since=1)(lambda x: functional.softplus(x))
 OPS.register("HardSwish", since=14)(lambda x: functional.hswish(x))
+OPS.register("Atan", since=7)(lambda x: functional.atan(x))
+OPS.register("Asin", since=7)(lambda x: functional.asin(x))
+OPS.register("Acos", since=7)(lambda x: functional.acos(x))
+OPS.register("Sinh", since=9)(lambda x: functional.sinh(x))
+OPS.register("Cosh", since=9)(lambda x: functional.cosh(x))
+OPS.register("Asinh", since=9)(lambda x: functional.asinh(x))
+OPS.register("Acosh", since=9)(lambda x: functional.acosh(x))
+OPS.register("Atanh", since=9)(lambda x: functional.atanh(x))
+OPS.register("Mish", since=18)(lambda x: x * functional.tanh(functional.softplus(x)))  # no F.mish: its formula
 
 
 # Not registered: Erf (MegEngine's public functional API has no erf).
@@ -150,3 +159,8 @@ def dropout(x, ratio=None, training_mode=None, *, seed=None):
 def recorded_dropout(x, mask, *, ratio):
     # functional.dropout draws its own mask; replaying a recorded one, a porter multiplies by it
     return x * (mask.astype(x.dtype) / (1.0 - ratio))
+
+
+@OPS.register("Celu", since=12)
+def celu(x, *, alpha=1.0):
+    return alpha * elu(x / alpha)  # MegEngine has no celu: ELU of x / alpha (above), scaled back

@@ -74,6 +74,15 @@ _unary("Round", lambda x: paddle.round(x), since=11)  # Paddle's round, like ONN
 _unary("Identity", lambda x: x, since=1)
 _unary("Softplus", lambda x: functional.softplus(x), since=1)
 _unary("HardSwish", lambda x: functional.hardswish(x), since=14)
+_unary("Atan", lambda x: paddle.atan(x), since=7)
+_unary("Asin", lambda x: paddle.asin(x), since=7)
+_unary("Acos", lambda x: paddle.acos(x), since=7)
+_unary("Sinh", lambda x: paddle.sinh(x), since=9)
+_unary("Cosh", lambda x: paddle.cosh(x), since=9)
+_unary("Asinh", lambda x: paddle.asinh(x), since=9)
+_unary("Acosh", lambda x: paddle.acosh(x), since=9)
+_unary("Atanh", lambda x: paddle.atanh(x), since=9)
+_unary("Mish", lambda x: functional.mish(x), since=18)
 
 
 @OPS.register("IsInf", since=10)
@@ -156,3 +165,6 @@ def recorded_dropout(x, mask, *, ratio):
     return x * (mask.astype(x.dtype) / (1.0 - ratio)) if ratio < 1 else x * 0
 
 
+@OPS.register("Celu", since=12)
+def celu(x, *, alpha=1.0):
+    return functional.celu(x, alpha)

@@ -56,6 +56,15 @@ OPS.register("IsNaN", since=9)(lambda x: tf.math.is_nan(x))
 OPS.register("Identity", since=1)(lambda x: tf.identity(x))
 OPS.register("Softplus", since=1)(lambda x: tf.math.softplus(x))
 OPS.register("Softsign", since=1)(lambda x: tf.nn.softsign(x))
+OPS.register("Atan", since=7)(lambda x: tf.math.atan(x))
+OPS.register("Asin", since=7)(lambda x: tf.math.asin(x))
+OPS.register("Acos", since=7)(lambda x: tf.math.acos(x))
+OPS.register("Sinh", since=9)(lambda x: tf.math.sinh(x))
+OPS.register("Cosh", since=9)(lambda x: tf.math.cosh(x))
+OPS.register("Asinh", since=9)(lambda x: tf.math.asinh(x))
+OPS.register("Acosh", since=9)(lambda x: tf.math.acosh(x))
+OPS.register("Atanh", since=9)(lambda x: tf.math.atanh(x))
+OPS.register("Mish", since=18)(lambda x: x * tf.math.tanh(tf.math.softplus(x)))  # TensorFlow has no mish: its formula
 
 
 @OPS.register("IsInf", since=10)
@@ -143,3 +152,8 @@ def dropout(x, ratio=None, training_mode=None, *, seed=None):
 def recorded_dropout(x, mask, *, ratio):
     # tf.nn.dropout draws its own mask; replaying a recorded one, a porter scales as it does: x * mask / (1 - rate)
     return x * (tf.cast(mask, x.dtype) / (1.0 - ratio)) if ratio < 1 else x * 0
+
+
+@OPS.register("Celu", since=12)
+def celu(x, *, alpha=1.0):
+    return alpha * tf.nn.elu(x / alpha)  # TensorFlow has no celu: ELU of x / alpha, scaled back
