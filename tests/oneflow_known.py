@@ -115,6 +115,18 @@ KNOWN = {('batchnorm_eval', 'vjp2', 'd2g:*'): ('ERROR',
  ('gathernd_rows', 'vjp2', 'd2x:*'): ('ERROR',
                                       'Exception: The gradient function for op scatter_nd_like is not found. Please '
                                       'check whether it has be'),
+ ('gridsample_cubic_border', 'vjp2', 'd2g:*'): ('ERROR',
+                                                'Exception: The gradient function for op grid_sample_grad is not '
+                                                'found. Please check whether it has b'),
+ ('gridsample_cubic_border', 'vjp2', 'd2x:*'): ('ERROR',
+                                                'Exception: The gradient function for op grid_sample_grad is not '
+                                                'found. Please check whether it has b'),
+ ('gridsample_linear', 'vjp2', 'd2g:*'): ('ERROR',
+                                          'Exception: The gradient function for op grid_sample_grad is not found. '
+                                          'Please check whether it has b'),
+ ('gridsample_linear', 'vjp2', 'd2x:*'): ('ERROR',
+                                          'Exception: The gradient function for op grid_sample_grad is not found. '
+                                          'Please check whether it has b'),
  ('gelu_tanh', 'vjp2', 'd2g:*'): ('ERROR',
                                   'Exception: The gradient function for op fast_gelu_grad is not found. Please check '
                                   'whether it has bee'),

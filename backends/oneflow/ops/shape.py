@@ -126,3 +126,12 @@ def scatter_nd(x, indices, updates, *, reduction="none"):
     if reduction == "add":
         return x + oneflow.scatter_nd(idx, updates, list(x.shape))
     raise Unsupported(f"ScatterND reduction={reduction!r}")
+
+
+@OPS.register("GridSample", since=16)
+def grid_sample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"):
+    # opset 16 names the modes bilinear/bicubic, opset 20 linear/cubic
+    flow_mode = {"linear": "bilinear", "bilinear": "bilinear", "cubic": "bicubic", "bicubic": "bicubic",
+                 "nearest": "nearest"}[mode]
+    return functional.grid_sample(x, grid, mode=flow_mode, padding_mode=padding_mode,
+                                  align_corners=bool(align_corners))

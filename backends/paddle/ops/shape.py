@@ -224,3 +224,14 @@ def scatter_nd(x, indices, updates, *, reduction="none"):
     # x where no index points, the update where one does (ONNX's indices are distinct): scatter_nd_add into zeros
     hit = paddle.scatter_nd_add(paddle.zeros_like(x), idx, paddle.ones_like(updates))
     return paddle.where(hit > 0, paddle.scatter_nd_add(paddle.zeros_like(x), idx, updates), x)
+
+
+@OPS.register("GridSample", since=16)
+def grid_sample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"):
+    # opset 16 names the modes bilinear/bicubic, opset 20 linear/cubic; Paddle's grid_sample has no bicubic
+    paddle_mode = {"linear": "bilinear", "bilinear": "bilinear", "nearest": "nearest"}.get(mode)
+    if paddle_mode is None or x.ndim != 4:
+        raise Unsupported(f"Paddle's grid_sample is 4-D bilinear or nearest only (GridSample mode={mode!r}, "
+                          f"{x.ndim}-D input)")
+    return functional.grid_sample(x, grid, mode=paddle_mode, padding_mode=padding_mode,
+                                  align_corners=bool(align_corners))
