@@ -167,6 +167,11 @@ CASES = [
     C("scatternd", "ScatterND", X(5, 3), INT((0,), (3,), (-1,)), X(3, 3)),
     C("scatternd_pairs", "ScatterND", X(3, 4, 2), INT((0, 1), (2, 3)), X(2, 2)),
     C("scatternd_add", "ScatterND", X(4, 3), INT((1,), (1,), (2,)), X(3, 3), reduction="add"),
+    # torch.scatter / scatter_add (one-hot targets, a mixture of experts' routing): ONNX ScatterElements
+    C("scatterelements", "ScatterElements", X(3, 4), INT((0, 2), (3, 1), (1, 0)), X(3, 2), axis=1),
+    C("scatterelements_negative", "ScatterElements", X(3, 4), INT((-1,), (0,), (-4,)), X(3, 1), axis=-1),
+    C("scatterelements_add", "ScatterElements", X(4, 3), INT((1, 0, 2), (1, 3, 2)), X(2, 3), axis=0,
+      reduction="add"),
     C("pad_negative_crop", "Pad", X(2, 5, 4), INT(0, -1, 1, 0, 2, -2), ("fixed", (0.5,)), mode="constant"),
     C("cumsum_exclusive_reverse", "CumSum", X(3, 4), INT(-1), exclusive=1, reverse=1),
     C("resize_negative_axes", "Resize", X(1, 2, 3, 4), ("none",), ("none",), INT(5, 7), mode="linear",
@@ -303,7 +308,8 @@ OPTIONAL = {"gridsample_linear", "gridsample_cubic_border", "atan", "asin", "aco
             "acosh", "atanh", "mish", "celu", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
             "bitshift_left", "det", "eyelike", "nonzero", "unique", "nll_loss", "softmax_cross_entropy", "col2im",
             "dft", "stft", "hannwindow", "lstm", "gru", "rnn", "gathernd_pairs", "gathernd_rows",
-            "gathernd_batch1", "gathernd_negative", "scatternd", "scatternd_pairs", "scatternd_add"}
+            "gathernd_batch1", "gathernd_negative", "scatternd", "scatternd_pairs", "scatternd_add", "scatterelements",
+            "scatterelements_negative", "scatterelements_add"}
 
 
 def claimed(backend):

@@ -190,3 +190,19 @@ def scatter_nd(x, indices, updates, *, reduction="none"):
     u = functional.reshape(updates, (flat.shape[0],) + shape[1:])
     y[flat] = y[flat] + u if reduction == "add" else u  # x[idx] = v, as a porter writes it
     return functional.reshape(y, x.shape)
+
+
+@OPS.register("ScatterElements", since=18)
+def scatter_elements(x, indices, updates, *, axis=0, reduction="none"):
+    a = axis + x.ndim if axis < 0 else axis
+    idx = indices.numpy() if hasattr(indices, "numpy") else np.asarray(indices)
+    idx = np.where(idx < 0, idx + x.shape[a], idx).astype(np.int32)
+    if reduction == "add":  # F.scatter writes: an add is the values there plus the updates, where no place repeats
+        at = np.moveaxis(idx, a, 0).reshape(idx.shape[a], -1)
+        if any(len(np.unique(col)) < len(col) for col in at.T):
+            raise Unsupported("ScatterElements reduction='add' with an index repeated: MegEngine's scatter keeps one "
+                              "update a place, it has no scatter-add")
+        updates = functional.gather(x, a, mge.tensor(idx)) + updates
+    elif reduction != "none":
+        raise Unsupported(f"ScatterElements reduction={reduction!r}")
+    return functional.scatter(x, a, mge.tensor(idx), updates)

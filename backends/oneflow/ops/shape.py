@@ -135,3 +135,14 @@ def grid_sample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"
                  "nearest": "nearest"}[mode]
     return functional.grid_sample(x, grid, mode=flow_mode, padding_mode=padding_mode,
                                   align_corners=bool(align_corners))
+
+
+@OPS.register("ScatterElements", since=18)
+def scatter_elements(x, indices, updates, *, axis=0, reduction="none"):
+    a = axis + x.dim() if axis < 0 else axis
+    idx = oneflow.where(indices < 0, indices + x.shape[a], indices)
+    if reduction == "none":
+        return oneflow.scatter(x, a, idx, updates)
+    if reduction == "add":
+        return oneflow.scatter_add(x, a, idx, updates)
+    raise Unsupported(f"ScatterElements reduction={reduction!r}")

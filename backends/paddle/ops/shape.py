@@ -235,3 +235,14 @@ def grid_sample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"
                           f"{x.ndim}-D input)")
     return functional.grid_sample(x, grid, mode=paddle_mode, padding_mode=padding_mode,
                                   align_corners=bool(align_corners))
+
+
+@OPS.register("ScatterElements", since=18)
+def scatter_elements(x, indices, updates, *, axis=0, reduction="none"):
+    a = axis + x.ndim if axis < 0 else axis
+    if reduction not in ("none", "add", "mul"):
+        raise Unsupported(f"ScatterElements reduction={reduction!r}")
+    idx = paddle.where(indices < 0, indices + x.shape[a], indices)
+    # ONNX's indices may be smaller than the data on the other axes: not broadcast
+    return paddle.put_along_axis(x, idx, updates, a, reduce={"none": "assign", "add": "add", "mul": "mul"}[reduction],
+                                 broadcast=False)

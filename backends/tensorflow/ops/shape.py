@@ -229,3 +229,15 @@ def scatter_nd(x, indices, updates, *, reduction="none"):
     if reduction not in _SCATTER_ND:
         raise Unsupported(f"ScatterND reduction={reduction!r}")
     return _SCATTER_ND[reduction](x, _nd_indices(x, indices, 0), updates)
+
+
+@OPS.register("ScatterElements", since=18)
+def scatter_elements(x, indices, updates, *, axis=0, reduction="none"):
+    if reduction not in _SCATTER_ND:
+        raise Unsupported(f"ScatterElements reduction={reduction!r}")
+    a = axis + x.shape.rank if axis < 0 else axis
+    idx = tf.where(indices < 0, indices + tf.cast(x.shape[a], indices.dtype), indices)
+    # TensorFlow scatters by full coordinates: each index's own position on the other axes, its value on `axis`
+    at = tf.meshgrid(*[tf.range(n, dtype=idx.dtype) for n in indices.shape], indexing="ij")
+    at[a] = idx
+    return _SCATTER_ND[reduction](x, tf.stack(at, axis=-1), updates)
