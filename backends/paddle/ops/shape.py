@@ -240,9 +240,9 @@ def grid_sample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"
 @OPS.register("ScatterElements", since=18)
 def scatter_elements(x, indices, updates, *, axis=0, reduction="none"):
     a = axis + x.ndim if axis < 0 else axis
-    if reduction not in ("none", "add", "mul"):
+    if reduction not in ("none", "add"):  # those the op-case table checks
         raise Unsupported(f"ScatterElements reduction={reduction!r}")
     idx = paddle.where(indices < 0, indices + x.shape[a], indices)
     # ONNX's indices may be smaller than the data on the other axes: not broadcast
-    return paddle.put_along_axis(x, idx, updates, a, reduce={"none": "assign", "add": "add", "mul": "mul"}[reduction],
+    return paddle.put_along_axis(x, idx, updates, a, reduce={"none": "assign", "add": "add"}[reduction],
                                  broadcast=False)

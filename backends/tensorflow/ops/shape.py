@@ -220,8 +220,8 @@ def gather_nd(x, indices, *, batch_dims=0):
     return tf.gather_nd(x, _nd_indices(x, indices, batch_dims), batch_dims=batch_dims)
 
 
-_SCATTER_ND = {"none": tf.tensor_scatter_nd_update, "add": tf.tensor_scatter_nd_add,
-               "max": tf.tensor_scatter_nd_max, "min": tf.tensor_scatter_nd_min}
+# the reductions the op-case table checks (mul, max and min: UNSUPPORTED until a case does)
+_SCATTER_ND = {"none": tf.tensor_scatter_nd_update, "add": tf.tensor_scatter_nd_add}
 
 
 @OPS.register("ScatterND", since=18)
