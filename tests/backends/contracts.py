@@ -43,10 +43,14 @@ def _shared_cases():
 
 
 def _megengine_cases():
-    """The shared table and the rest of MegEngine's op table (ReduceL1, ReduceL2: weight_norm's norm)."""
+    """The shared table and the rest of MegEngine's op table (ReduceL1, ReduceL2: weight_norm's norm; Selu, Softsign,
+    SpaceToDepth, Trilu)."""
     from op_cases import CASES, INT, C, X
     return CASES + [C("reducel2", "ReduceL2", X(2, 3, 4), INT(1, 2), keepdims=1),
-                    C("reducel1", "ReduceL1", X(2, 3, 4), INT(2), keepdims=0)]
+                    C("reducel1", "ReduceL1", X(2, 3, 4), INT(2), keepdims=0),
+                    C("selu", "Selu", X(2, 3)), C("softsign", "Softsign", X(2, 3)),
+                    C("spacetodepth", "SpaceToDepth", X(1, 2, 4, 6), blocksize=2),
+                    C("trilu_lower", "Trilu", X(4, 5), INT(1), upper=0), C("trilu_upper", "Trilu", X(4, 5))]
 
 
 def _oneflow_cases():
@@ -187,7 +191,7 @@ CONTRACTS = {c.name: c for c in (
                            ("scatternd_add", "*", compare.UNSUPPORTED),
                            ("scatterelements_add", "*", compare.UNSUPPORTED),
                            ("topk_ties", "d:topk_ties.in0", compare.DIVERGENT)),
-             padding=None, versions={"megengine": "1.13.0", "numpy": "1."}, ops=109, quiet=("debug: ", "info: "),
+             padding=None, versions={"megengine": "1.13.0", "numpy": "1."}, ops=113, quiet=("debug: ", "info: "),
              examples_slow=False, float64=False),
     Contract("oneflow", cases=_oneflow_cases, replay_with=("oneflow",),
              fwd_only=("argmax_last", "cast_int", "equal", "greater", "isinf", "less"),

@@ -164,3 +164,11 @@ def recorded_dropout(x, mask, *, ratio):
 @OPS.register("Celu", since=12)
 def celu(x, *, alpha=1.0):
     return alpha * elu(x / alpha)  # MegEngine has no celu: ELU of x / alpha (above), scaled back
+
+
+@OPS.register("Selu", since=6)
+def selu(x, *, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
+    return gamma * elu(x, alpha=alpha)  # MegEngine has no selu: gamma times ELU (above)
+
+
+OPS.register("Softsign", since=1)(lambda x: x / (1 + functional.abs(x)))  # MegEngine has no softsign: its formula

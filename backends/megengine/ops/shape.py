@@ -128,7 +128,21 @@ def depth_to_space(x, *, blocksize, mode="DCR"):
     return functional.reshape(y, (n, c // (b * b), h * b, w * b))
 
 
-# Not registered: Trilu (MegEngine's public functional API has no tril/triu).
+@OPS.register("SpaceToDepth", since=13)
+def space_to_depth(x, *, blocksize):
+    n, c, h, w = x.shape
+    b = blocksize
+    y = functional.transpose(functional.reshape(x, (n, c, h // b, b, w // b, b)), (0, 3, 5, 1, 2, 4))
+    return functional.reshape(y, (n, c * b * b, h // b, w // b))
+
+
+@OPS.register("Trilu", since=14)
+def trilu(x, k=None, *, upper=1):
+    # MegEngine has no tril/triu: x times the triangle's 0/1 mask, as a porter writes it
+    shift = int(k.item()) if k is not None else 0
+    ones = np.ones(tuple(x.shape[-2:]), np.float32)
+    mask = np.triu(ones, shift) if upper else np.tril(ones, shift)
+    return functional.where(mge.tensor(mask.astype(bool)), x, functional.zeros_like(x))
 
 
 @OPS.register("Resize", since=19)
