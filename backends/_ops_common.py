@@ -321,3 +321,21 @@ def resize_gap(in_shape, scales, sizes, axes, ctm, policy, derives_scale=False):
     if ctm == "pytorch_half_pixel" and 1 in out[2:]:
         return "pytorch_half_pixel to an output of size 1 (ONNX samples at 0, interpolate at the half-pixel point)"
     return None
+
+
+def nd_index(indices, shape, batch_dims=0):
+    """ONNX GatherND/ScatterND `indices` (..., k) as full coordinates into data of `shape`: each index's batch
+    position on the first `batch_dims` axes, then its k values with negative ones wrapped; int64 (..., batch_dims
+    + k). With them every framework's gather_nd (none of which takes negatives, few batch dims) is ONNX's."""
+    idx, shape = np.asarray(indices).astype(np.int64), tuple(int(d) for d in shape)
+    k = idx.shape[-1]
+    idx = np.where(idx < 0, idx + np.array(shape[batch_dims:batch_dims + k], np.int64), idx)
+    if not batch_dims:
+        return idx
+    lead = np.indices(idx.shape[:-1])[:batch_dims]  # each index's own position on the batch axes
+    return np.concatenate([np.stack(list(lead), axis=-1), idx], axis=-1)
+
+
+# GridSample's mode as torch-like grid_sample names it (opset 16 says bilinear/bicubic, opset 20 linear/cubic)
+GRID_SAMPLE_MODES = {"linear": "bilinear", "bilinear": "bilinear", "cubic": "bicubic", "bicubic": "bicubic",
+                     "nearest": "nearest"}

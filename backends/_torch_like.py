@@ -8,7 +8,7 @@ imported as `import oneflow.nn.functional as functional`, and `framework` writte
 own name (backends/_runtime/source.py), so a script shows `oneflow.matmul(a, b)`."""
 from functools import partial
 
-from backends._ops_common import (axis, flatten_shape, gemm_sum, ints, pad_list, register_reduce,
+from backends._ops_common import (GRID_SAMPLE_MODES, axis, flatten_shape, gemm_sum, ints, pad_list, register_reduce,
                                   register_variadic, reshape_shape, slice_bounds)
 
 
@@ -214,7 +214,8 @@ def register_global_pools(table, framework):
 
 
 def register_elementwise(table, framework, functional):
-    """The binary and variadic ops, Div, Pow, LeakyRelu, Elu, Selu, Softplus, HardSwish, Where, CastLike."""
+    """The binary and variadic ops, Div, Pow, LeakyRelu, Elu, Selu, Softplus, HardSwish, Where, CastLike, the inverse
+    and hyperbolic trigonometry (torch.onnx's Atan of torch.atan2 among them), Mish, Celu."""
     def binary(name, fn):
         table.register(name, since=7)(fn)
 
@@ -267,6 +268,20 @@ def register_elementwise(table, framework, functional):
     def hard_swish(x):
         return functional.hardswish(x)
 
+    table.register("Atan", since=7)(lambda x: framework.atan(x))
+    table.register("Asin", since=7)(lambda x: framework.asin(x))
+    table.register("Acos", since=7)(lambda x: framework.acos(x))
+    table.register("Sinh", since=9)(lambda x: framework.sinh(x))
+    table.register("Cosh", since=9)(lambda x: framework.cosh(x))
+    table.register("Asinh", since=9)(lambda x: framework.asinh(x))
+    table.register("Acosh", since=9)(lambda x: framework.acosh(x))
+    table.register("Atanh", since=9)(lambda x: framework.atanh(x))
+    table.register("Mish", since=18)(lambda x: functional.mish(x))
+
+    @table.register("Celu", since=12)
+    def celu(x, *, alpha=1.0):
+        return functional.celu(x, alpha=alpha)  # OneFlow's takes alpha by keyword only
+
     @table.register("Where", since=9)
     def where(c, x, y):
         return framework.where(c, x, y)
@@ -274,3 +289,11 @@ def register_elementwise(table, framework, functional):
     @table.register("CastLike", since=15)
     def cast_like(x, like, *, saturate=1, round_mode="up"):
         return x.to(like.dtype)
+
+
+def register_sampling(table, functional):
+    """GridSample with `functional`'s grid_sample."""
+    @table.register("GridSample", since=16)
+    def grid_sample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"):
+        return functional.grid_sample(x, grid, mode=GRID_SAMPLE_MODES[mode], padding_mode=padding_mode,
+                                      align_corners=bool(align_corners))

@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 
 RNG = np.random.default_rng(26)
 
@@ -436,3 +436,26 @@ def test_conv_is_the_sum_by_hand(oracle, x_shape, w_shape, group, dilations, pad
                      kernel_shape=list(w_shape[2:]))
         (y2,) = oracle.fwd(oracle.lookup(same), [x, w, b], same)
         np.testing.assert_allclose(y2, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape, index_shape, batch_dims", [((3, 4, 5), (2, 3, 2), 0), ((6, 4), (3, 1), 0),
+                                                            ((2, 3, 4), (2, 5, 1), 1), ((2, 3, 4, 5), (2, 3, 2, 2), 2)])
+def test_nd_index_gathers_what_onnx_reference_gathers(shape, index_shape, batch_dims):
+    """backends/_ops_common.nd_index, the full coordinates every framework's GatherND/ScatterND indexes with (negative
+    indices wrapped, each index's batch position first), against onnx.reference's GatherND, element for element."""
+    from onnx.reference import ReferenceEvaluator
+
+    from backends._ops_common import nd_index
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape)
+    limit = np.array(shape[batch_dims:batch_dims + index_shape[-1]])
+    idx = rng.integers(0, 1000, index_shape) % limit - limit * rng.integers(0, 2, index_shape)  # half negative
+    node = helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=batch_dims)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, None),
+                                            helper.make_tensor_value_info("i", TensorProto.INT64, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x, "i": idx})
+    at = nd_index(idx, shape, batch_dims)
+    assert at.shape == index_shape[:-1] + (batch_dims + index_shape[-1],) and (at >= 0).all()
+    assert np.array_equal(x[tuple(np.moveaxis(at, -1, 0))], want)

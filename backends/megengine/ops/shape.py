@@ -2,8 +2,8 @@ import megengine as mge
 from megengine import functional
 import numpy as np
 
-from backends._ops_common import (axis, flatten_shape, full_pads, ints, reshape_shape, resize_gap, slice_index,
-                                  split_sizes)
+from backends._ops_common import (axis, flatten_shape, full_pads, ints, nd_index, reshape_shape, resize_gap,
+                                  slice_index, split_sizes)
 from backends._table import Unsupported
 from backends.megengine.ops import OPS
 from backends.megengine.ops._util import pad_width
@@ -173,17 +173,14 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
 
 
 def _nd_flat(x, indices, batch_dims):
-    """ONNX GatherND/ScatterND indices (..., k) as one int32 index into x with its first batch_dims + k dims made
-    one (negative indices wrapped; each index of the batch dims' own position there), and that x's shape. A porter
-    indexes with one flat index as Gather does here (MegEngine has no gather_nd)."""
-    idx = indices.numpy() if hasattr(indices, "numpy") else np.asarray(indices)
-    k = idx.shape[-1]
-    dims = tuple(int(d) for d in x.shape[:batch_dims + k])
-    idx = np.where(idx < 0, idx + np.array(dims[batch_dims:], idx.dtype), idx)
-    coords = list(np.indices(idx.shape[:-1])[:batch_dims]) + [idx[..., j] for j in range(k)]
-    flat = np.ravel_multi_index(coords, dims) if coords else np.zeros(idx.shape[:-1], np.int64)
-    return mge.tensor(flat.reshape(-1).astype(np.int32)), (int(np.prod(dims)),) + tuple(x.shape[batch_dims + k:]), \
-        idx.shape[:-1]
+    """ONNX GatherND/ScatterND indices as one int32 index into x with its first batch_dims + k dims made one
+    (nd_index's coordinates, raveled), that x's shape, and the indices' leading shape. A porter indexes with one flat
+    index as Gather does here (MegEngine has no gather_nd)."""
+    at = nd_index(indices.numpy() if hasattr(indices, "numpy") else indices, x.shape, batch_dims)
+    dims = tuple(int(d) for d in x.shape[:at.shape[-1]])
+    flat = np.ravel_multi_index(tuple(np.moveaxis(at, -1, 0)), dims)
+    return mge.tensor(flat.reshape(-1).astype(np.int32)), (int(np.prod(dims)),) + tuple(x.shape[len(dims):]), \
+        at.shape[:-1]
 
 
 @OPS.register("GatherND", since=13)

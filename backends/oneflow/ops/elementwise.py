@@ -41,15 +41,6 @@ _unary("IsNaN", lambda x: oneflow.isnan(x), since=9)
 _unary("Softsign", lambda x: functional.softsign(x), since=1)
 _unary("Round", lambda x: oneflow.round(x), since=11)  # ONNX rounds half to even, as oneflow.round
 _unary("Identity", lambda x: x, since=1)
-_unary("Atan", lambda x: oneflow.atan(x), since=7)
-_unary("Asin", lambda x: oneflow.asin(x), since=7)
-_unary("Acos", lambda x: oneflow.acos(x), since=7)
-_unary("Sinh", lambda x: oneflow.sinh(x), since=9)
-_unary("Cosh", lambda x: oneflow.cosh(x), since=9)
-_unary("Asinh", lambda x: oneflow.asinh(x), since=9)
-_unary("Acosh", lambda x: oneflow.acosh(x), since=9)
-_unary("Atanh", lambda x: oneflow.atanh(x), since=9)
-_unary("Mish", lambda x: functional.mish(x), since=18)
 
 
 @OPS.register("IsInf", since=10)
@@ -111,8 +102,3 @@ def recorded_dropout(x, mask, *, ratio):
 
 
 register_elementwise(OPS, oneflow, functional)
-
-
-@OPS.register("Celu", since=12)
-def celu(x, *, alpha=1.0):
-    return functional.celu(x, alpha=alpha)

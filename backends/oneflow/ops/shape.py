@@ -2,9 +2,9 @@ import numpy as np
 import oneflow
 from oneflow.nn import functional
 
-from backends._ops_common import axis, ints, resize_gap, trailing_pad_list
+from backends._ops_common import axis, ints, nd_index, resize_gap, trailing_pad_list
 from backends._table import Unsupported
-from backends._torch_like import register_shape
+from backends._torch_like import register_sampling, register_shape
 from backends.oneflow.ops import OPS
 
 
@@ -96,31 +96,14 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
 register_shape(OPS, oneflow)
 
 
-def _nd_indices(x, indices, batch_dims):
-    """ONNX GatherND/ScatterND indices (..., k) into x's dims batch_dims..batch_dims+k-1, negative ones wrapped
-    (oneflow.gather_nd and tensor_scatter_nd_update take none)."""
-    sizes = oneflow.tensor(list(x.shape[batch_dims:batch_dims + indices.shape[-1]]), dtype=indices.dtype)
-    return oneflow.where(indices < 0, indices + sizes, indices)
-
-
 @OPS.register("GatherND", since=13)
 def gather_nd(x, indices, *, batch_dims=0):
-    idx = _nd_indices(x, indices, batch_dims)
-    if not batch_dims:
-        return oneflow.gather_nd(x, idx)
-    # oneflow.gather_nd has no batch dims: the batch dims folded into one, each index led by its batch's position
-    lead = list(x.shape[:batch_dims])
-    n = int(np.prod(lead))
-    xf = x.reshape([n] + list(x.shape[batch_dims:]))
-    idf = idx.reshape([n] + list(idx.shape[batch_dims:]))
-    at = oneflow.arange(n, dtype=idf.dtype).reshape([n] + [1] * (idf.dim() - 1))
-    out = oneflow.gather_nd(xf, oneflow.cat([at.expand(list(idf.shape[:-1]) + [1]), idf], dim=-1))
-    return out.reshape(lead + list(out.shape[1:]))
+    return oneflow.gather_nd(x, oneflow.tensor(nd_index(indices.numpy(), x.shape, batch_dims)))
 
 
 @OPS.register("ScatterND", since=18)
 def scatter_nd(x, indices, updates, *, reduction="none"):
-    idx = _nd_indices(x, indices, 0)
+    idx = oneflow.tensor(nd_index(indices.numpy(), x.shape))
     if reduction == "none":
         return oneflow.tensor_scatter_nd_update(x, idx, updates)
     if reduction == "add":
@@ -128,13 +111,7 @@ def scatter_nd(x, indices, updates, *, reduction="none"):
     raise Unsupported(f"ScatterND reduction={reduction!r}")
 
 
-@OPS.register("GridSample", since=16)
-def grid_sample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"):
-    # opset 16 names the modes bilinear/bicubic, opset 20 linear/cubic
-    flow_mode = {"linear": "bilinear", "bilinear": "bilinear", "cubic": "bicubic", "bicubic": "bicubic",
-                 "nearest": "nearest"}[mode]
-    return functional.grid_sample(x, grid, mode=flow_mode, padding_mode=padding_mode,
-                                  align_corners=bool(align_corners))
+register_sampling(OPS, functional)
 
 
 @OPS.register("ScatterElements", since=18)

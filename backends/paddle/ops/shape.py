@@ -2,8 +2,8 @@ import numpy as np
 import paddle
 from paddle.nn import functional
 
-from backends._ops_common import (axis, flatten_shape, full_pads, ints, reshape_shape, resize_gap, slice_index,
-                                  split_sizes)
+from backends._ops_common import (GRID_SAMPLE_MODES, axis, flatten_shape, full_pads, ints, nd_index, reshape_shape,
+                                  resize_gap, slice_index, split_sizes)
 from backends._table import Unsupported
 from backends.paddle.ops import OPS
 
@@ -192,31 +192,14 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
     raise Unsupported(f"Paddle's interpolate has no {mode}/{ctm}")
 
 
-def _nd_indices(x, indices, batch_dims):
-    """ONNX GatherND/ScatterND indices (..., k) into x's dims batch_dims..batch_dims+k-1, negative ones wrapped
-    (paddle.gather_nd and scatter_nd_add take none)."""
-    sizes = paddle.to_tensor(list(x.shape[batch_dims:batch_dims + indices.shape[-1]]), dtype=indices.dtype)
-    return paddle.where(indices < 0, indices + sizes, indices)
-
-
 @OPS.register("GatherND", since=13)
 def gather_nd(x, indices, *, batch_dims=0):
-    idx = _nd_indices(x, indices, batch_dims)
-    if not batch_dims:
-        return paddle.gather_nd(x, idx)
-    # paddle.gather_nd has no batch dims: the batch dims folded into one, each index led by its batch's position
-    lead = list(x.shape[:batch_dims])
-    n = int(np.prod(lead))
-    xf = paddle.reshape(x, [n] + list(x.shape[batch_dims:]))
-    idf = paddle.reshape(idx, [n] + list(idx.shape[batch_dims:]))
-    at = paddle.arange(n, dtype=idf.dtype).reshape([n] + [1] * (idf.ndim - 1))
-    out = paddle.gather_nd(xf, paddle.concat([paddle.expand(at, list(idf.shape[:-1]) + [1]), idf], axis=-1))
-    return paddle.reshape(out, lead + list(out.shape[1:]))
+    return paddle.gather_nd(x, paddle.to_tensor(nd_index(indices.numpy(), x.shape, batch_dims)))
 
 
 @OPS.register("ScatterND", since=18)
 def scatter_nd(x, indices, updates, *, reduction="none"):
-    idx = _nd_indices(x, indices, 0)
+    idx = paddle.to_tensor(nd_index(indices.numpy(), x.shape))
     if reduction == "add":
         return paddle.scatter_nd_add(x, idx, updates)
     if reduction != "none":
@@ -228,9 +211,8 @@ def scatter_nd(x, indices, updates, *, reduction="none"):
 
 @OPS.register("GridSample", since=16)
 def grid_sample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"):
-    # opset 16 names the modes bilinear/bicubic, opset 20 linear/cubic; Paddle's grid_sample has no bicubic
-    paddle_mode = {"linear": "bilinear", "bilinear": "bilinear", "nearest": "nearest"}.get(mode)
-    if paddle_mode is None or x.ndim != 4:
+    paddle_mode = GRID_SAMPLE_MODES[mode]
+    if paddle_mode == "bicubic" or x.ndim != 4:  # Paddle's grid_sample has no bicubic
         raise Unsupported(f"Paddle's grid_sample is 4-D bilinear or nearest only (GridSample mode={mode!r}, "
                           f"{x.ndim}-D input)")
     return functional.grid_sample(x, grid, mode=paddle_mode, padding_mode=padding_mode,

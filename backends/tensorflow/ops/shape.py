@@ -1,8 +1,8 @@
 import numpy as np
 import tensorflow as tf
 
-from backends._ops_common import (axis, flatten_shape, full_pads, ints, reshape_shape, resize_gap, slice_index,
-                                  split_sizes)
+from backends._ops_common import (axis, flatten_shape, full_pads, ints, nd_index, reshape_shape, resize_gap,
+                                  slice_index, split_sizes)
 from backends._table import Unsupported
 from backends.tensorflow.ops import OPS
 from backends.tensorflow.ops._util import ONNX_TO_TF, pad_pairs, to_nchw, to_nhwc
@@ -208,16 +208,9 @@ def resize(x, roi=None, scales=None, sizes=None, *, antialias=0, axes=None, coor
                       + (f"/{nearest_mode}" if mode == "nearest" else "") + (" antialias" if aa else ""))
 
 
-def _nd_indices(x, indices, batch_dims):
-    """ONNX GatherND/ScatterND indices (..., k) into x's dims batch_dims..batch_dims+k-1, negative ones wrapped
-    (tf.gather_nd and the tensor_scatter_nd ops take none)."""
-    sizes = tf.constant(list(x.shape[batch_dims:batch_dims + indices.shape[-1]]), indices.dtype)
-    return tf.where(indices < 0, indices + sizes, indices)
-
-
 @OPS.register("GatherND", since=13)
 def gather_nd(x, indices, *, batch_dims=0):
-    return tf.gather_nd(x, _nd_indices(x, indices, batch_dims), batch_dims=batch_dims)
+    return tf.gather_nd(x, nd_index(indices.numpy(), x.shape, batch_dims))
 
 
 # the reductions the op-case table checks (mul, max and min: UNSUPPORTED until a case does)
@@ -228,7 +221,7 @@ _SCATTER_ND = {"none": tf.tensor_scatter_nd_update, "add": tf.tensor_scatter_nd_
 def scatter_nd(x, indices, updates, *, reduction="none"):
     if reduction not in _SCATTER_ND:
         raise Unsupported(f"ScatterND reduction={reduction!r}")
-    return _SCATTER_ND[reduction](x, _nd_indices(x, indices, 0), updates)
+    return _SCATTER_ND[reduction](x, nd_index(indices.numpy(), x.shape), updates)
 
 
 @OPS.register("ScatterElements", since=18)

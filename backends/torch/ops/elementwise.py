@@ -38,16 +38,6 @@ _unary("Not", torch.logical_not, since=1)
 _unary("IsNaN", torch.isnan, since=9)
 _unary("Softsign", functional.softsign, since=1)
 _unary("Round", torch.round, since=11)  # ONNX and torch both round half to even
-# emitted by torch.onnx for torch.atan2 (Atan), the inverse and hyperbolic trigonometry
-_unary("Atan", torch.atan, since=7)
-_unary("Asin", torch.asin, since=7)
-_unary("Acos", torch.acos, since=7)
-_unary("Sinh", torch.sinh, since=9)
-_unary("Cosh", torch.cosh, since=9)
-_unary("Asinh", torch.asinh, since=9)
-_unary("Acosh", torch.acosh, since=9)
-_unary("Atanh", torch.atanh, since=9)
-_unary("Mish", functional.mish, since=18)
 OPS.register("BitwiseAnd", since=18)(lambda a, b: torch.bitwise_and(a, b))
 OPS.register("BitwiseOr", since=18)(lambda a, b: torch.bitwise_or(a, b))
 OPS.register("BitwiseXor", since=18)(lambda a, b: torch.bitwise_xor(a, b))
@@ -79,9 +69,6 @@ def bitwise_not(x):
     return torch.bitwise_not(x) if signed is None else torch.bitwise_not(x.view(signed)).view(x.dtype)
 
 
-@OPS.register("Celu", since=12)
-def celu(x, *, alpha=1.0):
-    return functional.celu(x, alpha)
 _unary("Identity", lambda x: x, since=1)
 
 

@@ -2,17 +2,12 @@
 from torch.nn import functional
 
 from backends._table import Unsupported
+from backends._torch_like import register_sampling
 from backends.torch.ops import OPS
 from backends.torch.ops._util import ints
 
 
-@OPS.register("GridSample", since=16)
-def grid_sample(x, grid, *, align_corners=0, mode="linear", padding_mode="zeros"):
-    # opset 16 names the modes bilinear/bicubic, opset 20 linear/cubic
-    torch_mode = {"linear": "bilinear", "bilinear": "bilinear", "cubic": "bicubic", "bicubic": "bicubic",
-                  "nearest": "nearest"}[mode]
-    return functional.grid_sample(x, grid, mode=torch_mode, padding_mode=padding_mode,
-                                  align_corners=bool(align_corners))
+register_sampling(OPS, functional)
 
 
 @OPS.register("Col2Im", since=18)
