@@ -339,3 +339,39 @@ def nd_index(indices, shape, batch_dims=0):
 # GridSample's mode as torch-like grid_sample names it (opset 16 says bilinear/bicubic, opset 20 linear/cubic)
 GRID_SAMPLE_MODES = {"linear": "bilinear", "bilinear": "bilinear", "cubic": "bicubic", "bicubic": "bicubic",
                      "nearest": "nearest"}
+
+
+# ONNX's recurrent layers (LSTM: gates i, o, f, c; GRU: z, r, h) on a framework of torch's family, whose fused layer
+# keeps its gates as torch does (LSTM i, f, g, o; GRU r, z, n: Paddle's and OneFlow's too): ONNX's gate indices in
+# that order. Their GRU resets the recurrent term after its matmul and bias: ONNX's linear_before_reset=1.
+RNN_GATES = {"LSTM": (0, 2, 3, 1), "GRU": (1, 0, 2), "RNN": (0,)}
+RNN_DEFAULTS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"]}
+
+
+def rnn_unsupported(layer, kind, lens, seq_len, attrs, cannot=()):
+    """Why `layer` (a framework's fused layer, "Paddle's LSTM") cannot compute the ONNX `kind` node, or None.
+    `lens`: its sequence_lens as numpy (or None); `attrs`: its direction, clip and activations; `cannot`: (what,
+    whether the node asks for it) of the rest the layer lacks."""
+    direction, activations = attrs.get("direction", "forward"), attrs.get("activations")
+    if direction not in ("forward", "bidirectional"):
+        return f"{layer} runs forward or both ways, not {direction} only"
+    if attrs.get("clip") is not None:
+        return f"{layer} has no cell clip"
+    if lens is not None and bool((np.asarray(lens) != seq_len).any()):
+        return f"{kind} with sequences shorter than the input (sequence_lens {np.asarray(lens).tolist()})"
+    defaults = RNN_DEFAULTS.get(kind)
+    if defaults and activations is not None and \
+            [a.lower() for a in activations] != defaults * (len(activations) // len(defaults)):
+        return f"{layer} has the activations {defaults} only, not {activations}"
+    if kind == "RNN":
+        names = {a.lower() for a in activations} if activations is not None else {"tanh"}
+        if len(names) != 1 or not names <= {"tanh", "relu"} or attrs.get("activation_alpha") is not None:
+            return f"{layer} has one activation, Tanh or Relu, for every direction, not {activations}"
+    if kind == "GRU" and not attrs.get("linear_before_reset", 0):
+        return f"{layer} applies its reset gate after the recurrent matmul only (linear_before_reset=1)"
+    return next((f"{layer} has no {what}" for what, asked in cannot if asked), None)
+
+
+def rnn_activation(activations):
+    """The one activation ("tanh" or "relu") of an RNN node rnn_unsupported accepted."""
+    return activations[0].lower() if activations else "tanh"

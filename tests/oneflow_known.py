@@ -115,6 +115,12 @@ KNOWN = {('batchnorm_eval', 'vjp2', 'd2g:*'): ('ERROR',
  ('gathernd_rows', 'vjp2', 'd2x:*'): ('ERROR',
                                       'Exception: The gradient function for op scatter_nd_like is not found. Please '
                                       'check whether it has be'),
+ ('gelu_tanh', 'vjp2', 'd2g:*'): ('ERROR',
+                                  'Exception: The gradient function for op fast_gelu_grad is not found. Please check '
+                                  'whether it has bee'),
+ ('gelu_tanh', 'vjp2', 'd2x:*'): ('ERROR',
+                                  'Exception: The gradient function for op fast_gelu_grad is not found. Please check '
+                                  'whether it has bee'),
  ('gridsample_cubic_border', 'vjp2', 'd2g:*'): ('ERROR',
                                                 'Exception: The gradient function for op grid_sample_grad is not '
                                                 'found. Please check whether it has b'),
@@ -127,12 +133,12 @@ KNOWN = {('batchnorm_eval', 'vjp2', 'd2g:*'): ('ERROR',
  ('gridsample_linear', 'vjp2', 'd2x:*'): ('ERROR',
                                           'Exception: The gradient function for op grid_sample_grad is not found. '
                                           'Please check whether it has b'),
- ('gelu_tanh', 'vjp2', 'd2g:*'): ('ERROR',
-                                  'Exception: The gradient function for op fast_gelu_grad is not found. Please check '
-                                  'whether it has bee'),
- ('gelu_tanh', 'vjp2', 'd2x:*'): ('ERROR',
-                                  'Exception: The gradient function for op fast_gelu_grad is not found. Please check '
-                                  'whether it has bee'),
+ ('gru', 'vjp2', 'd2g:*'): ('ERROR',
+                            'Exception: The gradient function for op narrow_grad is not found. Please check whether it '
+                            'has been i'),
+ ('gru', 'vjp2', 'd2x:*'): ('ERROR',
+                            'Exception: The gradient function for op narrow_grad is not found. Please check whether it '
+                            'has been i'),
  ('hardsigmoid', 'vjp2', 'd2g:*'): ('ERROR',
                                     'Exception: The gradient function for op clip_by_scalar_grad is not found. Please '
                                     'check whether it ha'),
@@ -141,6 +147,18 @@ KNOWN = {('batchnorm_eval', 'vjp2', 'd2g:*'): ('ERROR',
                                     'check whether it ha'),
  ('logsoftmax', 'vjp2', 'd2x:logsoftmax.in0'): ('DIVERGENT',
                                                 'oneflow -0.8206 vs torch -0.8206 at [1, 3], max abs 1.55e-06'),
+ ('lstm', 'vjp2', 'd2g:*'): ('ERROR',
+                             'Exception: The gradient function for op narrow_grad is not found. Please check whether '
+                             'it has been i'),
+ ('lstm', 'vjp2', 'd2x:*'): ('ERROR',
+                             'Exception: The gradient function for op narrow_grad is not found. Please check whether '
+                             'it has been i'),
+ ('lstm_batch_first', 'vjp2', 'd2g:*'): ('ERROR',
+                                         'Exception: The gradient function for op narrow_grad is not found. Please '
+                                         'check whether it has been i'),
+ ('lstm_batch_first', 'vjp2', 'd2x:*'): ('ERROR',
+                                         'Exception: The gradient function for op narrow_grad is not found. Please '
+                                         'check whether it has been i'),
  ('max', 'vjp2', 'd2g:*'): ('ERROR',
                             'Exception: The gradient function for op elementwise_maximum_backward is not found. Please '
                             'check whet'),
@@ -192,6 +210,22 @@ KNOWN = {('batchnorm_eval', 'vjp2', 'd2g:*'): ('ERROR',
  ('resize_negative_axes', 'vjp2', 'd2x:*'): ('ERROR',
                                              'Exception: The gradient function for op upsample_bilinear_2d_grad is not '
                                              'found. Please check whether'),
+ ('rnn', 'fwd', '*'): ('UNSUPPORTED',
+                       "OneFlow's RNN has one activation, Tanh or Relu, for every direction, not ['Tanh', 'Relu']"),
+ ('rnn', 'vjp', '*'): ('UNSUPPORTED',
+                       "OneFlow's RNN has one activation, Tanh or Relu, for every direction, not ['Tanh', 'Relu']"),
+ ('rnn', 'vjp2', 'd2g:*'): ('UNSUPPORTED',
+                            "OneFlow's RNN has one activation, Tanh or Relu, for every direction, not ['Tanh', "
+                            "'Relu']"),
+ ('rnn', 'vjp2', 'd2x:*'): ('UNSUPPORTED',
+                            "OneFlow's RNN has one activation, Tanh or Relu, for every direction, not ['Tanh', "
+                            "'Relu']"),
+ ('rnn_relu', 'vjp2', 'd2g:*'): ('ERROR',
+                                 'Exception: The gradient function for op narrow_grad is not found. Please check '
+                                 'whether it has been i'),
+ ('rnn_relu', 'vjp2', 'd2x:*'): ('ERROR',
+                                 'Exception: The gradient function for op narrow_grad is not found. Please check '
+                                 'whether it has been i'),
  ('split', 'vjp2', 'd2g:*'): ('ERROR',
                               'Exception: The gradient function for op narrow_grad is not found. Please check whether '
                               'it has been i'),

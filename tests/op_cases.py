@@ -214,6 +214,12 @@ CASES = [
       direction="bidirectional", linear_before_reset=1),
     C("rnn", "RNN", X(4, 2, 3), X(2, 5, 3), X(2, 5, 5), X(2, 10), ("none",), X(2, 2, 5), outputs=2, hidden_size=5,
       direction="bidirectional", activations=["Tanh", "Relu"]),
+    # as torch.onnx emits nn.RNN(nonlinearity="relu") and nn.LSTM(batch_first=True): a framework's fused layer has
+    # one activation for both directions
+    C("rnn_relu", "RNN", X(4, 2, 3), X(1, 5, 3), X(1, 5, 5), X(1, 10), ("none",), X(1, 2, 5), outputs=2, hidden_size=5,
+      activations=["Relu"]),
+    C("lstm_batch_first", "LSTM", X(2, 5, 4), X(2, 12, 4), X(2, 12, 3), X(2, 24), outputs=3, hidden_size=3,
+      direction="bidirectional", layout=1),
     # ONNX TopK: of equal values the lower index first (torch.sort(stable=True) exports as it)
     C("topk_ties", "TopK", ("fixed", (1.0, 2.0, 1.0, 3.0, 2.0, 1.0)), INT(4), outputs=2, axis=-1),
     # statistics computed in the graph (weight standardisation): differentiated like the other inputs
@@ -307,7 +313,8 @@ OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_n
 OPTIONAL = {"gridsample_linear", "gridsample_cubic_border", "atan", "asin", "acos", "sinh", "cosh", "asinh",
             "acosh", "atanh", "mish", "celu", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
             "bitshift_left", "det", "eyelike", "nonzero", "unique", "nll_loss", "softmax_cross_entropy", "col2im",
-            "dft", "stft", "hannwindow", "lstm", "gru", "rnn", "gathernd_pairs", "gathernd_rows",
+            "dft", "stft", "hannwindow", "lstm", "gru", "rnn", "rnn_relu", "lstm_batch_first", "gathernd_pairs",
+            "gathernd_rows",
             "gathernd_batch1", "gathernd_negative", "scatternd", "scatternd_pairs", "scatternd_add", "scatterelements",
             "scatterelements_negative", "scatterelements_add"}
 
