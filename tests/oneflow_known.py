@@ -226,6 +226,32 @@ KNOWN = {('batchnorm_eval', 'vjp2', 'd2g:*'): ('ERROR',
  ('rnn_relu', 'vjp2', 'd2x:*'): ('ERROR',
                                  'Exception: The gradient function for op narrow_grad is not found. Please check '
                                  'whether it has been i'),
+ ('softmax_cross_entropy', 'fwd', 'softmax_cross_entropy.out1'): ('DIVERGENT',
+                                                                  'oneflow -0.7519 vs torch -0.7519 at [1, 0], max abs '
+                                                                  '3.4e-06'),
+ ('softmax_cross_entropy', 'vjp', 'd:softmax_cross_entropy.in0'): ('DIVERGENT',
+                                                                   'oneflow -0.2855 vs torch -0.2855 at [0, 1], max '
+                                                                   'abs 2.24e-06'),
+ ('softmax_cross_entropy', 'vjp2', 'd2g:softmax_cross_entropy.out0'): ('DIVERGENT',
+                                                                       'oneflow -0.3655 vs torch -0.3655 at [], max '
+                                                                       'abs 1.04e-06'),
+ ('softmax_cross_entropy', 'vjp2', 'd2x:softmax_cross_entropy.in0'): ('DIVERGENT',
+                                                                      'oneflow 2.047 vs torch 2.047 at [2, 0], max abs '
+                                                                      '5.96e-06'),
+ ('softmax_cross_entropy_weighted', 'fwd', 'softmax_cross_entropy_weighted.out1'): ('DIVERGENT',
+                                                                                    'oneflow -1.717 vs torch -1.717 at '
+                                                                                    '[0, 2, 0], max abs 3.34e-06'),
+ ('softmax_cross_entropy_weighted', 'vjp', 'd:softmax_cross_entropy_weighted.in0'): ('DIVERGENT',
+                                                                                     'oneflow -1.504 vs torch -1.504 '
+                                                                                     'at [1, 0, 0], max abs 3.34e-06'),
+ ('softmax_cross_entropy_weighted', 'vjp2', 'd2g:softmax_cross_entropy_weighted.out0'): ('DIVERGENT',
+                                                                                         'oneflow -0.4215 vs torch '
+                                                                                         '-0.4215 at [], max abs '
+                                                                                         '1.13e-06'),
+ ('softmax_cross_entropy_weighted', 'vjp2', 'd2g:softmax_cross_entropy_weighted.out1'): ('DIVERGENT',
+                                                                                         'oneflow 1.046 vs torch 1.046 '
+                                                                                         'at [0, 3, 0], max abs '
+                                                                                         '2.15e-06'),
  ('split', 'vjp2', 'd2g:*'): ('ERROR',
                               'Exception: The gradient function for op narrow_grad is not found. Please check whether '
                               'it has been i'),

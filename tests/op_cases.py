@@ -204,6 +204,12 @@ CASES = [
     C("unique", "Unique", ("fixed", (2.0, 1.0, 1.0, 3.0, 4.0, 3.0)), outputs=4, sorted=1),
     C("nll_loss", "NegativeLogLikelihoodLoss", X(3, 4), ("idx", (3,), 4), reduction="mean"),
     C("softmax_cross_entropy", "SoftmaxCrossEntropyLoss", X(3, 4), ("idx", (3,), 4), outputs=2, reduction="mean"),
+    # F.cross_entropy(weight=, ignore_index=) over a spatial axis (segmentation), and F.nll_loss(weight=,
+    # reduction="none"): the weighted mean divides by the weights of the classes not ignored
+    C("softmax_cross_entropy_weighted", "SoftmaxCrossEntropyLoss", X(2, 4, 3), ("idx", (2, 3), 4), PSTAT(4), outputs=2,
+      reduction="mean", ignore_index=1),
+    C("nll_loss_weighted_none", "NegativeLogLikelihoodLoss", X(2, 5, 2), ("idx", (2, 2), 5), PSTAT(5),
+      reduction="none"),
     C("col2im", "Col2Im", X(1, 4, 12), INT(3, 4), INT(2, 2), pads=[1, 0, 0, 1]),
     C("dft", "DFT", X(2, 8, 1)),
     C("stft", "STFT", X(1, 16, 1), I0(4), X(8), I0(8), onesided=1),
@@ -312,7 +318,8 @@ OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_n
 # is checked like every other case. Every other case is every backend's (UNSUPPORTED must be known).
 OPTIONAL = {"gridsample_linear", "gridsample_cubic_border", "atan", "asin", "acos", "sinh", "cosh", "asinh",
             "acosh", "atanh", "mish", "celu", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-            "bitshift_left", "det", "eyelike", "nonzero", "unique", "nll_loss", "softmax_cross_entropy", "col2im",
+            "bitshift_left", "det", "eyelike", "nonzero", "unique", "nll_loss", "softmax_cross_entropy",
+            "softmax_cross_entropy_weighted", "nll_loss_weighted_none", "col2im",
             "dft", "stft", "hannwindow", "lstm", "gru", "rnn", "rnn_relu", "lstm_batch_first", "gathernd_pairs",
             "gathernd_rows",
             "gathernd_batch1", "gathernd_negative", "scatternd", "scatternd_pairs", "scatternd_add", "scatterelements",

@@ -6,4 +6,4 @@ from backends._table import OpTable
 
 OPS = OpTable("oneflow")
 
-from backends.oneflow.ops import conv, elementwise, linalg, norm, pool, reduce, rnn, shape  # noqa: E402,F401
+from backends.oneflow.ops import conv, elementwise, linalg, loss, norm, pool, reduce, rnn, shape  # noqa: E402,F401

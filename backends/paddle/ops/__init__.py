@@ -7,4 +7,4 @@ from backends._table import OpTable
 
 OPS = OpTable("paddle")
 
-from backends.paddle.ops import conv, elementwise, linalg, norm, pool, reduce, rnn, shape  # noqa: E402,F401
+from backends.paddle.ops import conv, elementwise, linalg, loss, norm, pool, reduce, rnn, shape  # noqa: E402,F401
