@@ -346,14 +346,17 @@ GRID_SAMPLE_MODES = {"linear": "bilinear", "bilinear": "bilinear", "cubic": "bic
 # that order. Their GRU resets the recurrent term after its matmul and bias: ONNX's linear_before_reset=1.
 RNN_GATES = {"LSTM": (0, 2, 3, 1), "GRU": (1, 0, 2), "RNN": (0,)}
 RNN_DEFAULTS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"]}
+RNN_ACTIVATIONS = ("tanh", "relu", "sigmoid")
 
 
-def rnn_unsupported(layer, kind, lens, seq_len, attrs, cannot=()):
-    """Why `layer` (a framework's fused layer, "Paddle's LSTM") cannot compute the ONNX `kind` node, or None.
-    `lens`: its sequence_lens as numpy (or None); `attrs`: its direction, clip and activations; `cannot`: (what,
-    whether the node asks for it) of the rest the layer lacks."""
+def rnn_unsupported(layer, kind, lens, seq_len, attrs, cannot=(), per_direction=False):
+    """Why `layer` (a framework's layer, "Paddle's LSTM") cannot compute the ONNX `kind` node, or None. `lens`: its
+    sequence_lens as numpy (or None); `attrs`: its direction, clip, activations and linear_before_reset; `cannot`:
+    (what, whether the node asks for it) of the rest the layer lacks. `per_direction`: a layer a direction (Keras's:
+    each runs either way, with an RNN activation and a GRU reset of its own), not a fused layer of torch's family
+    (forward or both ways, one RNN activation, the reset after the recurrent matmul)."""
     direction, activations = attrs.get("direction", "forward"), attrs.get("activations")
-    if direction not in ("forward", "bidirectional"):
+    if not per_direction and direction not in ("forward", "bidirectional"):
         return f"{layer} runs forward or both ways, not {direction} only"
     if attrs.get("clip") is not None:
         return f"{layer} has no cell clip"
@@ -365,13 +368,15 @@ def rnn_unsupported(layer, kind, lens, seq_len, attrs, cannot=()):
         return f"{layer} has the activations {defaults} only, not {activations}"
     if kind == "RNN":
         names = {a.lower() for a in activations} if activations is not None else {"tanh"}
-        if len(names) != 1 or not names <= {"tanh", "relu"} or attrs.get("activation_alpha") is not None:
-            return f"{layer} has one activation, Tanh or Relu, for every direction, not {activations}"
-    if kind == "GRU" and not attrs.get("linear_before_reset", 0):
+        if not names <= set(RNN_ACTIVATIONS if per_direction else RNN_ACTIVATIONS[:2]) or \
+                (len(names) != 1 and not per_direction) or attrs.get("activation_alpha") is not None:
+            return f"{layer} has one activation, Tanh or Relu, for every direction, not {activations}" \
+                if not per_direction else f"{layer} has the activations Tanh, Relu and Sigmoid only, not {activations}"
+    if kind == "GRU" and not attrs.get("linear_before_reset", 0) and not per_direction:
         return f"{layer} applies its reset gate after the recurrent matmul only (linear_before_reset=1)"
     return next((f"{layer} has no {what}" for what, asked in cannot if asked), None)
 
 
-def rnn_activation(activations):
-    """The one activation ("tanh" or "relu") of an RNN node rnn_unsupported accepted."""
-    return activations[0].lower() if activations else "tanh"
+def rnn_activation(activations, direction=0):
+    """The activation ("tanh", "relu" or "sigmoid") of an RNN node's `direction` rnn_unsupported accepted."""
+    return activations[min(direction, len(activations) - 1)].lower() if activations else "tanh"

@@ -139,6 +139,12 @@ KNOWN = {('batchnorm_eval', 'vjp2', 'd2g:*'): ('ERROR',
  ('gru', 'vjp2', 'd2x:*'): ('ERROR',
                             'Exception: The gradient function for op narrow_grad is not found. Please check whether it '
                             'has been i'),
+ ('gru_reverse_reset_before', 'fwd', '*'): ('UNSUPPORTED', "OneFlow's GRU runs forward or both ways, not reverse only"),
+ ('gru_reverse_reset_before', 'vjp', '*'): ('UNSUPPORTED', "OneFlow's GRU runs forward or both ways, not reverse only"),
+ ('gru_reverse_reset_before', 'vjp2', 'd2g:*'): ('UNSUPPORTED',
+                                                 "OneFlow's GRU runs forward or both ways, not reverse only"),
+ ('gru_reverse_reset_before', 'vjp2', 'd2x:*'): ('UNSUPPORTED',
+                                                 "OneFlow's GRU runs forward or both ways, not reverse only"),
  ('hardsigmoid', 'vjp2', 'd2g:*'): ('ERROR',
                                     'Exception: The gradient function for op clip_by_scalar_grad is not found. Please '
                                     'check whether it ha'),

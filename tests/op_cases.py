@@ -226,6 +226,9 @@ CASES = [
       activations=["Relu"]),
     C("lstm_batch_first", "LSTM", X(2, 5, 4), X(2, 12, 4), X(2, 12, 3), X(2, 24), outputs=3, hidden_size=3,
       direction="bidirectional", layout=1),
+    # tf2onnx's Keras GRU(reset_after=False, go_backwards=True): the reset gate before the recurrent matmul, reverse
+    C("gru_reverse_reset_before", "GRU", X(4, 2, 3), X(1, 9, 3), X(1, 9, 3), X(1, 18), ("none",), X(1, 2, 3),
+      outputs=2, hidden_size=3, direction="reverse", linear_before_reset=0),
     # ONNX TopK: of equal values the lower index first (torch.sort(stable=True) exports as it)
     C("topk_ties", "TopK", ("fixed", (1.0, 2.0, 1.0, 3.0, 2.0, 1.0)), INT(4), outputs=2, axis=-1),
     # statistics computed in the graph (weight standardisation): differentiated like the other inputs
@@ -320,7 +323,8 @@ OPTIONAL = {"gridsample_linear", "gridsample_cubic_border", "atan", "asin", "aco
             "acosh", "atanh", "mish", "celu", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
             "bitshift_left", "det", "eyelike", "nonzero", "unique", "nll_loss", "softmax_cross_entropy",
             "softmax_cross_entropy_weighted", "nll_loss_weighted_none", "col2im",
-            "dft", "stft", "hannwindow", "lstm", "gru", "rnn", "rnn_relu", "lstm_batch_first", "gathernd_pairs",
+            "dft", "stft", "hannwindow", "lstm", "gru", "rnn", "rnn_relu", "lstm_batch_first",
+            "gru_reverse_reset_before", "gathernd_pairs",
             "gathernd_rows",
             "gathernd_batch1", "gathernd_negative", "scatternd", "scatternd_pairs", "scatternd_add", "scatterelements",
             "scatterelements_negative", "scatterelements_add"}

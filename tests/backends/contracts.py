@@ -199,12 +199,12 @@ CONTRACTS = {c.name: c for c in (
              # its fused RNN has one activation for both directions (the rnn case's are Tanh and Relu); its
              # log_softmax (a cross entropy's log_prob output) is further from float64 than torch allows
              fwd_findings={("batchnorm_train_biased", "batchnorm_train_biased.out2"): compare.DIVERGENT,
-                           ("rnn", "*"): compare.UNSUPPORTED,
+                           ("rnn", "*"): compare.UNSUPPORTED, ("gru_reverse_reset_before", "*"): compare.UNSUPPORTED,
                            ("softmax_cross_entropy", "softmax_cross_entropy.out1"): compare.DIVERGENT,
                            ("softmax_cross_entropy_weighted", "softmax_cross_entropy_weighted.out1"):
                                compare.DIVERGENT},
              vjp_findings=(("batchnorm_eval_stats", "*", compare.UNSUPPORTED), ("mod_fmod", "*", compare.ERROR),
-                           ("rnn", "*", compare.UNSUPPORTED),
+                           ("rnn", "*", compare.UNSUPPORTED), ("gru_reverse_reset_before", "*", compare.UNSUPPORTED),
                            ("softmax_cross_entropy", "d:softmax_cross_entropy.in0", compare.DIVERGENT),
                            ("softmax_cross_entropy_weighted", "d:softmax_cross_entropy_weighted.in0",
                             compare.DIVERGENT)),
@@ -230,10 +230,11 @@ CONTRACTS = {c.name: c for c in (
              fwd_findings={("batchnorm_train", "batchnorm_train.out2"): compare.DIVERGENT,
                            ("batchnorm_train_m07", "batchnorm_train_m07.out2"): compare.DIVERGENT,
                            ("gridsample_cubic_border", "*"): compare.UNSUPPORTED,
-                           ("rnn", "*"): compare.UNSUPPORTED,
+                           ("rnn", "*"): compare.UNSUPPORTED, ("gru_reverse_reset_before", "*"): compare.UNSUPPORTED,
                            ("topk_ties", "topk_ties.out1"): compare.DIVERGENT},
              vjp_findings=(("batchnorm_eval_stats", "*", compare.UNSUPPORTED),
                            ("gridsample_cubic_border", "*", compare.UNSUPPORTED), ("rnn", "*", compare.UNSUPPORTED),
+                           ("gru_reverse_reset_before", "*", compare.UNSUPPORTED),
                            ("topk_ties", "d:topk_ties.in0", compare.DIVERGENT)),
              padding="paddle_known:PADDING", versions={"paddle": "3.3.1", "numpy": "2.2.6"}, ops=121,
              quiet=("ccache", "I1"), penalty_gaps={"stylegan2": "reciprocal_grad doesn't have any grad op"}),
@@ -242,7 +243,7 @@ CONTRACTS = {c.name: c for c in (
              vjp_findings=(("batchnorm_eval_stats", "*", compare.UNSUPPORTED), ("conv_depthwise", "*", compare.ERROR),
                            ("conv_dilation2", "*", compare.ERROR), ("conv_groups2", "*", compare.ERROR),
                            ("conv_groups_batch", "*", compare.ERROR)),
-             numbers_rel=0.01, padding="padding_known:KNOWN", versions={"tensorflow": "2.21.0"}, ops=115,
+             numbers_rel=0.01, padding="padding_known:KNOWN", versions={"tensorflow": "2.21.0"}, ops=118,
              example_nodes={"resnet": 49, "wideresnet": 66, "wideresnet-train": 69, "stylegan2": 244, "gpt": 55}))}
 
 

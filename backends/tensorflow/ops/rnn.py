@@ -1,0 +1,80 @@
+"""Recurrent layers (ONNX LSTM, GRU and RNN: what torch.onnx emits for nn.LSTM, nn.GRU and nn.RNN, and tf2onnx
+for Keras's) with the layers a porter writes: keras.layers.LSTM, GRU and SimpleRNN, run by Layer.stateless_call
+with the node's weights as the layer's, so that the gradients reach them. Keras keeps a kernel transposed
+([input, gates * hidden]), its gates LSTM i, f, c, o (ONNX's i, o, f, c reordered) and GRU z, r, h (ONNX's
+order), and one bias where ONNX has two (their sum), but for a GRU that resets after the recurrent matmul
+(reset_after=True: its input and recurrent biases). A direction is a layer of its own; the reverse one runs with
+go_backwards=True and its output is turned back in time, as keras.layers.Bidirectional does."""
+import tensorflow as tf
+
+from backends._ops_common import rnn_activation, rnn_unsupported
+from backends._table import Unsupported
+from backends.tensorflow.ops import OPS
+
+_GATES = {"LSTM": (0, 2, 3, 1), "GRU": (0, 1, 2), "RNN": (0,)}
+
+
+def _gates(t, order, h):
+    return tf.concat([t[k * h:(k + 1) * h] for k in order], axis=0)
+
+
+def _layer(kind, h, backwards, dtype, attrs, d):
+    import keras  # Keras 3, imported by the first recurrent node (a worker that replays none does not pay for it)
+    common = dict(return_sequences=True, return_state=True, go_backwards=backwards, dtype=dtype)
+    if kind == "LSTM":
+        return keras.layers.LSTM(h, use_cudnn=False, **common)
+    if kind == "GRU":
+        return keras.layers.GRU(h, use_cudnn=False, reset_after=bool(attrs.get("linear_before_reset", 0)), **common)
+    return keras.layers.SimpleRNN(h, activation=rnn_activation(attrs.get("activations"), d), **common)
+
+
+def _run(kind, x, w, r, b, sequence_lens, states, attrs, cannot=()):
+    """Y and the last states of Keras's `kind` layer, a direction each, on the node's inputs, in ONNX's layout."""
+    layout, h, direction = attrs.get("layout", 0), attrs["hidden_size"], attrs.get("direction", "forward")
+    why = rnn_unsupported(f"Keras's {kind}", kind, None if sequence_lens is None else sequence_lens.numpy(),
+                          x.shape[1 if layout else 0], attrs, cannot, per_direction=True)
+    if why:
+        raise Unsupported(why)
+    dirs, order = w.shape[0], _GATES[kind]
+    n = len(order) * h
+    if b is None:
+        b = tf.zeros([dirs, 2 * n], dtype=x.dtype)
+    xb = x if layout else tf.transpose(x, [1, 0, 2])  # Keras's sequences are batch first
+    ys, lasts = [], [[] for _ in states]
+    for d in range(dirs):
+        backwards = direction == "reverse" or d == 1
+        layer = _layer(kind, h, backwards, x.dtype.name, attrs, d)
+        layer.build(xb.shape)
+        wb, rb = _gates(b[d][:n], order, h), _gates(b[d][n:], order, h)
+        bias = tf.stack([wb, rb]) if kind == "GRU" and attrs.get("linear_before_reset", 0) else wb + rb
+        weights = [tf.transpose(_gates(w[d], order, h)), tf.transpose(_gates(r[d], order, h)), bias]
+        initial = None if all(s is None for s in states) else \
+            [tf.zeros([xb.shape[0], h], x.dtype) if s is None else (s[:, d] if layout else s[d]) for s in states]
+        out, _ = layer.stateless_call(weights, [v.value for v in layer.non_trainable_variables], xb,
+                                      initial_state=initial)
+        ys.append(tf.reverse(out[0], [1]) if backwards else out[0])
+        for k, s in enumerate(out[1:]):
+            lasts[k].append(s)
+    y = tf.stack(ys, axis=2)  # [batch, seq, dirs, hidden]
+    y = y if layout else tf.transpose(y, [1, 2, 0, 3])
+    return tuple([y] + [tf.stack(s, axis=1 if layout else 0) for s in lasts])
+
+
+@OPS.register("LSTM", since=7)
+def lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, *, activation_alpha=None,
+         activation_beta=None, activations=None, clip=None, direction="forward", hidden_size, input_forget=0,
+         layout=0):
+    return _run("LSTM", x, w, r, b, sequence_lens, [initial_h, initial_c], locals(),
+                [("peepholes", p is not None), ("coupled input and forget gate", input_forget)])
+
+
+@OPS.register("GRU", since=7)
+def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+        activations=None, clip=None, direction="forward", hidden_size, layout=0, linear_before_reset=0):
+    return _run("GRU", x, w, r, b, sequence_lens, [initial_h], locals())
+
+
+@OPS.register("RNN", since=7)
+def rnn(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+        activations=None, clip=None, direction="forward", hidden_size, layout=0):
+    return _run("RNN", x, w, r, b, sequence_lens, [initial_h], locals())
