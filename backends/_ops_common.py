@@ -380,3 +380,13 @@ def rnn_unsupported(layer, kind, lens, seq_len, attrs, cannot=(), per_direction=
 def rnn_activation(activations, direction=0):
     """The activation ("tanh", "relu" or "sigmoid") of an RNN node's `direction` rnn_unsupported accepted."""
     return activations[min(direction, len(activations) - 1)].lower() if activations else "tanh"
+
+
+def weighted_reduction(losses, w, reduction, total):
+    """ONNX's reduction of per-element `losses` weighted by `w` (their class's weight, 0 for an ignored class):
+    "mean" divides by the weights' sum, as ONNX and torch do; `total` sums a framework's tensor."""
+    losses = losses * w
+    if reduction == "none":
+        return losses
+    s = total(losses)
+    return s if reduction == "sum" else s / total(w)

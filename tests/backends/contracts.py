@@ -191,7 +191,7 @@ CONTRACTS = {c.name: c for c in (
                            ("scatternd_add", "*", compare.UNSUPPORTED),
                            ("scatterelements_add", "*", compare.UNSUPPORTED),
                            ("topk_ties", "d:topk_ties.in0", compare.DIVERGENT)),
-             padding=None, versions={"megengine": "1.13.0", "numpy": "1."}, ops=113, quiet=("debug: ", "info: "),
+             padding=None, versions={"megengine": "1.13.0", "numpy": "1."}, ops=115, quiet=("debug: ", "info: "),
              examples_slow=False, float64=False),
     Contract("oneflow", cases=_oneflow_cases, replay_with=("oneflow",),
              fwd_only=("argmax_last", "cast_int", "equal", "greater", "isinf", "less"),
@@ -243,7 +243,7 @@ CONTRACTS = {c.name: c for c in (
              vjp_findings=(("batchnorm_eval_stats", "*", compare.UNSUPPORTED), ("conv_depthwise", "*", compare.ERROR),
                            ("conv_dilation2", "*", compare.ERROR), ("conv_groups2", "*", compare.ERROR),
                            ("conv_groups_batch", "*", compare.ERROR)),
-             numbers_rel=0.01, padding="padding_known:KNOWN", versions={"tensorflow": "2.21.0"}, ops=118,
+             numbers_rel=0.01, padding="padding_known:KNOWN", versions={"tensorflow": "2.21.0"}, ops=120,
              example_nodes={"resnet": 49, "wideresnet": 66, "wideresnet-train": 69, "stylegan2": 244, "gpt": 55}))}
 
 

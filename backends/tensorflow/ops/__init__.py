@@ -8,4 +8,4 @@ from backends._table import OpTable
 
 OPS = OpTable("tensorflow")
 
-from backends.tensorflow.ops import conv, elementwise, linalg, norm, pool, reduce, rnn, shape  # noqa: E402,F401
+from backends.tensorflow.ops import conv, elementwise, linalg, loss, norm, pool, reduce, rnn, shape  # noqa: E402,F401
