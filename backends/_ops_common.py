@@ -390,3 +390,35 @@ def weighted_reduction(losses, w, reduction, total):
         return losses
     s = total(losses)
     return s if reduction == "sum" else s / total(w)
+
+
+def register_rnn(table, run, layer, kinds=("LSTM", "GRU", "RNN"), per_direction=False):
+    """ONNX's LSTM, GRU and RNN (those of `kinds`) on `table`, their signatures written once: what the framework's
+    layer cannot say is Unsupported (rnn_unsupported: `layer(kind)` names the layer, `per_direction` as there),
+    the rest is `run(kind, x, w, r, b, states, attrs)`, `states` the node's initial states (None where absent) and
+    `attrs` its arguments by name."""
+    from backends._table import Unsupported
+
+    def checked(kind, x, w, r, b, sequence_lens, states, attrs, cannot=()):
+        why = rnn_unsupported(layer(kind), kind, None if sequence_lens is None else sequence_lens.numpy(),
+                              x.shape[1 if attrs.get("layout", 0) else 0], attrs, cannot, per_direction)
+        if why:
+            raise Unsupported(why)
+        return run(kind, x, w, r, b, states, attrs)
+
+    def lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, *, activation_alpha=None,
+             activation_beta=None, activations=None, clip=None, direction="forward", hidden_size, input_forget=0,
+             layout=0):
+        return checked("LSTM", x, w, r, b, sequence_lens, [initial_h, initial_c], locals(),
+                       [("peepholes", p is not None), ("coupled input and forget gate", input_forget)])
+
+    def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+            activations=None, clip=None, direction="forward", hidden_size, layout=0, linear_before_reset=0):
+        return checked("GRU", x, w, r, b, sequence_lens, [initial_h], locals())
+
+    def rnn(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
+            activations=None, clip=None, direction="forward", hidden_size, layout=0):
+        return checked("RNN", x, w, r, b, sequence_lens, [initial_h], locals())
+    for kind, fn in (("LSTM", lstm), ("GRU", gru), ("RNN", rnn)):
+        if kind in kinds:
+            table.register(kind, since=7)(fn)

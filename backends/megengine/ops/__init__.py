@@ -6,4 +6,4 @@ from backends._table import OpTable
 
 OPS = OpTable("megengine")
 
-from backends.megengine.ops import conv, elementwise, linalg, loss, norm, pool, reduce, shape  # noqa: E402,F401
+from backends.megengine.ops import conv, elementwise, linalg, loss, norm, pool, reduce, rnn, shape  # noqa: E402,F401

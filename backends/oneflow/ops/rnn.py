@@ -5,8 +5,7 @@ order (torch's: _ops_common RNN_GATES), per direction [weight_ih, weight_hh, bia
 gradients reach them (the module itself reads its own parameters at each forward)."""
 import oneflow as flow
 
-from backends._ops_common import RNN_GATES, rnn_activation, rnn_unsupported
-from backends._table import Unsupported
+from backends._ops_common import RNN_GATES, register_rnn, rnn_activation
 from backends.oneflow.ops import OPS
 
 
@@ -14,13 +13,9 @@ def _gates(t, order, h):
     return flow.cat([t[k * h:(k + 1) * h] for k in order], dim=0)
 
 
-def _run(kind, fused, x, w, r, b, sequence_lens, states, attrs, cannot=()):
+def _run(kind, x, w, r, b, states, attrs):
     """Y and the last states of OneFlow's fused `kind` call on the node's inputs, in ONNX's layout."""
     layout, h = attrs.get("layout", 0), attrs["hidden_size"]
-    why = rnn_unsupported(f"OneFlow's {kind}", kind, None if sequence_lens is None else sequence_lens.numpy(),
-                          x.shape[1 if layout else 0], attrs, cannot)
-    if why:
-        raise Unsupported(why)
     dirs, order = w.shape[0], RNN_GATES[kind]
     n = len(order) * h
     if b is None:
@@ -29,6 +24,8 @@ def _run(kind, fused, x, w, r, b, sequence_lens, states, attrs, cannot=()):
     batch = x.shape[0] if layout else x.shape[1]
     states = [flow.zeros(dirs, batch, h, dtype=x.dtype) if s is None else (s.transpose(0, 1) if layout else s)
               for s in states]
+    fused = {"LSTM": flow._C.lstm, "GRU": flow._C.gru}.get(kind) or \
+        (flow._C.rnn_relu if rnn_activation(attrs.get("activations")) == "relu" else flow._C.rnn_tanh)
     out = fused(x, tuple(states) if len(states) > 1 else states[0], weights, True, 1, 0.0, False, dirs == 2,
                 bool(layout))
     y = out[0].reshape(*out[0].shape[:2], dirs, h)  # from [seq, batch, dirs * hidden] (or batch first)
@@ -36,22 +33,4 @@ def _run(kind, fused, x, w, r, b, sequence_lens, states, attrs, cannot=()):
     return tuple([y] + [s.transpose(0, 1) if layout else s for s in out[1:]])
 
 
-@OPS.register("LSTM", since=7)
-def lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, *, activation_alpha=None,
-         activation_beta=None, activations=None, clip=None, direction="forward", hidden_size, input_forget=0,
-         layout=0):
-    return _run("LSTM", flow._C.lstm, x, w, r, b, sequence_lens, [initial_h, initial_c], locals(),
-                [("peepholes", p is not None), ("coupled input and forget gate", input_forget)])
-
-
-@OPS.register("GRU", since=7)
-def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-        activations=None, clip=None, direction="forward", hidden_size, layout=0, linear_before_reset=0):
-    return _run("GRU", flow._C.gru, x, w, r, b, sequence_lens, [initial_h], locals())
-
-
-@OPS.register("RNN", since=7)
-def rnn(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-        activations=None, clip=None, direction="forward", hidden_size, layout=0):
-    fused = flow._C.rnn_relu if rnn_activation(activations) == "relu" else flow._C.rnn_tanh
-    return _run("RNN", fused, x, w, r, b, sequence_lens, [initial_h], locals())
+register_rnn(OPS, _run, lambda kind: f"OneFlow's {kind}")

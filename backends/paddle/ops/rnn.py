@@ -5,8 +5,7 @@ RNN_GATES), handed to the layer in place of its own parameters (_all_weights, th
 kernel: all the weights, then all the biases), so that the gradients reach them."""
 import paddle
 
-from backends._ops_common import RNN_GATES, rnn_activation, rnn_unsupported
-from backends._table import Unsupported
+from backends._ops_common import RNN_GATES, register_rnn, rnn_activation
 from backends.paddle.ops import OPS
 
 _LAYERS = {"LSTM": paddle.nn.LSTM, "GRU": paddle.nn.GRU, "RNN": paddle.nn.SimpleRNN}
@@ -17,17 +16,12 @@ def _gates(t, order, h):
     return paddle.concat([t[k * h:(k + 1) * h] for k in order], axis=0)
 
 
-def _run(kind, x, w, r, b, sequence_lens, states, attrs, cannot=(), **layer_kw):
+def _run(kind, x, w, r, b, states, attrs):
     """Y and the last states of Paddle's `kind` layer run on the node's inputs, in ONNX's layout."""
     layout, h = attrs.get("layout", 0), attrs["hidden_size"]
-    why = rnn_unsupported(f"Paddle's {_LAYERS[kind].__name__}", kind,
-                          None if sequence_lens is None else sequence_lens.numpy(), x.shape[1 if layout else 0],
-                          attrs, cannot)
-    if why:
-        raise Unsupported(why)
     dirs, order = w.shape[0], RNN_GATES[kind]
     layer = _LAYERS[kind](x.shape[-1], h, direction="bidirect" if dirs == 2 else "forward", time_major=not layout,
-                          **layer_kw)
+                          **({"activation": rnn_activation(attrs.get("activations"))} if kind == "RNN" else {}))
     n = len(order) * h
     if b is None:
         b = paddle.zeros([dirs, 2 * n], dtype=x.dtype)
@@ -43,21 +37,4 @@ def _run(kind, x, w, r, b, sequence_lens, states, attrs, cannot=(), **layer_kw):
     return tuple([y] + [paddle.transpose(s, [1, 0, 2]) if layout else s for s in last])
 
 
-@OPS.register("LSTM", since=7)
-def lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, *, activation_alpha=None,
-         activation_beta=None, activations=None, clip=None, direction="forward", hidden_size, input_forget=0,
-         layout=0):
-    return _run("LSTM", x, w, r, b, sequence_lens, [initial_h, initial_c], locals(),
-                [("peepholes", p is not None), ("coupled input and forget gate", input_forget)])
-
-
-@OPS.register("GRU", since=7)
-def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-        activations=None, clip=None, direction="forward", hidden_size, layout=0, linear_before_reset=0):
-    return _run("GRU", x, w, r, b, sequence_lens, [initial_h], locals())
-
-
-@OPS.register("RNN", since=7)
-def rnn(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-        activations=None, clip=None, direction="forward", hidden_size, layout=0):
-    return _run("RNN", x, w, r, b, sequence_lens, [initial_h], locals(), activation=rnn_activation(activations))
+register_rnn(OPS, _run, lambda kind: f"Paddle's {_LAYERS[kind].__name__}")

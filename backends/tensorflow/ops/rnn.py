@@ -7,8 +7,7 @@ order), and one bias where ONNX has two (their sum), but for a GRU that resets a
 go_backwards=True and its output is turned back in time, as keras.layers.Bidirectional does."""
 import tensorflow as tf
 
-from backends._ops_common import rnn_activation, rnn_unsupported
-from backends._table import Unsupported
+from backends._ops_common import register_rnn, rnn_activation
 from backends.tensorflow.ops import OPS
 
 _GATES = {"LSTM": (0, 2, 3, 1), "GRU": (0, 1, 2), "RNN": (0,)}
@@ -28,13 +27,9 @@ def _layer(kind, h, backwards, dtype, attrs, d):
     return keras.layers.SimpleRNN(h, activation=rnn_activation(attrs.get("activations"), d), **common)
 
 
-def _run(kind, x, w, r, b, sequence_lens, states, attrs, cannot=()):
+def _run(kind, x, w, r, b, states, attrs):
     """Y and the last states of Keras's `kind` layer, a direction each, on the node's inputs, in ONNX's layout."""
     layout, h, direction = attrs.get("layout", 0), attrs["hidden_size"], attrs.get("direction", "forward")
-    why = rnn_unsupported(f"Keras's {kind}", kind, None if sequence_lens is None else sequence_lens.numpy(),
-                          x.shape[1 if layout else 0], attrs, cannot, per_direction=True)
-    if why:
-        raise Unsupported(why)
     dirs, order = w.shape[0], _GATES[kind]
     n = len(order) * h
     if b is None:
@@ -60,21 +55,4 @@ def _run(kind, x, w, r, b, sequence_lens, states, attrs, cannot=()):
     return tuple([y] + [tf.stack(s, axis=1 if layout else 0) for s in lasts])
 
 
-@OPS.register("LSTM", since=7)
-def lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, *, activation_alpha=None,
-         activation_beta=None, activations=None, clip=None, direction="forward", hidden_size, input_forget=0,
-         layout=0):
-    return _run("LSTM", x, w, r, b, sequence_lens, [initial_h, initial_c], locals(),
-                [("peepholes", p is not None), ("coupled input and forget gate", input_forget)])
-
-
-@OPS.register("GRU", since=7)
-def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-        activations=None, clip=None, direction="forward", hidden_size, layout=0, linear_before_reset=0):
-    return _run("GRU", x, w, r, b, sequence_lens, [initial_h], locals())
-
-
-@OPS.register("RNN", since=7)
-def rnn(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-        activations=None, clip=None, direction="forward", hidden_size, layout=0):
-    return _run("RNN", x, w, r, b, sequence_lens, [initial_h], locals())
+register_rnn(OPS, _run, lambda kind: f"Keras's {kind}", per_direction=True)
