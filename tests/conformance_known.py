@@ -25,16 +25,6 @@ KNOWN = {'onnxref': {'test_maxpool_2d_same_lower': 'fail: output 0: shape [1, 3,
                  'test_dft_opset19': 'fail: output 0: max abs 0.000343 (rtol 0.001, atol 1e-07 + 6.44e-05)',
                  'test_dft_rfft': 'fail: output 0: max abs 0.000214 (rtol 0.001, atol 1e-07 + 6.44e-05)',
                  'test_dft_rfft_opset19': 'fail: output 0: max abs 0.000214 (rtol 0.001, atol 1e-07 + 6.44e-05)',
-                 'test_gru_batchwise': 'error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception during initialization: '
-                                       '/onnxruntime_src/onnxruntime/core/providers/cpu/rnn/deep_cpu_gru.h:56 '
-                                       'onnxruntime::DeepCpuGruOp::DeepCpuGruOp(const onnxruntime::OpKernelInfo&) '
-                                       'layout_ == 0 was false. Batchwise recurrent operations (layout == 1) are not '
-                                       'supporte',
-                 'test_lstm_batchwise': 'error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception during initialization: '
-                                        '/onnxruntime_src/onnxruntime/core/providers/cpu/rnn/lstm_base.h:53 '
-                                        'onnxruntime::LSTMBase::LSTMBase(const onnxruntime::OpKernelInfo&) layout_ == '
-                                        '0 was false. Batchwise recurrent operations (layout == 1) are not supported. '
-                                        'If you n',
                  'test_maxunpool_export_with_output_shape': 'fail: output 0: max abs 8 (rtol 0.001, atol 1e-07 + '
                                                             '9.54e-07)',
                  'test_reduce_max_empty_set_bool': 'error: RuntimeException: [ONNXRuntimeError] : 6 : '
@@ -46,12 +36,6 @@ KNOWN = {'onnxref': {'test_maxpool_2d_same_lower': 'fail: output 0: shape [1, 3,
                  'test_resize_downsample_scales_cubic_align_corners': 'fail: output 0: max abs 1.05 (rtol 0.001, atol '
                                                                       '1e-07 + 1.78e-06)',
                  'test_resize_downsample_scales_linear_align_corners': 'fail: output 0: max abs 0.857 (rtol 0.001, '
-                                                                       'atol 1e-07 + 3.75e-07)',
-                 'test_simple_rnn_batchwise': 'error: Fail: [ONNXRuntimeError] : 1 : FAIL : Exception during '
-                                              'initialization: '
-                                              '/onnxruntime_src/onnxruntime/core/providers/cpu/rnn/rnn.h:48 '
-                                              'onnxruntime::RNN<T>::RNN(const onnxruntime::OpKernelInfo&) [with T = '
-                                              'float] layout_ == 0 was false. Batchwise recurrent operations (layout '
-                                              '== 1) are not supported. If y'},
+                                                                       'atol 1e-07 + 3.75e-07)',},
  'oracle': {},
  'torch': {}}
