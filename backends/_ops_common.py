@@ -392,33 +392,34 @@ def weighted_reduction(losses, w, reduction, total):
     return s if reduction == "sum" else s / total(w)
 
 
-def register_rnn(table, run, layer, kinds=("LSTM", "GRU", "RNN"), per_direction=False):
+def register_rnn(table, rnn_compute, rnn_layer, kinds=("LSTM", "GRU", "RNN"), per_direction=False):
     """ONNX's LSTM, GRU and RNN (those of `kinds`) on `table`, their signatures written once: what the framework's
-    layer cannot say is Unsupported (rnn_unsupported: `layer(kind)` names the layer, `per_direction` as there),
-    the rest is `run(kind, x, w, r, b, states, attrs)`, `states` the node's initial states (None where absent) and
-    `attrs` its arguments by name."""
+    layer cannot say is Unsupported (rnn_unsupported: `rnn_layer(kind)` names the layer, `per_direction` as
+    there), the rest is `rnn_compute(kind, x, w, r, b, states, attrs)`, `states` the node's initial states (None
+    where absent) and `attrs` its arguments by name. (A repro script inlines these by their names, beside its own
+    `run`: they are named apart from it.)"""
     from backends._table import Unsupported
 
-    def checked(kind, x, w, r, b, sequence_lens, states, attrs, cannot=()):
-        why = rnn_unsupported(layer(kind), kind, None if sequence_lens is None else sequence_lens.numpy(),
+    def rnn_checked(kind, x, w, r, b, sequence_lens, states, attrs, cannot=()):
+        why = rnn_unsupported(rnn_layer(kind), kind, None if sequence_lens is None else sequence_lens.numpy(),
                               x.shape[1 if attrs.get("layout", 0) else 0], attrs, cannot, per_direction)
         if why:
             raise Unsupported(why)
-        return run(kind, x, w, r, b, states, attrs)
+        return rnn_compute(kind, x, w, r, b, states, attrs)
 
     def lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, *, activation_alpha=None,
              activation_beta=None, activations=None, clip=None, direction="forward", hidden_size, input_forget=0,
              layout=0):
-        return checked("LSTM", x, w, r, b, sequence_lens, [initial_h, initial_c], locals(),
+        return rnn_checked("LSTM", x, w, r, b, sequence_lens, [initial_h, initial_c], locals(),
                        [("peepholes", p is not None), ("coupled input and forget gate", input_forget)])
 
     def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
             activations=None, clip=None, direction="forward", hidden_size, layout=0, linear_before_reset=0):
-        return checked("GRU", x, w, r, b, sequence_lens, [initial_h], locals())
+        return rnn_checked("GRU", x, w, r, b, sequence_lens, [initial_h], locals())
 
     def rnn(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
             activations=None, clip=None, direction="forward", hidden_size, layout=0):
-        return checked("RNN", x, w, r, b, sequence_lens, [initial_h], locals())
+        return rnn_checked("RNN", x, w, r, b, sequence_lens, [initial_h], locals())
     for kind, fn in (("LSTM", lstm), ("GRU", gru), ("RNN", rnn)):
         if kind in kinds:
             table.register(kind, since=7)(fn)

@@ -117,7 +117,29 @@ def label_words(label, role="input"):
 def render_script(ctx):
     """The harness repro script: irtrace's autodiff module and the op as irtrace ran it, reading
     data.npz. `ctx`: see irtrace/repro/make.py."""
+    own = _bindings(_harness_head(ctx) + _harness_run(ctx) + _HARNESS_REPORT + _harness_main(ctx))
+    op = _bindings("\n".join([ctx["autodiff"], *ctx["imports"], ctx["op"]]))
+    # a name both bind, but for one import of one module (numpy as np in each)
+    clash = {n for n in own.keys() & op.keys() if own[n] != op[n] or own[n][0] != "import"}
+    if clash:  # the script's own would shadow the op's helper (or the reverse): a script that runs something else
+        raise RuntimeError(f"irtrace bug: the op's code defines {', '.join(sorted(clash))}, which the repro script "
+                           f"defines too")
     return _harness_head(ctx) + _harness_op(ctx) + _harness_run(ctx) + _HARNESS_REPORT + _harness_main(ctx)
+
+
+def _bindings(source):
+    """name -> what `source` binds it to at its top level: ("import", the module's name) or ("def", the line)."""
+    import ast
+    names = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names[node.name] = ("def", node.lineno)
+        elif isinstance(node, ast.Assign):
+            names.update({t.id: ("def", node.lineno) for t in node.targets if isinstance(t, ast.Name)})
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = f"{node.module}." if isinstance(node, ast.ImportFrom) else ""
+            names.update({(a.asname or a.name).split(".")[0]: ("import", module + a.name) for a in node.names})
+    return names
 
 
 def _harness_head(c):
