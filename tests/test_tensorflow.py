@@ -93,17 +93,18 @@ def test_saved_model_folder(keras, capsys):
 def test_keras_lstm_through_tf2onnx_replays_clean(tmp_path, monkeypatch):
     """Two Keras LSTM layers, converted by tf2onnx to two ONNX LSTM nodes (with the Squeeze, Slice and
     Transpose around them), and an unrolled GRU (its steps as plain ops): torch replays every node forward,
-    backward and double backward, and onnxruntime forward, all MATCH or NOISE against the float64 oracle."""
+    backward and double backward, and onnxruntime forward, all MATCH or NOISE against the float64 oracle; so does
+    TensorFlow, whose LSTM nodes are Keras's LSTM again (the round trip)."""
     from irtrace.replay import ReplayOptions, run
     monkeypatch.chdir(TESTS)
     assert main(["export", "--from", "tensorflow", "tf_models:recurrent", "--input", "x=2x6x4",
                  "-o", str(tmp_path / "lstm.irt")]) == 0
     report = run(irtrace.load(tmp_path / "lstm.irt"),
-                 ReplayOptions(["torch", "onnxruntime"], verify_workarounds=False)).replay
+                 ReplayOptions(["torch", "onnxruntime", "tensorflow"], verify_workarounds=False)).replay
     rows = {(n.op_type, r.backend, r.mode, str(r.verdict)) for n in report.nodes for r in n.results}
     assert {v for *_, v in rows} <= {"MATCH", "NOISE"}, rows
-    assert {("LSTM", "torch", m) for m in ("fwd", "vjp", "vjp2")} | {("LSTM", "onnxruntime", "fwd")} <= \
-        {r[:3] for r in rows}
+    assert {("LSTM", b, m) for b in ("torch", "tensorflow") for m in ("fwd", "vjp", "vjp2")} | \
+        {("LSTM", "onnxruntime", "fwd")} <= {r[:3] for r in rows}
     assert sum(n.op_type == "LSTM" for n in report.nodes) == 2
 
 
