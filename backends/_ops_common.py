@@ -395,14 +395,15 @@ def weighted_reduction(losses, w, reduction, total):
 def register_rnn(table, rnn_compute, rnn_layer, kinds=("LSTM", "GRU", "RNN"), per_direction=False):
     """ONNX's LSTM, GRU and RNN (those of `kinds`) on `table`, their signatures written once: what the framework's
     layer cannot say is Unsupported (rnn_unsupported: `rnn_layer(kind)` names the layer, `per_direction` as
-    there), the rest is `rnn_compute(kind, x, w, r, b, states, attrs)`, `states` the node's initial states (None
+    there, or the kinds it holds for), the rest is `rnn_compute(kind, x, w, r, b, states, attrs)`, `states` the node's initial states (None
     where absent) and `attrs` its arguments by name. (A repro script inlines these by their names, beside its own
     `run`: they are named apart from it.)"""
     from backends._table import Unsupported
 
     def rnn_checked(kind, x, w, r, b, sequence_lens, states, attrs, cannot=()):
         why = rnn_unsupported(rnn_layer(kind), kind, None if sequence_lens is None else sequence_lens.numpy(),
-                              x.shape[1 if attrs.get("layout", 0) else 0], attrs, cannot, per_direction)
+                              x.shape[1 if attrs.get("layout", 0) else 0], attrs, cannot,
+                              per_direction if isinstance(per_direction, bool) else kind in per_direction)
         if why:
             raise Unsupported(why)
         return rnn_compute(kind, x, w, r, b, states, attrs)
