@@ -394,10 +394,10 @@ def weighted_reduction(losses, w, reduction, total):
 
 def register_rnn(table, rnn_compute, rnn_layer, kinds=("LSTM", "GRU", "RNN"), per_direction=False):
     """ONNX's LSTM, GRU and RNN (those of `kinds`) on `table`, their signatures written once: what the framework's
-    layer cannot say is Unsupported (rnn_unsupported: `rnn_layer(kind)` names the layer, `per_direction` as
-    there, or the kinds it holds for), the rest is `rnn_compute(kind, x, w, r, b, states, attrs)`, `states` the node's initial states (None
-    where absent) and `attrs` its arguments by name. (A repro script inlines these by their names, beside its own
-    `run`: they are named apart from it.)"""
+    layer cannot say is Unsupported (rnn_unsupported: `rnn_layer(kind)` names the layer, `per_direction` as there,
+    or the kinds it holds for), the rest is `rnn_compute(kind, x, w, r, b, states, attrs)`, `states` the node's
+    initial states (None where absent) and `attrs` its arguments by name. (A repro script inlines these by their
+    names, beside its own `run`: they are named apart from it.)"""
     from backends._table import Unsupported
 
     def rnn_checked(kind, x, w, r, b, sequence_lens, states, attrs, cannot=()):
@@ -412,7 +412,7 @@ def register_rnn(table, rnn_compute, rnn_layer, kinds=("LSTM", "GRU", "RNN"), pe
              activation_beta=None, activations=None, clip=None, direction="forward", hidden_size, input_forget=0,
              layout=0):
         return rnn_checked("LSTM", x, w, r, b, sequence_lens, [initial_h, initial_c], locals(),
-                       [("peepholes", p is not None), ("coupled input and forget gate", input_forget)])
+                           [("peepholes", p is not None), ("coupled input and forget gate", input_forget)])
 
     def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
             activations=None, clip=None, direction="forward", hidden_size, layout=0, linear_before_reset=0):
