@@ -595,3 +595,17 @@ print("ok", bool(np.all(g["scale"] == 11) and np.all(g["v1"] == 1) and np.all(g[
     env = {**os.environ, **info.variables(), "PYTHONPATH": str(HERE.parent)}
     r = subprocess.run([info.interpreter(), "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert "ok True" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_failed_steps_cause_is_matched_without_the_chained_error_a_worker_adds():
+    """A replay worker's ERROR says what the error was raised from ("(caused by ...)"); the port's own step does not.
+    TensorFlow's grouped-conv message then holds "doesn't" twice, and the text between its two apostrophes read as
+    a quoted name: the isolated Conv finding no longer matched the port's step, which was called the port's fault."""
+    from irtrace.port.check import _failure
+    said = ("InvalidArgumentError: Gradients for grouped convolutions are not supported on CPU. Please file a feature "
+            "request if you run into this issue. Computed input depth 3 doesn't match filter input depth 1 "
+            "[Op:Conv2DBackpropInput]")
+    isolated = (said.replace("depth 3", "depth 16").replace("depth 1 ", "depth 8 ") + " (caused by InvalidArgumentError: "
+                "{{function_node __wrapped__Conv2DBackpropInput}} Gradients for grouped convolutions are not supported "
+                "on CPU. Computed input depth 16 doesn't match filter input depth 8) (conv.py:40)")
+    assert _failure(isolated) == _failure(said)

@@ -473,10 +473,13 @@ def _explain_failed_step(bundle, report, backend, step, timeout):
 
 def _failure(message):
     """A failure's text as its cause: normalised (findings.normalised: numbers and names out, 200 characters), without
-    the raising file:line a replay worker adds, from the whole message (one cut at 200 characters before normalising
-    is no longer a prefix of the other)."""
+    the raising file:line a replay worker adds and the "(caused by ...)" it adds for a chained error (the port's own
+    step has neither: with the tail, TensorFlow's grouped-conv message says its "doesn't" twice, and normalised took
+    the text between the two apostrophes for a quoted name), from the whole message (one cut at 200 characters
+    before normalising is no longer a prefix of the other)."""
     from irtrace.report.findings import normalised
-    return normalised(re.sub(r"\s*\([\w./-]+\.py:\d+\)\s*$", "", (message or "").strip().split("\n")[0]))
+    text = re.sub(r"\s*\([\w./-]+\.py:\d+\)\s*$", "", (message or "").strip().split("\n")[0])
+    return normalised(re.sub(r"\s*\(caused by [A-Za-z_][\w.]*: .*$", "", text))
 
 
 def _downstream(model, names):
