@@ -605,7 +605,8 @@ def test_a_failed_steps_cause_is_matched_without_the_chained_error_a_worker_adds
     said = ("InvalidArgumentError: Gradients for grouped convolutions are not supported on CPU. Please file a feature "
             "request if you run into this issue. Computed input depth 3 doesn't match filter input depth 1 "
             "[Op:Conv2DBackpropInput]")
-    isolated = (said.replace("depth 3", "depth 16").replace("depth 1 ", "depth 8 ") + " (caused by InvalidArgumentError: "
-                "{{function_node __wrapped__Conv2DBackpropInput}} Gradients for grouped convolutions are not supported "
-                "on CPU. Computed input depth 16 doesn't match filter input depth 8) (conv.py:40)")
+    isolated = (said.replace("depth 3", "depth 16").replace("depth 1 ", "depth 8 ") + " (caused by "
+                "InvalidArgumentError: {{function_node __wrapped__Conv2DBackpropInput}} Gradients for grouped "
+                "convolutions are not supported on CPU. Computed input depth 16 doesn't match filter input depth 8) "
+                "(conv.py:40)")
     assert _failure(isolated) == _failure(said)
