@@ -349,16 +349,31 @@ RNN_DEFAULTS = {"LSTM": ["sigmoid", "tanh", "tanh"], "GRU": ["sigmoid", "tanh"]}
 RNN_ACTIVATIONS = ("tanh", "relu", "sigmoid")
 
 
+@dataclass(frozen=True)
+class RnnAttrs:
+    """ONNX LSTM's, GRU's and RNN's attributes (opset 14), with the spec's defaults: a node's, as its op function
+    receives them (register_rnn). input_forget is LSTM's, linear_before_reset GRU's."""
+    hidden_size: int
+    direction: str = "forward"
+    layout: int = 0
+    activations: list = None
+    activation_alpha: list = None
+    activation_beta: list = None
+    clip: float = None
+    input_forget: int = 0
+    linear_before_reset: int = 0
+
+
 def rnn_unsupported(layer, kind, lens, seq_len, attrs, cannot=(), per_direction=False):
     """Why `layer` (a framework's layer, "Paddle's LSTM") cannot compute the ONNX `kind` node, or None. `lens`: its
-    sequence_lens as numpy (or None); `attrs`: its direction, clip, activations and linear_before_reset; `cannot`:
+    sequence_lens as numpy (or None); `attrs`: its RnnAttrs; `cannot`:
     (what, whether the node asks for it) of the rest the layer lacks. `per_direction`: a layer a direction (Keras's:
     each runs either way, with an RNN activation and a GRU reset of its own), not a fused layer of torch's family
     (forward or both ways, one RNN activation, the reset after the recurrent matmul)."""
-    direction, activations = attrs.get("direction", "forward"), attrs.get("activations")
+    direction, activations = attrs.direction, attrs.activations
     if not per_direction and direction not in ("forward", "bidirectional"):
         return f"{layer} runs forward or both ways, not {direction} only"
-    if attrs.get("clip") is not None:
+    if attrs.clip is not None:
         return f"{layer} has no cell clip"
     if lens is not None and bool((np.asarray(lens) != seq_len).any()):
         return f"{kind} with sequences shorter than the input (sequence_lens {np.asarray(lens).tolist()})"
@@ -369,10 +384,10 @@ def rnn_unsupported(layer, kind, lens, seq_len, attrs, cannot=(), per_direction=
     if kind == "RNN":
         names = {a.lower() for a in activations} if activations is not None else {"tanh"}
         if not names <= set(RNN_ACTIVATIONS if per_direction else RNN_ACTIVATIONS[:2]) or \
-                (len(names) != 1 and not per_direction) or attrs.get("activation_alpha") is not None:
+                (len(names) != 1 and not per_direction) or attrs.activation_alpha is not None:
             return f"{layer} has one activation, Tanh or Relu, for every direction, not {activations}" \
                 if not per_direction else f"{layer} has the activations Tanh, Relu and Sigmoid only, not {activations}"
-    if kind == "GRU" and not attrs.get("linear_before_reset", 0) and not per_direction:
+    if kind == "GRU" and not attrs.linear_before_reset and not per_direction:
         return f"{layer} applies its reset gate after the recurrent matmul only (linear_before_reset=1)"
     return next((f"{layer} has no {what}" for what, asked in cannot if asked), None)
 
@@ -393,34 +408,32 @@ def weighted_reduction(losses, w, reduction, total):
 
 
 def register_rnn(table, rnn_compute, rnn_layer, kinds=("LSTM", "GRU", "RNN"), per_direction=False):
-    """ONNX's LSTM, GRU and RNN (those of `kinds`) on `table`, their signatures written once: what the framework's
-    layer cannot say is Unsupported (rnn_unsupported: `rnn_layer(kind)` names the layer, `per_direction` as there,
-    or the kinds it holds for), the rest is `rnn_compute(kind, x, w, r, b, states, attrs)`, `states` the node's
-    initial states (None where absent) and `attrs` its arguments by name. (A repro script inlines these by their
+    """ONNX's LSTM, GRU and RNN (those of `kinds`) on `table`, their inputs written once and their attributes one
+    RnnAttrs (an attribute the spec does not define is a TypeError, as a keyword the function lacks was): what the
+    framework's layer cannot say is Unsupported (rnn_unsupported: `rnn_layer(kind)` names the layer,
+    `per_direction` as there, or the kinds it holds for), the rest is `rnn_compute(kind, x, w, r, b, states,
+    attrs)`, `states` the node's initial states (None where absent). (A repro script inlines these by their
     names, beside its own `run`: they are named apart from it.)"""
     from backends._table import Unsupported
 
     def rnn_checked(kind, x, w, r, b, sequence_lens, states, attrs, cannot=()):
         why = rnn_unsupported(rnn_layer(kind), kind, None if sequence_lens is None else sequence_lens.numpy(),
-                              x.shape[1 if attrs.get("layout", 0) else 0], attrs, cannot,
+                              x.shape[1 if attrs.layout else 0], attrs, cannot,
                               per_direction if isinstance(per_direction, bool) else kind in per_direction)
         if why:
             raise Unsupported(why)
         return rnn_compute(kind, x, w, r, b, states, attrs)
 
-    def lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, *, activation_alpha=None,
-             activation_beta=None, activations=None, clip=None, direction="forward", hidden_size, input_forget=0,
-             layout=0):
-        return rnn_checked("LSTM", x, w, r, b, sequence_lens, [initial_h, initial_c], locals(),
-                           [("peepholes", p is not None), ("coupled input and forget gate", input_forget)])
+    def lstm(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, **attrs):
+        attrs = RnnAttrs(**attrs)
+        return rnn_checked("LSTM", x, w, r, b, sequence_lens, [initial_h, initial_c], attrs,
+                           [("peepholes", p is not None), ("coupled input and forget gate", attrs.input_forget)])
 
-    def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-            activations=None, clip=None, direction="forward", hidden_size, layout=0, linear_before_reset=0):
-        return rnn_checked("GRU", x, w, r, b, sequence_lens, [initial_h], locals())
+    def gru(x, w, r, b=None, sequence_lens=None, initial_h=None, **attrs):
+        return rnn_checked("GRU", x, w, r, b, sequence_lens, [initial_h], RnnAttrs(**attrs))
 
-    def rnn(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None, activation_beta=None,
-            activations=None, clip=None, direction="forward", hidden_size, layout=0):
-        return rnn_checked("RNN", x, w, r, b, sequence_lens, [initial_h], locals())
+    def rnn(x, w, r, b=None, sequence_lens=None, initial_h=None, **attrs):
+        return rnn_checked("RNN", x, w, r, b, sequence_lens, [initial_h], RnnAttrs(**attrs))
     for kind, fn in (("LSTM", lstm), ("GRU", gru), ("RNN", rnn)):
         if kind in kinds:
             table.register(kind, since=7)(fn)

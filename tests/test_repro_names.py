@@ -51,3 +51,24 @@ def test_a_clash_is_an_error_not_a_script_that_runs_something_else():
            "attrs": {}, "nondiff": [], "torch_code": "", "autodiff": "", "op": "def run(x):\n    return x\n"}
     with pytest.raises(RuntimeError, match="defines run, which the repro script defines too"):
         script.render_script(ctx)
+
+
+def test_recurrent_attributes_are_one_options_object_with_the_specs_defaults():
+    """register_rnn's ops take a node's attributes as one RnnAttrs: the spec's defaults filled in, an attribute the
+    spec does not define refused as a keyword the function lacked was, what the layer cannot say Unsupported."""
+    import numpy as np
+
+    from backends._ops_common import RnnAttrs
+    from backends._table import Unsupported
+    seen = []
+    table = OpTable("fake")
+    register_rnn(table, lambda kind, x, w, r, b, states, attrs: seen.append((kind, states, attrs)) or x, _layer)
+    x, w = np.zeros((5, 2, 4)), np.zeros((1, 12, 4))
+    lstm = table.lookup("", "LSTM", 7).fn
+    assert lstm(x, w, w, hidden_size=3) is x
+    assert seen == [("LSTM", [None, None], RnnAttrs(hidden_size=3))]
+    assert seen[0][2].direction == "forward" and seen[0][2].layout == 0 and seen[0][2].activations is None
+    with pytest.raises(Unsupported, match="Fake's LSTM has no cell clip"):
+        lstm(x, w, w, hidden_size=3, clip=1.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'hiden_size'"):
+        lstm(x, w, w, hiden_size=3)

@@ -20,14 +20,14 @@ def _run(kind, x, w, r, b, states, attrs):
     """Y and the last states of MegEngine's `kind` module on the node's inputs, in ONNX's layout."""
     if kind == "GRU":
         return _gru(x, w, r, b, states[0], attrs)
-    layout, h = attrs.get("layout", 0), attrs["hidden_size"]
+    layout, h = attrs.layout, attrs.hidden_size
     dirs, order = w.shape[0], RNN_GATES[kind]
     n = len(order) * h
     if b is None:
         b = functional.zeros((dirs, 2 * n), dtype=x.dtype)
     module = megengine.module.LSTM if kind == "LSTM" else megengine.module.RNN
     layer = module(x.shape[-1], h, bias=True, batch_first=bool(layout), bidirectional=dirs == 2,
-                   **({"nonlinearity": rnn_activation(attrs.get("activations"))} if kind == "RNN" else {}))
+                   **({"nonlinearity": rnn_activation(attrs.activations)} if kind == "RNN" else {}))
     layer._flatten_weights = functional.concat(
         [_gates(t, order, h) for d in range(dirs) for t in (w[d], r[d], b[d][:n], b[d][n:])]).reshape(n, -1)
     batch = x.shape[0] if layout else x.shape[1]
@@ -43,7 +43,7 @@ def _run(kind, x, w, r, b, states, attrs):
 def _gru(x, w, r, b, h0, attrs):
     """ONNX's GRU, step by step: z = sigmoid(x Wz + h Rz + Wbz + Rbz), r likewise, the candidate tanh(x Wh + r * (h Rh
     + Rbh) + Wbh) (linear_before_reset) or tanh(x Wh + (r * h) Rh + Rbh + Wbh), h = (1 - z) * candidate + z * h."""
-    layout, h, direction = attrs.get("layout", 0), attrs["hidden_size"], attrs.get("direction", "forward")
+    layout, h, direction = attrs.layout, attrs.hidden_size, attrs.direction
     xs = x.transpose(1, 0, 2) if layout else x  # [seq, batch, input]
     dirs, seq, batch = w.shape[0], xs.shape[0], xs.shape[1]
     if h0 is not None and layout:
@@ -59,7 +59,7 @@ def _gru(x, w, r, b, h0, attrs):
             xt = xs[t]
             z = functional.sigmoid(functional.matmul(xt, wz.T) + functional.matmul(ht, rz.T) + bias[0] + bias[3])
             rt = functional.sigmoid(functional.matmul(xt, wr.T) + functional.matmul(ht, rr.T) + bias[1] + bias[4])
-            if attrs.get("linear_before_reset", 0):
+            if attrs.linear_before_reset:
                 recurrent = rt * (functional.matmul(ht, rh.T) + bias[5])
             else:
                 recurrent = functional.matmul(rt * ht, rh.T) + bias[5]

@@ -15,7 +15,7 @@ def _gates(t, order, h):
 
 def _run(kind, x, w, r, b, states, attrs):
     """Y and the last states of OneFlow's fused `kind` call on the node's inputs, in ONNX's layout."""
-    layout, h = attrs.get("layout", 0), attrs["hidden_size"]
+    layout, h = attrs.layout, attrs.hidden_size
     dirs, order = w.shape[0], RNN_GATES[kind]
     n = len(order) * h
     if b is None:
@@ -25,7 +25,7 @@ def _run(kind, x, w, r, b, states, attrs):
     states = [flow.zeros(dirs, batch, h, dtype=x.dtype) if s is None else (s.transpose(0, 1) if layout else s)
               for s in states]
     fused = {"LSTM": flow._C.lstm, "GRU": flow._C.gru}.get(kind) or \
-        (flow._C.rnn_relu if rnn_activation(attrs.get("activations")) == "relu" else flow._C.rnn_tanh)
+        (flow._C.rnn_relu if rnn_activation(attrs.activations) == "relu" else flow._C.rnn_tanh)
     out = fused(x, tuple(states) if len(states) > 1 else states[0], weights, True, 1, 0.0, False, dirs == 2,
                 bool(layout))
     y = out[0].reshape(*out[0].shape[:2], dirs, h)  # from [seq, batch, dirs * hidden] (or batch first)

@@ -18,10 +18,10 @@ def _gates(t, order, h):
 
 def _run(kind, x, w, r, b, states, attrs):
     """Y and the last states of Paddle's `kind` layer run on the node's inputs, in ONNX's layout."""
-    layout, h = attrs.get("layout", 0), attrs["hidden_size"]
+    layout, h = attrs.layout, attrs.hidden_size
     dirs, order = w.shape[0], RNN_GATES[kind]
     layer = _LAYERS[kind](x.shape[-1], h, direction="bidirect" if dirs == 2 else "forward", time_major=not layout,
-                          **({"activation": rnn_activation(attrs.get("activations"))} if kind == "RNN" else {}))
+                          **({"activation": rnn_activation(attrs.activations)} if kind == "RNN" else {}))
     n = len(order) * h
     if b is None:
         b = paddle.zeros([dirs, 2 * n], dtype=x.dtype)

@@ -23,13 +23,13 @@ def _layer(kind, h, backwards, dtype, attrs, d):
     if kind == "LSTM":
         return keras.layers.LSTM(h, use_cudnn=False, **common)
     if kind == "GRU":
-        return keras.layers.GRU(h, use_cudnn=False, reset_after=bool(attrs.get("linear_before_reset", 0)), **common)
-    return keras.layers.SimpleRNN(h, activation=rnn_activation(attrs.get("activations"), d), **common)
+        return keras.layers.GRU(h, use_cudnn=False, reset_after=bool(attrs.linear_before_reset), **common)
+    return keras.layers.SimpleRNN(h, activation=rnn_activation(attrs.activations, d), **common)
 
 
 def _run(kind, x, w, r, b, states, attrs):
     """Y and the last states of Keras's `kind` layer, a direction each, on the node's inputs, in ONNX's layout."""
-    layout, h, direction = attrs.get("layout", 0), attrs["hidden_size"], attrs.get("direction", "forward")
+    layout, h, direction = attrs.layout, attrs.hidden_size, attrs.direction
     dirs, order = w.shape[0], _GATES[kind]
     n = len(order) * h
     if b is None:
@@ -41,7 +41,7 @@ def _run(kind, x, w, r, b, states, attrs):
         layer = _layer(kind, h, backwards, x.dtype.name, attrs, d)
         layer.build(xb.shape)
         wb, rb = _gates(b[d][:n], order, h), _gates(b[d][n:], order, h)
-        bias = tf.stack([wb, rb]) if kind == "GRU" and attrs.get("linear_before_reset", 0) else wb + rb
+        bias = tf.stack([wb, rb]) if kind == "GRU" and attrs.linear_before_reset else wb + rb
         weights = [tf.transpose(_gates(w[d], order, h)), tf.transpose(_gates(r[d], order, h)), bias]
         initial = None if all(s is None for s in states) else \
             [tf.zeros([xb.shape[0], h], x.dtype) if s is None else (s[:, d] if layout else s[d]) for s in states]
