@@ -9,8 +9,10 @@ Why, in TensorFlow's own code:
 - tf.nn.moments computes the variance around tf.stop_gradient(mean): first derivatives are right
   (the mean's term vanishes), second derivatives are not, so every norm built on it (batch,
   instance, layer) is off in double backward w.r.t. its input.
-- tf.nn.conv2d's CPU gradient kernels refuse groups (and depthwise) and dilations > 1 while the
-  forward computes them (Keras routes grouped convs through XLA for this reason).
+- tf.nn.conv2d's CPU gradient kernels refuse groups (and depthwise, and dilations > 1) while the
+  forward computes them (Keras compiles grouped convs with XLA for this reason). A depthwise conv goes
+  through tf.nn.depthwise_conv2d and a dilated one through tf.nn.convolution, as Keras's layers call them,
+  and match; a grouped one through tf.nn.conv2d's groups (NVIDIA's TF StyleGAN2's call) stays ERROR.
 - tf.nn.max_pool2d with explicit paddings has a gradient, but MaxPoolGradGrad takes SAME/VALID only.
 - ResizeBilinearGrad is declared NotDifferentiable, so d2g (the gradient w.r.t. the incoming
   gradient) does not exist in TensorFlow where torch's is nonzero (with
@@ -32,24 +34,6 @@ KNOWN = {('batchnorm_eval_stats', 'vjp', '*'): ('UNSUPPORTED',
  ('batchnorm_train_m07', 'vjp2', 'd2x:batchnorm_train_m07.in0'): ('DIVERGENT',
                                                                   'tensorflow 0.2332 vs torch 0.2036 at [2, 1, 1, 0], '
                                                                   'max abs 0.0296'),
- ('conv_depthwise', 'vjp', '*'): ('ERROR',
-                                  'InvalidArgumentError: Gradients for grouped convolutions are not supported on CPU. '
-                                  'Please '),
- ('conv_depthwise', 'vjp2', 'd2g:*'): ('ERROR',
-                                       'InvalidArgumentError: Gradients for grouped convolutions are not supported on '
-                                       'CPU. Please '),
- ('conv_depthwise', 'vjp2', 'd2x:*'): ('ERROR',
-                                       'InvalidArgumentError: Gradients for grouped convolutions are not supported on '
-                                       'CPU. Please '),
- ('conv_dilation2', 'vjp', '*'): ('ERROR',
-                                  'InvalidArgumentError: Current CPU implementations do not yet support dilation rates '
-                                  'larger'),
- ('conv_dilation2', 'vjp2', 'd2g:*'): ('ERROR',
-                                       'InvalidArgumentError: Current CPU implementations do not yet support dilation '
-                                       'rates larger'),
- ('conv_dilation2', 'vjp2', 'd2x:*'): ('ERROR',
-                                       'InvalidArgumentError: Current CPU implementations do not yet support dilation '
-                                       'rates larger'),
  ('conv_groups2', 'vjp', '*'): ('ERROR',
                                 'InvalidArgumentError: Gradients for grouped convolutions are not supported on CPU. '
                                 'Please '),

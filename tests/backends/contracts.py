@@ -243,8 +243,7 @@ CONTRACTS = {c.name: c for c in (
              quiet=("ccache", "I1"), penalty_gaps={"stylegan2": "reciprocal_grad doesn't have any grad op"}),
     Contract("tensorflow", extend=_float64_nodes, replay_with=("tensorflow",),
              fwd_only=("cast_int", "equal", "greater", "less"),
-             vjp_findings=(("batchnorm_eval_stats", "*", compare.UNSUPPORTED), ("conv_depthwise", "*", compare.ERROR),
-                           ("conv_dilation2", "*", compare.ERROR), ("conv_groups2", "*", compare.ERROR),
+             vjp_findings=(("batchnorm_eval_stats", "*", compare.UNSUPPORTED), ("conv_groups2", "*", compare.ERROR),
                            ("conv_groups_batch", "*", compare.ERROR)),
              numbers_rel=0.01, padding="padding_known:KNOWN", versions={"tensorflow": "2.21.0"}, ops=120,
              example_nodes={"resnet": 49, "wideresnet": 66, "wideresnet-train": 69, "stylegan2": 244, "gpt": 55}))}

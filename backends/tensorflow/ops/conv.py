@@ -7,15 +7,28 @@ from backends.tensorflow.ops._util import pad_pairs, to_nchw, to_nhwc
 
 @OPS.register("Conv", since=11)
 def conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, pads, strides):
+    """Keras's calls where tf.nn.conv2d's CPU gradient kernels refuse what its forward computes: a depthwise 2-D conv
+    through tf.nn.depthwise_conv2d (DepthwiseConv2D's), a dilated one through tf.nn.convolution (Conv2D's). A grouped
+    conv goes through tf.nn.conv2d's groups, as NVIDIA's TensorFlow StyleGAN2 writes it, and its gradients are ERROR
+    on CPU in TensorFlow's words (Keras compiles a grouped conv with XLA for this reason)."""
     r = len(kernel_shape)
     # NHWC only on CPU: transpose in and out; OIHW weights become TF's HWIO (grouped: I/G in, as ONNX)
     xt, wt = to_nhwc(x), tf.transpose(w, list(range(2, 2 + r)) + [1, 0])
-    if r == 2:  # tf.nn.conv2d takes explicit (also asymmetric) paddings
-        y = tf.nn.conv2d(xt, wt, strides=list(strides), padding=[[0, 0]] + pad_pairs(pads) + [[0, 0]],
-                         dilations=list(dilations))
+    paddings = [[0, 0]] + pad_pairs(pads) + [[0, 0]]
+    # TensorFlow's dilated convolutions take no strides > 1 (nor do Keras's layers): a porter subsamples after
+    step = [1] * r if any(d > 1 for d in dilations) else list(strides)
+    if r == 2 and group > 1 and w.shape[1] == 1 and group == x.shape[1]:
+        # depthwise, M outputs per input channel: ONNX's output channel c*M + m is TensorFlow's (channel c,
+        # multiplier m), so the filter is (kh, kw, C, M)
+        m = w.shape[0] // group
+        wt = tf.transpose(tf.reshape(w, [group, m] + list(w.shape[2:])), [2, 3, 0, 1])
+        y = tf.nn.depthwise_conv2d(xt, wt, strides=[1] + step + [1], padding=paddings, dilations=list(dilations))
+    elif r == 2 and (group > 1 or all(d == 1 for d in dilations)):  # explicit (also asymmetric) paddings
+        y, step = tf.nn.conv2d(xt, wt, strides=list(strides), padding=paddings, dilations=list(dilations)), strides
     else:  # tf.nn.convolution takes only 'SAME'/'VALID': pad first, as a porter would
-        y = tf.nn.convolution(tf.pad(xt, [[0, 0]] + pad_pairs(pads) + [[0, 0]]), wt, strides=list(strides),
-                              padding="VALID", dilations=list(dilations))
+        y = tf.nn.convolution(tf.pad(xt, paddings), wt, strides=step, padding="VALID", dilations=list(dilations))
+    if list(step) != list(strides):
+        y = y[(slice(None),) + tuple(slice(None, None, s) for s in strides) + (slice(None),)]
     if b is not None:
         y = tf.nn.bias_add(y, b)  # channels last: the bias adds along the last axis
     return to_nchw(y)
