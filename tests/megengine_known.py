@@ -45,6 +45,18 @@ KNOWN = {('acosh', 'vjp2', 'd2g:*'): ('ERROR',
  ('batchnorm_train_m07', 'vjp2', 'd2x:batchnorm_train_m07.in0'): ('DIVERGENT',
                                                                   'megengine -0.2104 vs torch 0.0007966 at [0, 1, 0, '
                                                                   '0], max abs 0.211'),
+ ('conv1d_groups', 'fwd', '*'): ('ERROR', 'AssertionError: the weight dimension of conv1d should be 3 (nn.py:194)'),
+ ('conv1d_groups', 'vjp', '*'): ('ERROR', 'AssertionError: the weight dimension of conv1d should be 3 (nn.py:194)'),
+ ('conv1d_groups', 'vjp2', 'd2g:*'): ('ERROR',
+                                      'AssertionError: the weight dimension of conv1d should be 3 (nn.py:194)'),
+ ('conv1d_groups', 'vjp2', 'd2x:*'): ('ERROR',
+                                      'AssertionError: the weight dimension of conv1d should be 3 (nn.py:194)'),
+ ('conv1d_strided_uneven', 'vjp2', 'd2g:conv1d_strided_uneven.out0'): ('DIVERGENT',
+                                                                       'megengine 4.761 vs torch -0.2868 at [1, 2, 2], '
+                                                                       'max abs 5.05'),
+ ('conv1d_strided_uneven', 'vjp2', 'd2x:conv1d_strided_uneven.in1'): ('DIVERGENT',
+                                                                      'megengine 0 vs torch 5.539 at [3, 0, 2], max '
+                                                                      'abs 5.54'),
  ('conv_begin_heavy_pads', 'vjp2', 'd2g:conv_begin_heavy_pads.out0'): ('DIVERGENT',
                                                                        'megengine 1.731 vs torch 11.42 at [0, 0, 1, '
                                                                        '2], max abs 9.69'),

@@ -233,6 +233,10 @@ CASES = [
     C("topk_ties", "TopK", ("fixed", (1.0, 2.0, 1.0, 3.0, 2.0, 1.0)), INT(4), outputs=2, axis=-1),
     # statistics computed in the graph (weight standardisation): differentiated like the other inputs
     C("batchnorm_eval_stats", "BatchNormalization", X(2, 3, 4, 4), X(3), X(3), X(3), POS(3), epsilon=1e-3),
+    # 1-D convolutions (audio: wav2vec2's grouped positional conv, an even kernel): grouped, and strided, dilated with
+    # uneven pads
+    C("conv1d_groups", "Conv", X(2, 8, 12), X(8, 2, 4), X(8), group=4, pads=[2, 2]),
+    C("conv1d_strided_uneven", "Conv", X(2, 3, 11), X(4, 3, 3), strides=[2], dilations=[2], pads=[1, 0]),
 ]
 
 
@@ -313,7 +317,8 @@ def activations(model, feeds):
 
 # Cases added after the table's first version (issue 26): each draws its inputs from its own generator
 OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_negative_crop",
-            "cumsum_exclusive_reverse", "resize_negative_axes", "topk_ties", "batchnorm_eval_stats"}
+            "cumsum_exclusive_reverse", "resize_negative_axes", "topk_ties", "batchnorm_eval_stats", "conv1d_groups",
+            "conv1d_strided_uneven"}
 
 
 # The cases of ops the torch table gained for issue 26 (what torch.onnx emits for atan2, LSTM,

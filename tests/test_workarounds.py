@@ -21,7 +21,7 @@ PASSING = (compare.MATCH, compare.NOISE)
 KEYS = ["code", "description", "matches", "name", "verdicts"]
 # the ops a porter's alternatives must cover, at least
 ASKED = {"Pad", "LeakyRelu", "Gelu", "Softplus", "HardSwish", "HardSigmoid", "Softmax", "LogSoftmax",
-         "LayerNormalization", "MatMul"}
+         "LayerNormalization", "MatMul", "Conv"}
 
 
 # --- the registry (numpy only: no framework needed) -------------------------------------------------
@@ -122,7 +122,7 @@ def test_every_registered_workaround_matches_torch_on_the_op_cases_in_every_mode
     failing = {n.name for n in rep.nodes for r in n.results
                if r.backend == "megengine" and r.verdict in compare.FAILING + (compare.UNSUPPORTED,)}
     assert {"pad_constant_asym", "pad_reflect", "pad_edge", "leakyrelu", "gelu", "gelu_tanh", "softplus",
-            "hardswish", "softmax", "layernorm", "matmul_nd_2d"} <= failing
+            "hardswish", "softmax", "layernorm", "matmul_nd_2d", "conv1d_groups"} <= failing
 
 
 PLANTED = '''import os

@@ -1,7 +1,7 @@
 """Alternative formulations of MegEngine ops, beside its op table (backends/megengine/ops/): what a
 porter writes instead of the call that fails (F.pad's second derivative w.r.t. the incoming gradient
 is silently 0; F.leaky_relu, F.gelu, F.softplus, F.hswish have no double backward; batched
-F.matmul's double backward crashes). Each has the signature of the op-table function it stands in
+F.matmul's double backward crashes; F.conv1d, and so module.Conv1d, refuses a grouped weight). Each has the signature of the op-table function it stands in
 for and uses MegEngine's public API only; irtrace runs each on a finding's recorded inputs, in every
 mode, and reports those that match torch (docs/report.md, "Workarounds")."""
 import math
@@ -12,6 +12,7 @@ from megengine import functional
 from backends._ops_common import full_pads
 from backends._table import Alternatives, Unsupported
 from backends.megengine.ops import OPS
+from backends.megengine.ops.conv import conv
 
 
 WORKAROUNDS = Alternatives(OPS)
@@ -151,3 +152,21 @@ def matmul_broadcast_sum(a, b):
     if b.ndim == 1:
         return functional.sum(a * b, axis=-1)
     return functional.sum(functional.expand_dims(a, -1) * functional.expand_dims(b, -3), axis=-2)
+
+
+@WORKAROUNDS.register("Conv", since=11)
+def conv_concat_pads(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, pads, strides):
+    """The op table's conv with uneven pads made by pad_concat (F.concat, not F.pad, whose second derivative is
+    silently 0), and a 1-D one run as 2-D over a unit last axis: F.conv1d asserts a 3-D weight where its docstring
+    asks a grouped one to be 4-D (G, O/G, I/G, k), so module.Conv1d(groups > 1) raises on its first call."""
+    r = len(kernel_shape)
+    if pads[:r] != pads[r:]:
+        x = pad_concat(x, [0, 0, *pads[:r], 0, 0, *pads[r:]])
+        pads = [0] * (2 * r)
+    if r != 1:
+        return conv(x, w, b, auto_pad=auto_pad, dilations=dilations, group=group, kernel_shape=kernel_shape,
+                    pads=pads, strides=strides)
+    y = conv(functional.expand_dims(x, -1), functional.expand_dims(w, -1), b, auto_pad=auto_pad,
+             dilations=[*dilations, 1], group=group, kernel_shape=[*kernel_shape, 1], pads=[pads[0], 0, pads[1], 0],
+             strides=[*strides, 1])
+    return functional.squeeze(y, -1)
