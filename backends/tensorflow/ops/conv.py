@@ -24,10 +24,11 @@ def conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, p
         wt = tf.transpose(tf.reshape(w, [group, m] + list(w.shape[2:])), [2, 3, 0, 1])
         y = tf.nn.depthwise_conv2d(xt, wt, strides=[1] + step + [1], padding=paddings, dilations=list(dilations))
     elif r == 2 and (group > 1 or all(d == 1 for d in dilations)):  # explicit (also asymmetric) paddings
-        y, step = tf.nn.conv2d(xt, wt, strides=list(strides), padding=paddings, dilations=list(dilations)), strides
+        step = list(strides)  # tf.nn.conv2d's forward takes strides with dilations
+        y = tf.nn.conv2d(xt, wt, strides=step, padding=paddings, dilations=list(dilations))
     else:  # tf.nn.convolution takes only 'SAME'/'VALID': pad first, as a porter would
         y = tf.nn.convolution(tf.pad(xt, paddings), wt, strides=step, padding="VALID", dilations=list(dilations))
-    if list(step) != list(strides):
+    if step != list(strides):
         y = y[(slice(None),) + tuple(slice(None, None, s) for s in strides) + (slice(None),)]
     if b is not None:
         y = tf.nn.bias_add(y, b)  # channels last: the bias adds along the last axis
