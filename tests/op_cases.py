@@ -237,6 +237,9 @@ CASES = [
     # uneven pads
     C("conv1d_groups", "Conv", X(2, 8, 12), X(8, 2, 4), X(8), group=4, pads=[2, 2]),
     C("conv1d_strided_uneven", "Conv", X(2, 3, 11), X(4, 3, 3), strides=[2], dilations=[2], pads=[1, 0]),
+    # HardSwish beyond its bends at -3 and 3, where its second derivative is 0 (MobileNetV3's activations reach it;
+    # N(0, 1) inputs seldom do)
+    C("hardswish_wide", "HardSwish", U(-6, 6, 3, 8)),
 ]
 
 
@@ -318,7 +321,7 @@ def activations(model, feeds):
 # Cases added after the table's first version (issue 26): each draws its inputs from its own generator
 OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_negative_crop",
             "cumsum_exclusive_reverse", "resize_negative_axes", "topk_ties", "batchnorm_eval_stats", "conv1d_groups",
-            "conv1d_strided_uneven"}
+            "conv1d_strided_uneven", "hardswish_wide"}
 
 
 # The cases of ops the torch table gained for issue 26 (what torch.onnx emits for atan2, LSTM,

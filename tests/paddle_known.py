@@ -243,6 +243,12 @@ KNOWN = {('acosh', 'vjp2', 'd2g:*'): ('ERROR',
  ('hardswish', 'vjp2', 'd2x:*'): ('ERROR',
                                   "RuntimeError: (Unavailable) The Op hardswish_grad doesn't have any grad op. If you "
                                   "don't intend calc"),
+ ('hardswish_wide', 'vjp2', 'd2g:*'): ('ERROR',
+                                       "RuntimeError: (Unavailable) The Op hardswish_grad doesn't have any grad op. If "
+                                       "you don't intend calc"),
+ ('hardswish_wide', 'vjp2', 'd2x:*'): ('ERROR',
+                                       "RuntimeError: (Unavailable) The Op hardswish_grad doesn't have any grad op. If "
+                                       "you don't intend calc"),
  ('instancenorm', 'vjp2', 'd2g:*'): ('ERROR',
                                      "ValueError: (InvalidArgument) The DX in InstanceNormDoubleGradInferMeta can't be "
                                      'nullptr. [Hint: Exp'),
