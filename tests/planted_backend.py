@@ -12,6 +12,8 @@ stale:  Tanh off by another number on every call (as a kernel that reads memory 
 shape:  Conv's output one column short (a wrong-shaped op in the middle of a chain)
 bnbiased:   training BatchNorm updates running_var with the biased variance
 bnmomentum: training BatchNorm applies momentum the other way round
+bnseqsum:   training BatchNorm's running mean from its batch summed in order in float32 (as a naive kernel sums):
+            no wrong op, another rounding of the same sum
 f64:    every op in float64, rounded back: float32 noise only, no wrong op
 scribble: every op right, then the worker writes over the inputs it was given (as a framework computing in
           place on the memory it is handed): no wrong op, if each call gets its inputs as the bundle holds them
@@ -123,9 +125,21 @@ def bn_momentum_inverted(x, scale, b, mean, var, *, epsilon, momentum, running_v
         x, scale, b, mean, var, epsilon=epsilon, momentum=1.0 - momentum, running_var_estimator=running_var_estimator)
 
 
+def bn_sequential_sum(x, scale, b, mean, var, *, epsilon, momentum, running_var_estimator):
+    # torch's own BatchNorm, but the running mean from each channel's batch summed one element after the other in
+    # float32 (numpy's cumsum in the array's dtype), as a naive kernel sums; a running stat has no gradient, so only
+    # its rounding changes
+    y, rm, rv = OPS.lookup("ai.irtrace", "TrainBatchNormalization", 1).fn(
+        x, scale, b, mean, var, epsilon=epsilon, momentum=momentum, running_var_estimator=running_var_estimator)
+    flat = x.detach().transpose(0, 1).reshape(x.shape[1], -1).numpy()
+    summed = np.cumsum(flat, axis=1, dtype=np.float32)[:, -1] / np.float32(flat.shape[1])
+    return y, momentum * mean.detach() + (1.0 - momentum) * torch.from_numpy(summed), rv
+
+
 BUGS = {
     "bnbiased": ("TrainBatchNormalization", 1, bn_biased, "ai.irtrace"),
     "bnmomentum": ("TrainBatchNormalization", 1, bn_momentum_inverted, "ai.irtrace"),
+    "bnseqsum": ("TrainBatchNormalization", 1, bn_sequential_sum, "ai.irtrace"),
     "pad": ("Conv", 11, wrong_side_conv),
     "lrelu": ("LeakyRelu", 6, lambda x, *, alpha=0.01: _LeakyNoDouble.apply(x, alpha)),
     "relu0": ("Relu", 6, lambda x: _ReluOneAtZero.apply(x)),

@@ -195,3 +195,31 @@ def test_a_chained_run_that_segfaults_names_its_node(bug, phase, how, tmp_path):
     from irtrace.report.chained import lines
     text = "\n".join(lines(report["chained"]))
     assert f"in the {phase} of node {culprit}" in text, text
+
+
+def test_a_running_mean_of_cancelling_terms_is_judged_by_its_terms_rounding(tmp_path, monkeypatch):
+    """A train-mode BatchNorm whose every channel holds 1024 values and their negatives (magnitudes 0.01 to 100),
+    shuffled: its batch means are 0, exactly in float64 and in torch (which sums them in double). planted-bnseqsum
+    (torch's BatchNorm, its running mean from the batch summed in order in float32) gets 4e-8: what a float32 sum of
+    those terms rounds to, its error against terms of up to 100. Chained, the judge asks the oracle for the op's
+    rounding-error model, as the isolated replay does (NOISE there), and calls it NOISE. Without the model (the
+    chain's two Monte Carlo runs round each op's result, not the sum inside it) the same run called it DIVERGENT,
+    with an allowance of float32's smallest normal; so did TensorFlow, MegEngine and OneFlow on torchvision's
+    deeplabv3_mobilenet_v3_large (running means off by 5e-10 to 1e-8)."""
+    import planted_backend
+    from irtrace.replay import chained
+    planted_backend.register("bnseqsum")
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(4, 1024, generator=g) * 10 ** (4 * torch.rand(4, 1024, generator=g) - 2)
+    pairs = torch.cat([v, -v], 1)[:, torch.randperm(2048, generator=g)]
+    x = pairs.reshape(4, 8, 16, 16).transpose(0, 1).contiguous()
+    b = irtrace.export(torch.nn.BatchNorm2d(4), (x,), tmp_path / "pairs.irt", train=True)
+    report, _, run = _run(b, "planted-bnseqsum", tmp_path)
+    (mean,) = [e for e in run["values"] if e["value"].endswith("running_mean:updated")]
+    assert mean["verdict"] == compare.NOISE and 1e-8 < mean["max_abs"] < 1e-6 < mean["allowed"] < 1e-4, mean
+    assert all(e["verdict"] in (compare.MATCH, compare.NOISE) for e in run["values"]), run["values"]
+    assert run["first_divergence"] is None and not report["findings"]
+    monkeypatch.setattr(chained._Chain, "_model", lambda self, name: None)
+    _, _, without = _run(b, "planted-bnseqsum", tmp_path / "without")
+    (mean,) = [e for e in without["values"] if e["value"].endswith("running_mean:updated")]
+    assert mean["verdict"] == compare.DIVERGENT and mean["allowed"] < 1e-30, mean

@@ -272,11 +272,48 @@ class _Chain:
         self.state = m.get("state_outputs", {})
         self.rounding = ChainRounding(pool, request, timeout)
         self.graph = dag(specs)
+        self.nodes = {s.name: s for s in request.specs}
+        self.protos = {s["name"]: s["proto"] for s in request.message["specs"]}
+        self.models = {}  # value -> the rounding-error model's size array of the op that makes it (or None)
 
     def judge(self, kind, name, actual):
-        """(verdict, metrics, details) of a backend's value or gradient `name` against the reference's."""
+        """(verdict, metrics, details) of a backend's value or gradient `name` against the reference's: as
+        compare.judge, then with the chain's Monte Carlo rounding, then, for a value an accumulating op makes, with
+        that op's rounding-error model too, as its isolated replay judges it (a batch mean of near-cancelling
+        terms, a running mean, is off by its terms' rounding, not its own size: the chain's two Monte Carlo runs
+        round each op's result, not the sum inside it)."""
         ref, oracle = (self.ref_vals, self.o_vals) if kind == "values" else (self.ref_grads, self.o_grads)
-        return self.rounding.judge(kind, name, actual, ref[name], oracle.get(name), self.policy)
+        verdict, met, details = self.rounding.judge(kind, name, actual, ref[name], oracle.get(name), self.policy)
+        if verdict == compare.DIVERGENT and kind == "values" and oracle.get(name) is not None and not self.policy.fixed:
+            size = self._model(name)
+            if size is not None:
+                verdict, met, details = compare.judge(actual, ref[name], oracle[name], self.policy, model=size,
+                                                      spread=self.rounding.get(kind, name))
+        return verdict, met, details
+
+    def _model(self, name):
+        """The rounding-error model's size array of value `name`, asked of the oracle for the node that makes it, on
+        its recorded inputs (the chain's reference values, to rounding), as judge_node asks it; None where the op
+        does not accumulate, or the oracle cannot size it (said in the log)."""
+        from irtrace.replay.call import from_bundle
+        from irtrace.replay.execute import answer_of
+        from irtrace.replay.judge import magnitudes, model_call, wants_model_for
+        if name not in self.models:
+            self.models[name] = None
+            spec = self.nodes.get(self.producer[name][1])
+            recorded = spec is not None and all(i in self.bundle.values for i in spec.inputs if i)
+            call = from_bundle(self.bundle, spec, "fwd", self.protos.get(spec.name)) if recorded else None
+            if call is not None and wants_model_for(call):
+                ask = model_call(call)
+                try:
+                    reply, out = self.pool.get(ORACLE).call(ask.message(), ask.arrays(), self.timeout)
+                    sizes = magnitudes(answer_of(reply, out))
+                except WorkerFailed as e:
+                    log.info("no rounding-error model of %s: %s", name, e.message)
+                    sizes = None
+                k = list(spec.outputs).index(name)
+                self.models[name] = sizes[k] if sizes is not None and k < len(sizes) else None
+        return self.models[name]
 
     def entry(self, name, verdict, met, details, kind):
         return _entry(name, self.producer[name][1], self.producer[name][0], verdict, met, details, kind)

@@ -61,6 +61,11 @@ def _wants_model(call):
     return sorted(nondifferentiable_inputs(spec.op_type, spec.domain, spec.opset, len(spec.inputs)))
 
 
+def wants_model_for(call):
+    """Whether the rounding-error model applies to `call` (its op accumulates in its mode)."""
+    return _wants_model(call) is not None
+
+
 def model_call(call):
     """What the oracle is asked for the rounding-error model's size of each result (judge_node: where a
     result of an accumulating op fails without it; it costs three more float64 runs of the op). The
