@@ -6,9 +6,14 @@ measured in a fresh process of its own (the model built and a small export of th
 so that imports and registries are not counted; the peak is the process's VmHWM, the whole process's
 as a user sees it, and above the RSS it had before the export); then the same as each process's first
 export (resnet50-first: what the first call pays counts too, such as torch.onnx's registry of translations,
-which torch.onnx.export builds on every call and irtrace once per process).
+which torch.onnx.export builds on every call and irtrace once per process). resnet50-steps (not by default):
+where an export's seconds go, in this process, after a first ResNet-50 export: torch.onnx inside irtrace, the
+recording (of which the value store's writes, with their bytes and rate, large and small apart), the proof of
+the parameter gradients, the rest; beside torch.onnx.export alone, and the same bytes written by one loop of
+os.pwrite into a fresh file and into the pages of the file before (the page cache's own rate here).
 
-    .venv/bin/python benchmarks/export.py [--parts examples,resnet50,resnet50-first] [--repeat 3] [--baseline DIR]
+    .venv/bin/python benchmarks/export.py [--parts examples,resnet50,resnet50-first,resnet50-steps] [--repeat 3]
+        [--baseline DIR]
 """
 import argparse
 import contextlib
@@ -143,6 +148,68 @@ def examples():
                   f"{check.seconds / t_irt:6.1%}")
 
 
+def resnet50_steps(repeat):
+    """Where the export's seconds go (see the module's docstring), the best of `repeat` exports for each step."""
+    import importlib
+
+    import numpy as np
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fast_replay import resnet50
+
+    from irtrace.store import writer
+    te = importlib.import_module("irtrace.export.torch_export")
+    steps = {"torch.onnx inside irtrace": (te, "_torch_onnx_export"), "recording": (te, "record"),
+             "gradient proof": (te, "check_gradients")}
+    timers = {k: Timed(getattr(mod, name)) for k, (mod, name) in steps.items()}
+    for k, (mod, name) in steps.items():
+        setattr(mod, name, timers[k])
+    written = {"large (> 1 MB)": [0, 0.0], "small": [0, 0.0]}
+    write_at = writer.ValueWriter._write_at
+
+    def counted(self, offset, data):
+        t = time.perf_counter()
+        write_at(self, offset, data)
+        n = memoryview(data).nbytes
+        kind = written["large (> 1 MB)" if n > 1 << 20 else "small"]
+        kind[0], kind[1] = kind[0] + n, kind[1] + time.perf_counter() - t
+    writer.ValueWriter._write_at = counted
+    model, inputs = resnet50()
+    best = {}
+    with tempfile.TemporaryDirectory() as d:
+        irtrace.export(model, inputs, Path(d) / "first.irt")
+        for _ in range(repeat):
+            for timer in timers.values():
+                timer.seconds = 0.0
+            for kind in written.values():
+                kind[:] = [0, 0.0]
+            t = time.perf_counter()
+            irtrace.export(model, inputs, Path(d) / "r.irt", force=True)
+            got = {"irtrace export": time.perf_counter() - t, **{k: v.seconds for k, v in timers.items()},
+                   **{f"writes, {k}": v[1] for k, v in written.items()},
+                   "torch.onnx.export alone": time_torch_onnx_export(model, inputs)}
+            for k, v in got.items():
+                best[k] = min(best.get(k, v), v)
+        nbytes = {k: v[0] for k, v in written.items()}
+        data = np.random.default_rng(0).integers(0, 255, sum(nbytes.values()), np.uint8)
+        for where in ("a fresh file", "the file before's pages"):
+            path = Path(d) / "raw.bin"
+            if where == "a fresh file":
+                path.unlink(missing_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            t = time.perf_counter()
+            for offset in range(0, data.size, 4 << 20):
+                os.pwrite(fd, data[offset:offset + (4 << 20)], offset)
+            best[f"the same bytes by os.pwrite into {where}"] = time.perf_counter() - t
+            os.close(fd)
+    print(f"ResNet-50, this process, after a first export, best of {repeat} (seconds):")
+    for k, v in best.items():
+        n = nbytes.get(k.removeprefix("writes, "), sum(nbytes.values()) if "os.pwrite" in k else None)
+        rate = f"   {n / 1e6:6.0f} MB at {n / v / 1e9:.2f} GB/s" if n else ""
+        print(f"  {k:52} {v:6.2f}{rate}")
+    rest = best["irtrace export"] - sum(best[k] for k in steps)
+    print(f"  {'the rest (the module run, the canonical graph, ...)':52} {rest:6.2f}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--parts", default="examples,resnet50,resnet50-first")
@@ -156,6 +223,8 @@ def main():
         resnet50_targets(args.repeat, args.baseline)
     if "resnet50-first" in parts:
         resnet50_targets(args.repeat, args.baseline, first=True)
+    if "resnet50-steps" in parts:
+        resnet50_steps(args.repeat)
 
 
 if __name__ == "__main__":
