@@ -1,9 +1,10 @@
 """Alternative formulations of MegEngine ops, beside its op table (backends/megengine/ops/): what a
 porter writes instead of the call that fails (F.pad's second derivative w.r.t. the incoming gradient
 is silently 0; F.leaky_relu, F.gelu, F.softplus, F.hswish have no double backward; batched
-F.matmul's double backward crashes; F.conv1d, and so module.Conv1d, refuses a grouped weight). Each has the signature of the op-table function it stands in
-for and uses MegEngine's public API only; irtrace runs each on a finding's recorded inputs, in every
-mode, and reports those that match torch (docs/report.md, "Workarounds")."""
+F.matmul's double backward crashes; F.conv1d, and so module.Conv1d, refuses a grouped weight). Each has
+the signature of the op-table function it stands in for and uses MegEngine's public API only; irtrace
+runs each on a finding's recorded inputs, in every mode, and reports those that match torch
+(docs/report.md, "Workarounds")."""
 import math
 
 import numpy as np
