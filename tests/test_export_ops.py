@@ -133,6 +133,30 @@ def test_batchnorm_without_affine_parameters_trains(tmp_path):
     _clean(b)
 
 
+def test_a_conv3d_without_bias_exports_without_torch_onnx_s_two_axis_zero_bias(tmp_path):
+    """torch.onnx gives a bias-free Conv3d a bias of zeros expanded to (out_channels, 2), which ONNX's Conv does
+    not take (onnxruntime refuses it, torch's conv3d raises): the export drops it, and the nodes that made it, and
+    the graph computes the module's conv, checked here against a numpy sum. A bias-free Conv2d keeps the 1-D zero
+    bias torch.onnx gives it: that graph is ONNX's and stays as torch.onnx made it."""
+    torch.manual_seed(0)
+    m = nn.Conv3d(2, 3, (2, 3, 3), stride=(1, 2, 2), padding=1, bias=False)
+    x = torch.randn(1, 2, 3, 5, 5)
+    b = irtrace.export(m, (x,), tmp_path / "c3.irt")
+    (conv,) = [n for n in b.model.graph.node if n.op_type == "Conv"]
+    assert list(conv.input) == ["input", "weight"] and len(b.model.graph.node) == 1
+    xp = np.pad(x.numpy().astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)))
+    w = m.weight.detach().numpy().astype(np.float64)
+    want = np.zeros((1, 3, 4, 3, 3))
+    for d, h, k in np.ndindex(4, 3, 3):
+        want[0, :, d, h, k] = np.einsum("oidhw,idhw->o", w, xp[0, :, d:d + 2, 2 * h:2 * h + 3, 2 * k:2 * k + 3])
+    (out,) = _outputs(b)
+    np.testing.assert_allclose(out, want, atol=1e-5)
+    _clean(b)
+    b2 = irtrace.export(nn.Conv2d(2, 3, 3, bias=False), (torch.randn(1, 2, 5, 5),), tmp_path / "c2.irt")
+    (conv,) = [n for n in b2.model.graph.node if n.op_type == "Conv"]
+    assert len(conv.input) == 3 and {n.op_type for n in b2.model.graph.node} >= {"Expand", "Conv"}
+
+
 class ReturnsItsStats(nn.Module):
     """Functional batch_norm on the module's own buffers, which it also returns."""
 

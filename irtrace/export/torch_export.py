@@ -291,6 +291,7 @@ def export(model, example_inputs, path, train=False, seed=0, loss=None, force=Fa
     run = _run(model, example_inputs, options)
     raw = _onnx_program(model, run, options)
     _padding_rows(raw, run.weights)
+    _drop_zero_conv_bias(raw)
     traced = _canonical(raw, run)
     del raw  # torch.onnx's graph: the canonical graph is a copy of it
     return _write(model, path, run, traced, options)
@@ -667,6 +668,40 @@ def _padding_rows(raw, weights):
             e.metadata_props.extend(n.metadata_props)  # the embedding module's source, for the report
         for j, e in enumerate(extra):
             raw.graph.node.insert(k + 1 + j, e)
+
+
+def _drop_zero_conv_bias(raw):
+    """torch.onnx (torch 2.13) gives a Conv3d without bias a bias of zeros expanded to (out_channels, 2), not the
+    1-D bias ONNX defines: onnxruntime refuses the node ("bias must be a 1D tensor of size output_channels") and
+    torch's conv3d raises on it, so no such model could be recorded (torchvision's r3d_18). A bias that is the
+    expansion of a constant 0 adds nothing, whatever its shape: where it is expanded to more than one axis (a
+    Concat of shapes), the Conv (or ConvTranspose) drops it, as the module has none, and the nodes that made it,
+    read by nothing else, go with it. A 1-D zero bias (what 1-D and 2-D convs get) is ONNX's and stays."""
+    from onnx import numpy_helper
+    g = raw.graph
+    made = {o: n for n in g.node for o in n.output}
+
+    def zero(name):  # a Constant of zeros, or a CastLike of one
+        n = made.get(name)
+        if n is not None and n.op_type == "CastLike":
+            return zero(n.input[0])
+        if n is None or n.op_type != "Constant" or [a.name for a in n.attribute] != ["value"]:
+            return False
+        return not np.any(numpy_helper.to_array(n.attribute[0].t))
+    chain = []
+    for n in g.node:
+        bias = made.get(n.input[2]) if n.op_type in ("Conv", "ConvTranspose") and len(n.input) == 3 else None
+        shape = made.get(bias.input[1]) if bias is not None and bias.op_type == "Expand" else None
+        if shape is not None and shape.op_type == "Concat" and len(shape.input) > 1 and zero(bias.input[0]):
+            del n.input[2]
+            chain.append(bias)
+    while chain:  # what made a dropped bias, once nothing reads it (a node is known by its first output)
+        read = {i for n in g.node for i in n.input} | {o.name for o in g.output}
+        first = chain.pop().output[0]
+        at = next((k for k, m in enumerate(g.node) if m.output and m.output[0] == first), None)
+        if at is not None and not read.intersection(g.node[at].output):
+            chain += [made[i] for i in g.node[at].input if i in made]
+            del g.node[at]
 
 
 _EMBEDDING = re.compile(r"target=torch\.ops\.aten\.embedding\.default\]\(args = \(%\w+, %\w+, (-?\d+)")
