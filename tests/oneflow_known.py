@@ -42,6 +42,12 @@ KNOWN = {('batchnorm_eval', 'vjp2', 'd2g:*'): ('ERROR',
  ('batchnorm_train', 'vjp2', 'd2x:*'): ('ERROR',
                                         'Exception: The gradient function for op normalization_grad is not found. '
                                         'Please check whether it has'),
+ ('batchnorm_train_3d', 'vjp2', 'd2g:*'): ('ERROR',
+                                           'Exception: The gradient function for op normalization_grad is not found. '
+                                           'Please check whether it has'),
+ ('batchnorm_train_3d', 'vjp2', 'd2x:*'): ('ERROR',
+                                           'Exception: The gradient function for op normalization_grad is not found. '
+                                           'Please check whether it has'),
  ('batchnorm_train_biased', 'fwd', 'batchnorm_train_biased.out2'): ('DIVERGENT',
                                                                     'oneflow 0.8871 vs torch 0.882 at [0], max abs '
                                                                     '0.00517'),

@@ -240,6 +240,10 @@ CASES = [
     # HardSwish beyond its bends at -3 and 3, where its second derivative is 0 (MobileNetV3's activations reach it;
     # N(0, 1) inputs seldom do)
     C("hardswish_wide", "HardSwish", U(-6, 6, 3, 8)),
+    # video and volume models (torchvision's r3d_18): a strided 3-D conv with uneven pads, a train-mode 3-D BatchNorm
+    C("conv3d_strided", "Conv", X(1, 2, 4, 5, 5), X(3, 2, 2, 3, 3), strides=[1, 2, 2], pads=[0, 1, 1, 1, 1, 1]),
+    C("batchnorm_train_3d", "TrainBatchNormalization", X(2, 3, 2, 3, 3), X(3), X(3), STAT(3), PSTAT(3), outputs=3,
+      domain="ai.irtrace", epsilon=1e-5, momentum=0.9, running_var_estimator="unbiased"),
 ]
 
 
@@ -321,7 +325,7 @@ def activations(model, feeds):
 # Cases added after the table's first version (issue 26): each draws its inputs from its own generator
 OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_negative_crop",
             "cumsum_exclusive_reverse", "resize_negative_axes", "topk_ties", "batchnorm_eval_stats", "conv1d_groups",
-            "conv1d_strided_uneven", "hardswish_wide"}
+            "conv1d_strided_uneven", "hardswish_wide", "conv3d_strided", "batchnorm_train_3d"}
 
 
 # The cases of ops the torch table gained for issue 26 (what torch.onnx emits for atan2, LSTM,

@@ -31,6 +31,9 @@ KNOWN = {('batchnorm_eval_stats', 'vjp', '*'): ('UNSUPPORTED',
  ('batchnorm_train', 'vjp2', 'd2x:batchnorm_train.in0'): ('DIVERGENT',
                                                           'tensorflow -1.487 vs torch -1.455 at [0, 0, 0, 2], max abs '
                                                           '0.0321'),
+ ('batchnorm_train_3d', 'vjp2', 'd2x:batchnorm_train_3d.in0'): ('DIVERGENT',
+                                                                'tensorflow 2.272 vs torch 2.24 at [0, 1, 0, 0, 2], '
+                                                                'max abs 0.0324'),
  ('batchnorm_train_m07', 'vjp2', 'd2x:batchnorm_train_m07.in0'): ('DIVERGENT',
                                                                   'tensorflow 0.2332 vs torch 0.2036 at [2, 1, 1, 0], '
                                                                   'max abs 0.0296'),

@@ -11,8 +11,11 @@ def _c(t, x):
 
 def _as_4d(x):
     """MegEngine's batch_norm / instance_norm take 4-D input only; its BatchNorm1d module views an
-    (N, C) or (N, C, L) input as (N, C, L, 1), and so does a porter calling the functional form."""
-    return x if x.ndim >= 4 else functional.reshape(x, tuple(x.shape) + (1,) * (4 - x.ndim))
+    (N, C) or (N, C, L) input as (N, C, L, 1), and so does a porter calling the functional form. MegEngine has no
+    BatchNorm3d: a porter views an (N, C, D, H, W) input as (N, C, D*H, W), the same elements per channel."""
+    if x.ndim > 4:
+        return functional.reshape(x, tuple(x.shape[:2]) + (-1, x.shape[-1]))
+    return x if x.ndim == 4 else functional.reshape(x, tuple(x.shape) + (1,) * (4 - x.ndim))
 
 
 @OPS.register("BatchNormalization", since=15, nondiff=(3, 4))

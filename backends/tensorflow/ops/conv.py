@@ -26,8 +26,11 @@ def conv(x, w, b=None, *, auto_pad="NOTSET", dilations, group=1, kernel_shape, p
     elif r == 2 and (group > 1 or all(d == 1 for d in dilations)):  # explicit (also asymmetric) paddings
         step = list(strides)  # tf.nn.conv2d's forward takes strides with dilations
         y = tf.nn.conv2d(xt, wt, strides=step, padding=paddings, dilations=list(dilations))
-    else:  # tf.nn.convolution takes only 'SAME'/'VALID': pad first, as a porter would
-        y = tf.nn.convolution(tf.pad(xt, paddings), wt, strides=step, padding="VALID", dilations=list(dilations))
+    else:  # tf.nn.convolution takes only 'SAME'/'VALID': pad first, as a porter would. Its data_format given, as
+        # Keras gives it: left to its default, a 3-D conv's gradient raises "'NoneType' object has no attribute
+        # 'decode'" (its Conv3D op has no data_format for the gradient to read)
+        y = tf.nn.convolution(tf.pad(xt, paddings), wt, strides=step, padding="VALID", dilations=list(dilations),
+                              data_format=("NWC", "NHWC", "NDHWC")[r - 1])
     if step != list(strides):
         y = y[(slice(None),) + tuple(slice(None, None, s) for s in strides) + (slice(None),)]
     if b is not None:
