@@ -16,7 +16,9 @@ from backends._runtime.wire import Status, is_float
 from irtrace import compare
 from irtrace.errors import IrtraceError
 from irtrace.ir.graph import dag, gradient_path, gradient_sources, shape_arithmetic
-from irtrace.replay.call import proto_text
+from irtrace.replay.call import from_bundle, proto_text
+from irtrace.replay.execute import answer_of
+from irtrace.replay.judge import magnitudes, model_call, wants_model_for
 from irtrace.replay.plan import ORACLE, REFERENCE
 from irtrace.replay.worker import WorkerFailed
 from irtrace.replay.workarounds import applied
@@ -295,9 +297,6 @@ class _Chain:
         """The rounding-error model's size array of value `name`, asked of the oracle for the node that makes it, on
         its recorded inputs (the chain's reference values, to rounding), as judge_node asks it; None where the op
         does not accumulate, or the oracle cannot size it (said in the log)."""
-        from irtrace.replay.call import from_bundle
-        from irtrace.replay.execute import answer_of
-        from irtrace.replay.judge import magnitudes, model_call, wants_model_for
         if name not in self.models:
             self.models[name] = None
             spec = self.nodes.get(self.producer[name][1])

@@ -117,14 +117,15 @@ def label_words(label, role="input"):
 def render_script(ctx):
     """The harness repro script: irtrace's autodiff module and the op as irtrace ran it, reading
     data.npz. `ctx`: see irtrace/repro/make.py."""
-    own = _bindings(_harness_head(ctx) + _harness_run(ctx) + _HARNESS_REPORT + _harness_main(ctx))
+    head, run, main = _harness_head(ctx), _harness_run(ctx), _harness_main(ctx)
+    own = _bindings(head + run + _HARNESS_REPORT + main)
     op = _bindings("\n".join([ctx["autodiff"], *ctx["imports"], ctx["op"]]))
     # a name both bind, but for one import of one module (numpy as np in each)
     clash = {n for n in own.keys() & op.keys() if own[n] != op[n] or own[n][0] != "import"}
     if clash:  # the script's own would shadow the op's helper (or the reverse): a script that runs something else
         raise RuntimeError(f"irtrace bug: the op's code defines {', '.join(sorted(clash))}, which the repro script "
                            f"defines too")
-    return _harness_head(ctx) + _harness_op(ctx) + _harness_run(ctx) + _HARNESS_REPORT + _harness_main(ctx)
+    return head + _harness_op(ctx) + run + _HARNESS_REPORT + main
 
 
 def _bindings(source):
