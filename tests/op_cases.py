@@ -244,6 +244,10 @@ CASES = [
     C("conv3d_strided", "Conv", X(1, 2, 4, 5, 5), X(3, 2, 2, 3, 3), strides=[1, 2, 2], pads=[0, 1, 1, 1, 1, 1]),
     C("batchnorm_train_3d", "TrainBatchNormalization", X(2, 3, 2, 3, 3), X(3), X(3), STAT(3), PSTAT(3), outputs=3,
       domain="ai.irtrace", epsilon=1e-5, momentum=0.9, running_var_estimator="unbiased"),
+    # a depthwise conv with two outputs per channel, dilated and strided: TensorFlow's tf.nn.depthwise_conv2d
+    # (its filter's channel-by-multiplier order, and a stride taken after the dilated conv)
+    C("conv_depthwise_m2_dilated", "Conv", X(1, 2, 9, 9), X(4, 1, 3, 3), X(4), group=2, dilations=[2, 2],
+      strides=[2, 2], pads=[2, 2, 2, 2]),
 ]
 
 
@@ -325,7 +329,8 @@ def activations(model, feeds):
 # Cases added after the table's first version (issue 26): each draws its inputs from its own generator
 OWN_SEED = {"gatherelements_smaller_indices", "gatherelements_long_axis", "pad_negative_crop",
             "cumsum_exclusive_reverse", "resize_negative_axes", "topk_ties", "batchnorm_eval_stats", "conv1d_groups",
-            "conv1d_strided_uneven", "hardswish_wide", "conv3d_strided", "batchnorm_train_3d"}
+            "conv1d_strided_uneven", "hardswish_wide", "conv3d_strided", "batchnorm_train_3d",
+            "conv_depthwise_m2_dilated"}
 
 
 # The cases of ops the torch table gained for issue 26 (what torch.onnx emits for atan2, LSTM,

@@ -101,6 +101,12 @@ KNOWN = {('acosh', 'vjp2', 'd2g:*'): ('ERROR',
  ('conv_depthwise', 'vjp2', 'd2x:*'): ('ERROR',
                                        'RuntimeError: (NotFound) The kernel `depthwise_conv2d_double_grad` is not '
                                        'registered. [Hint: Expecte'),
+ ('conv_depthwise_m2_dilated', 'vjp2', 'd2g:*'): ('ERROR',
+                                                  'RuntimeError: (NotFound) The kernel `depthwise_conv2d_double_grad` '
+                                                  'is not registered. [Hint: Expecte'),
+ ('conv_depthwise_m2_dilated', 'vjp2', 'd2x:*'): ('ERROR',
+                                                  'RuntimeError: (NotFound) The kernel `depthwise_conv2d_double_grad` '
+                                                  'is not registered. [Hint: Expecte'),
  ('convtranspose1d', 'vjp2', 'd2g:*'): ('ERROR',
                                         'RuntimeError: (NotFound) The kernel `conv2d_transpose_double_grad` is not '
                                         'registered. [Hint: Expecte'),

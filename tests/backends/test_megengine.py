@@ -88,8 +88,8 @@ def test_every_case_and_mode_is_covered(cases):
     # from the graph) in vjp and vjp2; the other cases with a known vjp2 failure (matmul_2d_nd's segfault
     # and resize_negative_axes's ds/dg among them, the inverse hyperbolic functions' and Mish's (Softplus's));
     # ScatterND's and ScatterElements' add with a repeated index in every mode
-    assert per_mode == {"fwd": {"cases": 145, "ok": 135, "known": 10}, "vjp": {"cases": 141, "ok": 128, "known": 13},
-                        "vjp2": {"cases": 141, "ok": 89, "known": 52}}, per_mode
+    assert per_mode == {"fwd": {"cases": 146, "ok": 136, "known": 10}, "vjp": {"cases": 142, "ok": 129, "known": 13},
+                        "vjp2": {"cases": 142, "ok": 90, "known": 52}}, per_mode
     assert {m: len({c for c, mode, _ in KNOWN if mode == m}) for m in per_mode} == \
         {m: c["known"] for m, c in per_mode.items()}  # and every known row is one of them
 
